@@ -1,0 +1,7 @@
+#include "broker.h"
+
+int
+main(int argc, char *argv[])
+{
+	broker_main(argc, argv);
+}

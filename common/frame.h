@@ -1,0 +1,104 @@
+/*
+ * Frames between processes (DESIGN.md 3): a header of u32 json_len and
+ * u32 data_len, both big-endian, then json_len bytes of one JSON object, then
+ * data_len raw bytes.  Descriptors ride with the first byte of the header as
+ * SCM_RIGHTS.  Each edge has its own maxima, checked before allocating.
+ */
+#ifndef RTSANDBOX_FRAME_H
+#define RTSANDBOX_FRAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FRAME_HDR_LEN	8
+/* The most descriptors one frame may carry on any edge. */
+#define FRAME_MAXFDS	4
+
+struct event_base;
+
+struct frame_limits {
+	uint32_t	 fl_json_max;	/* JSON bytes, at least 2 ("{}") */
+	uint32_t	 fl_data_max;	/* raw bytes, may be 0 */
+};
+
+/* One received frame.  Owned by the frame layer for the callback's length;
+ * a receiver that keeps a descriptor sets its slot to -1. */
+struct frame {
+	const uint8_t	*f_json;
+	uint32_t	 f_json_len;
+	const uint8_t	*f_data;
+	uint32_t	 f_data_len;
+	int		 f_fds[FRAME_MAXFDS];
+	int		 f_nfds;
+};
+
+enum frame_err {
+	FRAME_OK = 0,
+	FRAME_EOF,		/* peer closed between frames */
+	FRAME_TRUNCATED,	/* peer closed inside a frame */
+	FRAME_IO,		/* read or write failed (errno logged) */
+	FRAME_EMPTY_JSON,	/* json_len below 2 */
+	FRAME_JSON_TOO_LONG,	/* json_len over the edge's maximum */
+	FRAME_DATA_TOO_LONG,	/* data_len over the edge's maximum */
+	FRAME_TOO_MANY_FDS,	/* more descriptors than a frame may carry */
+	FRAME_BAD_CMSG,		/* truncated or foreign control message */
+	FRAME_OUT_OF_MEMORY,
+	FRAME_SEND_TOO_LONG,	/* local sender exceeded the edge's maximum */
+};
+const char	*frame_err_to_string(enum frame_err);
+
+/* Pure header check: fills lengths and returns FRAME_OK or why it fails. */
+enum frame_err	 frame_header_parse(const uint8_t hdr[FRAME_HDR_LEN],
+		    const struct frame_limits *, uint32_t *json_len,
+		    uint32_t *data_len);
+void		 frame_header_write(uint8_t hdr[FRAME_HDR_LEN],
+		    uint32_t json_len, uint32_t data_len);
+
+struct frame_conn;
+
+/* Called once per complete frame; the conn may be freed inside. */
+typedef void	(*frame_cb)(struct frame_conn *, struct frame *, void *);
+/* Called once when the edge fails or ends; the conn must not be used for
+ * I/O afterwards (free it, possibly inside the callback). */
+typedef void	(*frame_err_cb)(struct frame_conn *, enum frame_err, void *);
+
+/* The conn owns fd from here on (made non-blocking and close-on-exec; closed
+ * if this fails). */
+struct frame_conn *frame_conn_new(struct event_base *, int fd,
+		    const struct frame_limits *in, const struct frame_limits *out,
+		    frame_cb, frame_err_cb, void *arg);
+void		 frame_conn_free(struct frame_conn *);
+int		 frame_conn_fd(const struct frame_conn *);
+
+/*
+ * Queue one frame.  Descriptors in fds are owned by the conn from this call
+ * on (closed once sent, or when the conn is freed).  Returns FRAME_OK or
+ * FRAME_SEND_TOO_LONG / FRAME_TOO_MANY_FDS / FRAME_OUT_OF_MEMORY (also
+ * FRAME_EMPTY_JSON, and FRAME_IO once the edge has failed), in which case
+ * the descriptors are closed too.  A write failure is never reported from
+ * inside this call: the err callback runs from the loop.
+ */
+enum frame_err	 frame_conn_send(struct frame_conn *, const void *json,
+		    size_t json_len, const void *data, size_t data_len,
+		    const int *fds, int nfds);
+/* Bytes queued and not yet written, for back-pressure. */
+size_t		 frame_conn_pending(const struct frame_conn *);
+/* Called when the queue drains below low-water (0 = disabled). */
+void		 frame_conn_set_drain_cb(struct frame_conn *,
+		    void (*)(struct frame_conn *, void *), size_t lowat);
+/* Stop or resume reading frames (back-pressure from the receiver). */
+void		 frame_conn_pause(struct frame_conn *, int paused);
+
+/*
+ * Blocking helpers for bring-up and for tests: send or receive exactly one
+ * frame on a blocking descriptor.  frame_send_blocking leaves fds open (they
+ * stay the caller's).  frame_recv_blocking allocates json and data
+ * (NUL-terminated json) that the caller frees, and gives the caller every
+ * descriptor that came with the frame.
+ */
+enum frame_err	 frame_send_blocking(int fd, const void *json, size_t json_len,
+		    const void *data, size_t data_len, const int *fds, int nfds);
+enum frame_err	 frame_recv_blocking(int fd, const struct frame_limits *,
+		    struct frame *out, uint8_t **json, uint8_t **data);
+
+#endif

@@ -1,0 +1,315 @@
+/*
+ * Every number of PROTOCOL.md and of DESIGN.md section 7 and 9, once.  Each
+ * constant carries the sentence it enforces; "chars" are UTF-16 code units
+ * as PROTOCOL.md defines them, sizes are bytes.
+ *
+ * With common/ on the include path this file shadows the system's
+ * <limits.h> (sys/param.h and others include it by that name), so it pulls
+ * the system header in as well, from outside the guard: reached as
+ * "limits.h" from common/ itself, #include_next finds this file again
+ * through the include path, and only that copy's #include_next gets to the
+ * system's.
+ */
+#ifdef __clang__
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Winclude-next-absolute-path"
+#endif
+#include_next <limits.h>
+#ifdef __clang__
+#pragma clang diagnostic pop
+#endif
+
+#ifndef RTSANDBOX_LIMITS_H
+#define RTSANDBOX_LIMITS_H
+
+/* Conventions: "MiB = 1 048 576 bytes." */
+#define MIB				1048576u
+/* One UTF-16 code unit takes at most 3 UTF-8 bytes (4 bytes give 2 units). */
+#define UTF8_BYTES_MAX(chars)		((chars) * 3u)
+
+/* Conventions: "Safe file name: 1–255 chars". */
+#define SAFE_NAME_MIN			1u
+#define SAFE_NAME_MAX			255u
+
+/*
+ * 1. Topology
+ */
+/* "the host path must be at most 100 chars" (of run/broker.sock). */
+#define BROKER_SOCK_PATH_MAX		100u
+/* "<state>/<segment>/run/broker.sock 0600". */
+#define BROKER_SOCK_MODE		0600
+
+/*
+ * 2. The worker's loop: the worker's own client timeouts, which the host's
+ * timers must stay inside.
+ */
+/* "POST /worker/ready (client timeout 5 s)". */
+#define WORKER_READY_TIMEOUT_MS		5000
+/* "GET /worker/next (client timeout 55 s)". */
+#define WORKER_NEXT_TIMEOUT_MS		55000
+/* "POST /worker/result (client timeout 60 s)". */
+#define WORKER_RESULT_TIMEOUT_MS	60000
+/* "On a non-2xx answer it sleeps 250 ms and starts again at /worker/ready." */
+#define WORKER_RETRY_MS			250
+
+/*
+ * 3.1 Worker routes
+ */
+/* "hold the request up to 45 s ... at 45 s or on client disconnect → 408". */
+#define BROKER_POLL_MS			45000
+/* "body limit 72 MiB" for POST /worker/result. */
+#define RESULT_BODY_MAX			(72u * MIB)
+/* "ok:true with text not a string or over 100 000 chars ... → 400". */
+#define RESULT_TEXT_MAX			100000u
+/* "files not an array or over 10 entries ... → 400". */
+#define RESULT_FILES_MAX		10u
+/* "ok:false with error not a string or over 10 000 chars → 400". */
+#define RESULT_ERROR_MAX		10000u
+
+/*
+ * 3.2 Model calls
+ */
+/* "Body: at most 96 MiB, a JSON object, rebuilt field by field". */
+#define MODEL_BODY_MAX			(96u * MIB)
+/* "copied from the worker only when present and at most 4 096 chars". */
+#define HEADER_VALUE_MAX		4096u
+/* "Response headers copied only when ... the value is at most 256 chars". */
+#define RESP_HEADER_VALUE_MAX		256u
+/* "upstream status passed through when 200–599 (else 502 ...)". */
+#define UPSTREAM_STATUS_MIN		200
+#define UPSTREAM_STATUS_MAX		599
+/* "At most 50 MiB per response." */
+#define RESPONSE_BODY_MAX		(50u * MIB)
+
+/*
+ * 3.3 Host tools and MCP
+ */
+/* "names [a-z][a-z0-9_]{0,47}" for host tools. */
+#define HOST_TOOL_NAME_MAX		48u
+/* "Host tools: ... Body at most 96 MiB, a JSON object with an object input". */
+#define TOOL_BODY_MAX			(96u * MIB)
+/* Tool answer: "text?: ≤ 1 000 000 chars". */
+#define TOOL_TEXT_MAX			1000000u
+/* Tool answer: "error?: ≤ 10 000 chars". */
+#define TOOL_ERROR_MAX			10000u
+/* Tool answer: "image?: one valid image (4.3)". */
+#define TOOL_IMAGES_MAX			1u
+/* "server in the bound profile (names [a-zA-Z0-9_-]{1,100})". */
+#define MCP_SERVER_NAME_MAX		100u
+/*
+ * PROTOCOL.md gives no MCP body bound; the 96 MiB of the other POST bodies
+ * of 3.2 and 3.3 applies.
+ */
+#define MCP_BODY_MAX			(96u * MIB)
+/* "mcp-session-id and mcp-protocol-version ... when at most 256 chars". */
+#define MCP_HEADER_MAX			256u
+
+/*
+ * 3.4 Scopes and budgets
+ */
+/* "Budget: 128 credential-bearing calls (configurable 1–1 000)". */
+#define TURN_CALLS_DEFAULT		128u
+#define TURN_CALLS_MIN			1u
+#define TURN_CALLS_MAX			1000u
+/* "at most 4 in flight" (bound turn and startup window alike). */
+#define SCOPE_INFLIGHT_MAX		4u
+/* "Startup window ...: exists when the broker starts; 90 s". */
+#define STARTUP_WINDOW_MS		90000
+/* "90 s, 32 calls, 4 in flight". */
+#define STARTUP_CALLS			32u
+/* "more than 10 s have passed since it was last armed". */
+#define STARTUP_REARM_MS		10000
+
+/*
+ * 3.5 Listener limits
+ */
+/* "At most 16 connections (further ones are closed at once)". */
+#define BROKER_CONN_MAX			16u
+/* "10 s to receive the request headers". */
+#define BROKER_HEADER_TIMEOUT_MS	10000
+/* "a 120 s silence limit on body reads and writes". */
+#define BROKER_SILENCE_MS		120000
+
+/*
+ * 4. Bodies
+ */
+/* 4.1: "author": {"id": ≤256 chars, "name": ≤256 chars}. */
+#define AUTHOR_FIELD_MAX		256u
+/* 4.1: "text": ≤100 000 chars. */
+#define TURN_TEXT_MAX			100000u
+/* 4.1: "memory": ≤100 000 chars (may be ""); DESIGN.md 6 says the same. */
+#define MEMORY_MAX			100000u
+/* 4.1 and 4.3: "images": [image, ...] (≤ 8); "at most 8 per list". */
+#define IMAGES_MAX			8u
+/* 4.3: "decoded 1 byte–20 MiB". */
+#define IMAGE_BYTES_MIN			1u
+#define IMAGE_BYTES_MAX			(20u * MIB)
+/* 4.3 bound in base64 chars: ⌈20 MiB / 3⌉ · 4. */
+#define IMAGE_B64_MAX			(((IMAGE_BYTES_MAX + 2u) / 3u) * 4u)
+/* 4.3: "at most 8 per list and 64 MiB in all". */
+#define IMAGES_TOTAL_MAX		(64u * MIB)
+/* 4.2: "Files: at most 10". */
+#define REPLY_FILES_MAX			10u
+/* 4.2: "each decoded 1 byte–10 MiB". */
+#define REPLY_FILE_MIN			1u
+#define REPLY_FILE_MAX			(10u * MIB)
+/* 4.2: "(base64 at most ⌈10 MiB/3⌉·4 chars)". */
+#define REPLY_FILE_B64_MAX		(((REPLY_FILE_MAX + 2u) / 3u) * 4u)
+/* 4.2: "50 MiB in all". */
+#define REPLY_FILES_TOTAL_MAX		(50u * MIB)
+
+/*
+ * 5. Rebuilding a model request
+ */
+/* "messages: at most 2 000". */
+#define MODEL_MESSAGES_MAX		2000u
+/* "Content: a string, or at most 256 blocks". */
+#define MODEL_BLOCKS_MAX		256u
+/* "tool_use (id 1–128 chars" and "tool_result (tool_use_id 1–128 chars". */
+#define TOOL_USE_ID_MIN			1u
+#define TOOL_USE_ID_MAX			128u
+/* "name [a-zA-Z0-9_-]{1,128}". */
+#define TOOL_USE_NAME_MAX		128u
+/* "tools: at most 128". */
+#define MODEL_TOOLS_MAX			128u
+/* "enabled needs an integer budget ≥ 1 024". */
+#define THINKING_BUDGET_MIN		1024u
+/* Ceilings: "low | low | 2 048". */
+#define THINKING_CEIL_LOW		2048u
+/* "medium | medium | 8 192". */
+#define THINKING_CEIL_MEDIUM		8192u
+/* "high | high | 16 384". */
+#define THINKING_CEIL_HIGH		16384u
+/* "xhigh | max | 32 768". */
+#define THINKING_CEIL_XHIGH		32768u
+/* "max_tokens = max(budget + 1, min(asked or 16 384, maxOutputTokens))". */
+#define MAX_TOKENS_DEFAULT		16384u
+/* "maxOutputTokens 128 000 by default (configurable 1 025–200 000)". */
+#define MAX_OUTPUT_TOKENS_DEFAULT	128000u
+#define MAX_OUTPUT_TOKENS_MIN		1025u
+#define MAX_OUTPUT_TOKENS_MAX		200000u
+/* "stop_sequences kept when at most 16 strings of at most 1 000 chars". */
+#define STOP_SEQUENCES_MAX		16u
+#define STOP_SEQUENCE_MAX		1000u
+
+/*
+ * 6. The channel's files
+ */
+/* "Channel keys are at most 256 chars" (and a key is never empty). */
+#define CHANNEL_KEY_MIN			1u
+#define CHANNEL_KEY_MAX			256u
+/* A key of 256 chars in UTF-8: each char at most 3 bytes. */
+#define CHANNEL_KEY_BYTES_MAX		UTF8_BYTES_MAX(CHANNEL_KEY_MAX)
+/* ".channel-key ... re-read (at most 1 025 bytes) on every use". */
+#define CHANNEL_KEY_FILE_MAX		1025u
+/* "every UTF-16 code unit ... replaced by _": one byte per char of the key. */
+#define SEGMENT_MAX			CHANNEL_KEY_MAX
+/* "<state>/ 0700", "<state>/<segment>/ 0700", run/ and workspace/ 0700. */
+#define STATE_DIR_MODE			0700
+/* ".channel-key 0600, the exact channel key bytes". */
+#define CHANNEL_KEY_MODE		0600
+/* "Attachments written by the host are created exclusively ... (mode 0600)". */
+#define ATTACHMENT_MODE			0600
+
+/*
+ * 7. The container
+ */
+/* "Created through the Docker Engine API ... 15 s per call". */
+#define DOCKER_CALL_TIMEOUT_MS		15000
+/* "prefix [a-z0-9][a-z0-9-]{0,40}". */
+#define CONTAINER_PREFIX_MAX		41u
+/* "Name <prefix>-<segment>". */
+#define CONTAINER_NAME_MAX	(CONTAINER_PREFIX_MAX + 1u + SEGMENT_MAX)
+/* "User = the service user's uid:gid (both > 0)". */
+#define CONTAINER_ID_MIN		1u
+/* "Tmpfs: {"/tmp": "rw,nosuid,nodev,size=512m,mode=1777"}". */
+#define CONTAINER_TMPFS_OPTS		"rw,nosuid,nodev,size=512m,mode=1777"
+#define CONTAINER_TMPFS_SIZE		(512ull * MIB)
+#define CONTAINER_TMPFS_MODE		01777
+/* "Memory = MemorySwap = 1 536 MiB". */
+#define CONTAINER_MEMORY		(1536ull * MIB)
+/* "NanoCpus = 1e9". */
+#define CONTAINER_NANO_CPUS		1000000000ull
+/* "PidsLimit 256". */
+#define CONTAINER_PIDS_MAX		256u
+/* "Ulimits nofile 256/256". */
+#define CONTAINER_NOFILE		256u
+/* "bounded logs (local driver, 10 MiB × 2)". */
+#define CONTAINER_LOG_SIZE		(10u * MIB)
+#define CONTAINER_LOG_FILES		2u
+
+/*
+ * 8. Controlled fetch
+ */
+/* "3 s per address to connect (TLS included)". */
+#define FETCH_CONNECT_MS		3000
+/* "deadline 60 s (1 ms–120 s) for the whole call". */
+#define FETCH_DEADLINE_MS_DEFAULT	60000
+#define FETCH_DEADLINE_MS_MIN		1
+#define FETCH_DEADLINE_MS_MAX		120000
+/* "5 MiB (1 B–32 MiB)", on wire and decoded bytes alike. */
+#define FETCH_BYTES_DEFAULT		(5u * MIB)
+#define FETCH_BYTES_MIN			1u
+#define FETCH_BYTES_MAX			(32u * MIB)
+/* "5 redirects (0–10)". */
+#define FETCH_REDIRECTS_DEFAULT		5u
+#define FETCH_REDIRECTS_MIN		0u
+#define FETCH_REDIRECTS_MAX		10u
+
+/*
+ * DESIGN.md 5: the control socket
+ */
+/* "Lines are at most 128 MiB." */
+#define CONTROL_LINE_MAX		(128u * MIB)
+/* "(control_socket, mode 0600, or 0660 with control_group)". */
+#define CONTROL_SOCK_MODE		0600
+#define CONTROL_SOCK_MODE_GROUP		0660
+
+/*
+ * DESIGN.md 7: configuration
+ */
+/* "profiles | name ([a-zA-Z0-9_-]{1,100})". */
+#define PROFILE_NAME_MAX		100u
+/* "timeouts | start_ms 90 000, turn_ms 600 000 (each 1 000–600 000)". */
+#define START_MS_DEFAULT		90000
+#define TURN_MS_DEFAULT			600000
+#define TIMEOUT_MS_MIN			1000
+#define TIMEOUT_MS_MAX			600000
+/* "budgets | max_calls 128 (1–1 000)": the bound turn's budget of 3.4. */
+#define MAX_CALLS_DEFAULT		TURN_CALLS_DEFAULT
+#define MAX_CALLS_MIN			TURN_CALLS_MIN
+#define MAX_CALLS_MAX			TURN_CALLS_MAX
+
+/*
+ * DESIGN.md 9: research worker
+ */
+/* "web_search (query 1–4 000 chars". */
+#define RESEARCH_QUERY_MIN		1u
+#define RESEARCH_QUERY_MAX		4000u
+/* "fetch_content (url at most 8 000 chars". */
+#define RESEARCH_URL_MAX		8000u
+/* "At most 2 jobs per channel". */
+#define RESEARCH_JOBS_MAX		2u
+/* "task at most 4 000 chars". */
+#define RESEARCH_TASK_MAX		4000u
+/* "report at most 80 000 chars". */
+#define RESEARCH_REPORT_MAX		80000u
+/* "600 s deadline". */
+#define RESEARCH_DEADLINE_MS		600000
+
+/*
+ * Internal bounds: not in PROTOCOL.md, but every string that crosses a
+ * process edge has one.
+ */
+/* A path in the configuration (PATH_MAX of Linux). */
+#define PATH_BYTES_MAX			4096u
+/* An upstream or MCP URL in the configuration. */
+#define URL_BYTES_MAX			8192u
+/* MCP servers in the configuration. */
+#define MCP_SERVERS_MAX			32u
+/* A profile's model name. */
+#define MODEL_NAME_BYTES_MAX		256u
+/* The client name given to initialize on the control socket. */
+#define CLIENT_NAME_MAX			256u
+
+#endif

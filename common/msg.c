@@ -1,0 +1,845 @@
+/*
+ * The message table and the typed accessors over a frame's JSON object
+ * (DESIGN.md 3, STYLE.md 2-4).  Everything a peer sends is checked here
+ * once: UTF-8, structure, type, roles, id, descriptors, data, and each field
+ * by its getter; msg_end() refuses what nobody asked for.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "frame.h"
+#include "log.h"
+#include "msg.h"
+#include "validate.h"
+
+/*
+ * JSON numbers are doubles: above 2^53 - 1 neighbouring integers share a
+ * double, so a larger number could not be told from the one next to it.
+ */
+#define MSG_INT_MAX	9007199254740991LL
+
+static const struct msg_def msg_defs[MSG__COUNT] = {
+	[MSG_NONE] = { NULL, 0, 0, 0, 0, MSG_NONE },
+#define MSG_DEF(e, w, s, r, n, d, rep)					\
+	[MSG_##e] = { w, s, r, n, d, MSG_##rep },
+	MSG_TABLE(MSG_DEF)
+#undef MSG_DEF
+};
+
+/* The names proc_role_name() gives, kept here so the table needs no more
+ * than the enum. */
+static const char *const msg_roles[PROC__COUNT] = {
+	[PROC_SUPERVISOR] = "supervisor",
+	[PROC_FSGUARD] = "fsguard",
+	[PROC_DOCKER] = "docker",
+	[PROC_EGRESS] = "egress",
+	[PROC_BROKER] = "broker",
+	[PROC_RESEARCH] = "research",
+};
+
+struct msg_mem {
+	struct msg_mem	*mm_next;
+	max_align_t	 mm_data[];
+};
+
+const struct msg_def *
+msg_def(enum msg_type t)
+{
+	if (t <= MSG_NONE || t >= MSG__COUNT)
+		return NULL;
+	return &msg_defs[t];
+}
+
+enum msg_type
+msg_type_from_name(const char *name)
+{
+	int	 t;
+
+	if (name == NULL)
+		return MSG_NONE;
+	for (t = MSG_NONE + 1; t < MSG__COUNT; t++)
+		if (strcmp(msg_defs[t].md_name, name) == 0)
+			return t;
+	return MSG_NONE;
+}
+
+/* NULL for a value that names no message. */
+const char *
+msg_type_name(enum msg_type t)
+{
+	const struct msg_def	*md;
+
+	return (md = msg_def(t)) == NULL ? NULL : md->md_name;
+}
+
+/* A type is a reply when some row names it as its reply. */
+static int
+msg_is_reply(enum msg_type t)
+{
+	int	 i;
+
+	for (i = MSG_NONE + 1; i < MSG__COUNT; i++)
+		if (msg_defs[i].md_reply == t)
+			return 1;
+	return 0;
+}
+
+static int
+msg_needs_id(enum msg_type t)
+{
+	return msg_defs[t].md_reply != MSG_NONE || msg_is_reply(t);
+}
+
+static void
+msg_close(int fd)
+{
+	if (fd != -1 && close(fd) == -1 && errno != EINTR)
+		log_warn("%s: close", __func__);
+}
+
+static int __attribute__((format(printf, 2, 3)))
+msg_fail(struct msg *m, const char *fmt, ...)
+{
+	va_list	 ap;
+
+	if (!m->m_failed) {
+		va_start(ap, fmt);
+		vsnprintf(m->m_err, sizeof(m->m_err), fmt, ap);
+		va_end(ap);
+		m->m_failed = 1;
+	}
+	return -1;
+}
+
+/* Peer text fit for a log line: printable ASCII, shortened. */
+static const char *
+msg_quote(char *buf, size_t bufsz, const char *s)
+{
+	size_t	 i, n = 0;
+
+	for (i = 0; s[i] != '\0' && n + 4 < bufsz; i++) {
+		if (i == 32) {
+			memcpy(buf + n, "...", 3);
+			n += 3;
+			break;
+		}
+		buf[n++] = s[i] >= 0x20 && s[i] < 0x7f && s[i] != '"' &&
+		    s[i] != '\\' ? s[i] : '?';
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+/*
+ * Before cJSON sees the text: valid UTF-8, and no NUL, raw or escaped, that
+ * would end a C string early.
+ */
+static int
+msg_check_text(struct msg *m, const char *json, size_t len)
+{
+	size_t	 i, units;
+
+	if (memchr(json, '\0', len) != NULL)
+		return msg_fail(m, "message contains a NUL byte");
+	if (utf8_utf16_len(json, len, &units) == -1)
+		return msg_fail(m, "message is not valid UTF-8");
+	for (i = 0; i < len; i++) {
+		if (json[i] != '\\')
+			continue;
+		if (i + 5 < len && (json[i + 1] | 0x20) == 'u' &&
+		    memcmp(json + i + 2, "0000", 4) == 0)
+			return msg_fail(m, "message contains \\u0000");
+		i++;	/* the escaped character, maybe a backslash */
+	}
+	return 0;
+}
+
+static int
+msg_key_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int
+msg_check_dups(struct msg *m)
+{
+	const char	**keys;
+	cJSON		 *it;
+	size_t		  n = 0, i;
+	char		  q[48];
+	int		  rc = 0;
+
+	for (it = m->m_obj->child; it != NULL; it = it->next)
+		n++;
+	if (n < 2)
+		return 0;
+	if ((keys = calloc(n, sizeof(*keys))) == NULL)
+		return msg_fail(m, "out of memory");
+	for (i = 0, it = m->m_obj->child; it != NULL; it = it->next)
+		keys[i++] = it->string;
+	qsort(keys, n, sizeof(*keys), msg_key_cmp);
+	for (i = 1; i < n; i++) {
+		if (strcmp(keys[i - 1], keys[i]) == 0) {
+			rc = msg_fail(m, "duplicate field \"%s\"",
+			    msg_quote(q, sizeof(q), keys[i]));
+			break;
+		}
+	}
+	free(keys);
+	return rc;
+}
+
+/* Detach a field; it is kept on m_used so its strings outlive the getter. */
+static cJSON *
+msg_take(struct msg *m, const char *key)
+{
+	cJSON	*it;
+
+	if (m->m_obj == NULL ||
+	    (it = cJSON_DetachItemFromObjectCaseSensitive(m->m_obj, key)) ==
+	    NULL)
+		return NULL;
+	cJSON_AddItemToArray(m->m_used, it);
+	return it;
+}
+
+/* An integral number within +-(2^53 - 1). */
+static int
+msg_num(const cJSON *it, int64_t *v)
+{
+	double	 d;
+
+	if (!cJSON_IsNumber(it))
+		return -1;
+	d = it->valuedouble;
+	/* Written so that NaN fails too. */
+	if (!(d >= -MSG_INT_MAX && d <= MSG_INT_MAX))
+		return -1;
+	if (d != (double)(int64_t)d)
+		return -1;
+	*v = (int64_t)d;
+	return 0;
+}
+
+int
+msg_parse(struct msg *m, enum proc_role from, enum proc_role to,
+    struct frame *f)
+{
+	const struct msg_def	*md;
+	const char		*json = (const char *)f->f_json, *end;
+	cJSON			*t, *id;
+	int64_t			 v;
+	char			 q[48];
+	int			 i;
+
+	memset(m, 0, sizeof(*m));
+	for (i = 0; i < FRAME_MAXFDS; i++)
+		m->m_fds[i] = -1;
+	/* Take the descriptors first: msg_free() closes them in any case. */
+	for (i = 0; i < f->f_nfds && i < FRAME_MAXFDS; i++) {
+		m->m_fds[i] = f->f_fds[i];
+		f->f_fds[i] = -1;
+	}
+	m->m_nfds = i;
+	m->m_data = f->f_data;
+	m->m_data_len = f->f_data_len;
+
+	if ((unsigned)from >= PROC__COUNT || (unsigned)to >= PROC__COUNT)
+		return msg_fail(m, "unknown role");
+	if (json == NULL || f->f_json_len < 2)
+		return msg_fail(m, "message is not a JSON object");
+	if (msg_check_text(m, json, f->f_json_len) == -1)
+		return -1;
+	if ((m->m_used = cJSON_CreateArray()) == NULL)
+		return msg_fail(m, "out of memory");
+	m->m_obj = cJSON_ParseWithLengthOpts(json, f->f_json_len, &end, 0);
+	if (m->m_obj == NULL)
+		return msg_fail(m, "message is not valid JSON");
+	for (; end < json + f->f_json_len; end++)
+		if (*end != ' ' && *end != '\t' && *end != '\n' && *end != '\r')
+			return msg_fail(m, "message has bytes after the JSON");
+	if (!cJSON_IsObject(m->m_obj))
+		return msg_fail(m, "message is not a JSON object");
+	if (msg_check_dups(m) == -1)
+		return -1;
+
+	if ((t = msg_take(m, "t")) == NULL)
+		return msg_fail(m, "field \"t\" missing");
+	if (!cJSON_IsString(t) || t->valuestring == NULL)
+		return msg_fail(m, "field \"t\" is not a string");
+	if ((m->m_type = msg_type_from_name(t->valuestring)) == MSG_NONE)
+		return msg_fail(m, "unknown message type \"%s\"",
+		    msg_quote(q, sizeof(q), t->valuestring));
+	md = msg_def(m->m_type);
+	if ((md->md_from & (1u << from)) == 0)
+		return msg_fail(m, "message \"%s\" may not be sent by %s",
+		    md->md_name, msg_roles[from]);
+	if ((md->md_to & (1u << to)) == 0)
+		return msg_fail(m, "message \"%s\" may not be received by %s",
+		    md->md_name, msg_roles[to]);
+
+	if ((id = msg_take(m, "id")) != NULL) {
+		if (msg_num(id, &v) == -1 || v < 1)
+			return msg_fail(m, "field \"id\" is not an integer "
+			    "in [1, 2^53 - 1]");
+		m->m_id = v;
+		m->m_has_id = 1;
+	} else if (msg_needs_id(m->m_type))
+		return msg_fail(m, "message \"%s\" needs an id", md->md_name);
+
+	if (m->m_nfds != md->md_nfds)
+		return msg_fail(m, "message \"%s\" needs %d descriptor%s, "
+		    "got %d", md->md_name, md->md_nfds,
+		    md->md_nfds == 1 ? "" : "s", m->m_nfds);
+	if (m->m_data_len > 0 && !md->md_data)
+		return msg_fail(m, "message \"%s\" may not carry data",
+		    md->md_name);
+	return 0;
+}
+
+void
+msg_free(struct msg *m)
+{
+	struct msg_mem	*mm;
+	int		 i;
+
+	cJSON_Delete(m->m_obj);
+	cJSON_Delete(m->m_used);
+	m->m_obj = m->m_used = NULL;
+	for (i = 0; i < FRAME_MAXFDS; i++) {
+		msg_close(m->m_fds[i]);
+		m->m_fds[i] = -1;
+	}
+	m->m_nfds = m->m_fdpos = 0;
+	while ((mm = m->m_mem) != NULL) {
+		m->m_mem = mm->mm_next;
+		free(mm);
+	}
+}
+
+static void *
+msg_alloc(struct msg *m, size_t len)
+{
+	struct msg_mem	*mm;
+
+	if ((mm = malloc(sizeof(*mm) + len)) == NULL)
+		return NULL;
+	mm->mm_next = m->m_mem;
+	m->m_mem = mm;
+	return mm->mm_data;
+}
+
+/* The field, taken, or NULL after a failure. */
+static cJSON *
+msg_field(struct msg *m, const char *key)
+{
+	cJSON	*it;
+
+	if (m->m_failed)
+		return NULL;
+	if ((it = msg_take(m, key)) == NULL)
+		msg_fail(m, "field \"%s\" missing", key);
+	return it;
+}
+
+/* For _opt getters: 1 when the field is absent or null (then taken). */
+static int
+msg_absent(struct msg *m, const char *key)
+{
+	cJSON	*it;
+
+	if (m->m_obj == NULL)
+		return 0;
+	if ((it = cJSON_GetObjectItemCaseSensitive(m->m_obj, key)) == NULL)
+		return 1;
+	if (cJSON_IsNull(it)) {
+		msg_take(m, key);
+		return 1;
+	}
+	return 0;
+}
+
+static int
+msg_str_check(struct msg *m, const char *what, const cJSON *it,
+    size_t max_bytes, const char **out)
+{
+	size_t	 len;
+
+	if (!cJSON_IsString(it) || it->valuestring == NULL)
+		return msg_fail(m, "field \"%s\" is not a string", what);
+	len = strlen(it->valuestring);
+	if (len > max_bytes)
+		return msg_fail(m, "field \"%s\" longer than %zu bytes", what,
+		    max_bytes);
+	if (utf8_text_check(it->valuestring, len, len) == -1)
+		return msg_fail(m, "field \"%s\" is not valid UTF-8 text",
+		    what);
+	*out = it->valuestring;
+	return 0;
+}
+
+int
+msg_get_str(struct msg *m, const char *key, size_t max_bytes,
+    const char **out)
+{
+	cJSON	*it;
+
+	if ((it = msg_field(m, key)) == NULL)
+		return -1;
+	return msg_str_check(m, key, it, max_bytes, out);
+}
+
+int
+msg_get_str_opt(struct msg *m, const char *key, size_t max_bytes,
+    const char **out)
+{
+	if (m->m_failed)
+		return -1;
+	if (msg_absent(m, key)) {
+		*out = NULL;
+		return 0;
+	}
+	return msg_get_str(m, key, max_bytes, out);
+}
+
+static int
+msg_get_num(struct msg *m, const char *key, int64_t *v)
+{
+	cJSON	*it;
+
+	if ((it = msg_field(m, key)) == NULL)
+		return -1;
+	if (!cJSON_IsNumber(it))
+		return msg_fail(m, "field \"%s\" is not a number", key);
+	if (msg_num(it, v) == -1)
+		return msg_fail(m, "field \"%s\" is not an integer within "
+		    "2^53 - 1", key);
+	return 0;
+}
+
+int
+msg_get_uint(struct msg *m, const char *key, uint64_t min, uint64_t max,
+    uint64_t *out)
+{
+	int64_t	 v;
+
+	if (msg_get_num(m, key, &v) == -1)
+		return -1;
+	if (v < 0 || (uint64_t)v < min || (uint64_t)v > max)
+		return msg_fail(m, "field \"%s\" out of range [%llu, %llu]",
+		    key, (unsigned long long)min, (unsigned long long)max);
+	*out = v;
+	return 0;
+}
+
+int
+msg_get_uint_opt(struct msg *m, const char *key, uint64_t min, uint64_t max,
+    uint64_t *out, int *present)
+{
+	*present = 0;
+	if (m->m_failed)
+		return -1;
+	if (msg_absent(m, key))
+		return 0;
+	if (msg_get_uint(m, key, min, max, out) == -1)
+		return -1;
+	*present = 1;
+	return 0;
+}
+
+int
+msg_get_int(struct msg *m, const char *key, int64_t min, int64_t max,
+    int64_t *out)
+{
+	int64_t	 v;
+
+	if (msg_get_num(m, key, &v) == -1)
+		return -1;
+	if (v < min || v > max)
+		return msg_fail(m, "field \"%s\" out of range [%lld, %lld]",
+		    key, (long long)min, (long long)max);
+	*out = v;
+	return 0;
+}
+
+int
+msg_get_bool(struct msg *m, const char *key, int *out)
+{
+	cJSON	*it;
+
+	if ((it = msg_field(m, key)) == NULL)
+		return -1;
+	if (!cJSON_IsBool(it))
+		return msg_fail(m, "field \"%s\" is not a boolean", key);
+	*out = cJSON_IsTrue(it);
+	return 0;
+}
+
+int
+msg_get_strv(struct msg *m, const char *key, size_t max_n, size_t max_bytes,
+    const char ***out, size_t *n)
+{
+	const char	**v;
+	cJSON		 *it, *e;
+	size_t		  count = 0, i;
+	char		  what[96];
+
+	if ((it = msg_field(m, key)) == NULL)
+		return -1;
+	if (!cJSON_IsArray(it))
+		return msg_fail(m, "field \"%s\" is not an array", key);
+	for (e = it->child; e != NULL; e = e->next)
+		if (++count > max_n)
+			return msg_fail(m, "field \"%s\" has more than %zu "
+			    "items", key, max_n);
+	if ((v = msg_alloc(m, (count + 1) * sizeof(*v))) == NULL)
+		return msg_fail(m, "out of memory");
+	for (i = 0, e = it->child; e != NULL; e = e->next, i++) {
+		snprintf(what, sizeof(what), "%s[%zu]", key, i);
+		if (msg_str_check(m, what, e, max_bytes, &v[i]) == -1)
+			return -1;
+	}
+	v[count] = NULL;
+	*out = v;
+	*n = count;
+	return 0;
+}
+
+int
+msg_get_fd(struct msg *m, int *fd)
+{
+	if (m->m_failed)
+		return -1;
+	if (m->m_fdpos >= m->m_nfds)
+		return msg_fail(m, "descriptor %d missing", m->m_fdpos + 1);
+	*fd = m->m_fds[m->m_fdpos];
+	m->m_fds[m->m_fdpos++] = -1;
+	return 0;
+}
+
+int
+msg_get_data(struct msg *m, const uint8_t **data, size_t *len)
+{
+	if (m->m_failed)
+		return -1;
+	*data = m->m_data;
+	*len = m->m_data_len;
+	return 0;
+}
+
+int
+msg_end(struct msg *m)
+{
+	char	 q[48];
+
+	if (m->m_failed)
+		return -1;
+	if (m->m_obj != NULL && m->m_obj->child != NULL)
+		return msg_fail(m, "field \"%s\" not consumed",
+		    msg_quote(q, sizeof(q), m->m_obj->child->string));
+	if (m->m_fdpos < m->m_nfds)
+		return msg_fail(m, "%d descriptor%s not taken",
+		    m->m_nfds - m->m_fdpos,
+		    m->m_nfds - m->m_fdpos == 1 ? "" : "s");
+	return 0;
+}
+
+/* Builder failures are bugs of ours: say which, once. */
+static void __attribute__((format(printf, 2, 3)))
+msgb_fail(struct msgb *mb, const char *fmt, ...)
+{
+	char	 buf[160];
+	va_list	 ap;
+
+	if (mb->mb_failed)
+		return;
+	mb->mb_failed = 1;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	log_warnx("message %s: %s", msg_type_name(mb->mb_type) != NULL ?
+	    msg_type_name(mb->mb_type) : "(none)", buf);
+}
+
+void
+msgb_init(struct msgb *mb, enum msg_type type, uint64_t id)
+{
+	int	 i;
+
+	memset(mb, 0, sizeof(*mb));
+	for (i = 0; i < FRAME_MAXFDS; i++)
+		mb->mb_fds[i] = -1;
+	mb->mb_type = type;
+	if (msg_def(type) == NULL) {
+		msgb_fail(mb, "unknown message type %d", (int)type);
+		return;
+	}
+	if ((mb->mb_obj = cJSON_CreateObject()) == NULL ||
+	    cJSON_AddStringToObject(mb->mb_obj, "t", msg_type_name(type)) ==
+	    NULL) {
+		msgb_fail(mb, "out of memory");
+		return;
+	}
+	if (id != 0)
+		msg_add_uint(mb, "id", id);
+}
+
+/* Add a field the builder now owns; item NULL means out of memory. */
+static void
+msgb_add(struct msgb *mb, const char *key, cJSON *item)
+{
+	if (mb->mb_failed) {
+		cJSON_Delete(item);
+		return;
+	}
+	if (item == NULL)
+		msgb_fail(mb, "out of memory");
+	else if (key == NULL || strcmp(key, "t") == 0)
+		msgb_fail(mb, "reserved field name");
+	else if (strcmp(key, "id") == 0 && !cJSON_IsRaw(item))
+		msgb_fail(mb, "field \"id\" must be a positive integer");
+	else if (cJSON_GetObjectItemCaseSensitive(mb->mb_obj, key) != NULL)
+		msgb_fail(mb, "field \"%s\" added twice", key);
+	else if (!cJSON_AddItemToObject(mb->mb_obj, key, item))
+		msgb_fail(mb, "out of memory");
+	else
+		return;
+	cJSON_Delete(item);
+}
+
+static int
+msgb_text_ok(struct msgb *mb, const char *key, const char *s)
+{
+	if (s == NULL) {
+		msgb_fail(mb, "field \"%s\" is NULL", key);
+		return 0;
+	}
+	if (utf8_text_check(s, strlen(s), strlen(s)) == -1) {
+		msgb_fail(mb, "field \"%s\" is not valid UTF-8", key);
+		return 0;
+	}
+	return 1;
+}
+
+void
+msg_add_str(struct msgb *mb, const char *key, const char *value)
+{
+	if (mb->mb_failed || !msgb_text_ok(mb, key, value))
+		return;
+	msgb_add(mb, key, cJSON_CreateString(value));
+}
+
+/*
+ * Integers go out as their decimal text: cJSON prints doubles with a
+ * relative tolerance that rounds large integers off by a unit or two.
+ */
+static void
+msgb_add_int(struct msgb *mb, const char *key, int64_t value)
+{
+	char	 buf[32];
+
+	if (mb->mb_failed)
+		return;
+	if (value > MSG_INT_MAX || value < -MSG_INT_MAX) {
+		msgb_fail(mb, "field \"%s\" beyond 2^53 - 1", key);
+		return;
+	}
+	if (key != NULL && strcmp(key, "id") == 0 && value < 1) {
+		msgb_fail(mb, "field \"id\" must be a positive integer");
+		return;
+	}
+	snprintf(buf, sizeof(buf), "%lld", (long long)value);
+	msgb_add(mb, key, cJSON_CreateRaw(buf));
+}
+
+void
+msg_add_uint(struct msgb *mb, const char *key, uint64_t value)
+{
+	if (value > (uint64_t)MSG_INT_MAX) {
+		msgb_fail(mb, "field \"%s\" beyond 2^53 - 1", key);
+		return;
+	}
+	msgb_add_int(mb, key, (int64_t)value);
+}
+
+void
+msg_add_int(struct msgb *mb, const char *key, int64_t value)
+{
+	msgb_add_int(mb, key, value);
+}
+
+void
+msg_add_bool(struct msgb *mb, const char *key, int value)
+{
+	if (mb->mb_failed)
+		return;
+	msgb_add(mb, key, cJSON_CreateBool(value != 0));
+}
+
+void
+msg_add_strv(struct msgb *mb, const char *key, const char *const *v,
+    size_t n)
+{
+	cJSON	*a, *s;
+	size_t	 i;
+
+	if (mb->mb_failed)
+		return;
+	if (n > 0 && v == NULL) {
+		msgb_fail(mb, "field \"%s\" is NULL", key);
+		return;
+	}
+	if ((a = cJSON_CreateArray()) == NULL) {
+		msgb_fail(mb, "out of memory");
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		if (!msgb_text_ok(mb, key, v[i]))
+			break;
+		if ((s = cJSON_CreateString(v[i])) == NULL ||
+		    !cJSON_AddItemToArray(a, s)) {
+			cJSON_Delete(s);
+			msgb_fail(mb, "out of memory");
+			break;
+		}
+	}
+	msgb_add(mb, key, a);
+}
+
+void
+msg_add_fd(struct msgb *mb, int fd)
+{
+	if (fd < 0)
+		msgb_fail(mb, "invalid descriptor");
+	else if (mb->mb_failed)
+		msg_close(fd);
+	else if (mb->mb_nfds == FRAME_MAXFDS) {
+		msg_close(fd);
+		msgb_fail(mb, "more than %d descriptors", FRAME_MAXFDS);
+	} else
+		mb->mb_fds[mb->mb_nfds++] = fd;
+}
+
+void
+msg_add_data(struct msgb *mb, const void *data, size_t len)
+{
+	if (mb->mb_failed)
+		return;
+	if (mb->mb_data != NULL || (data == NULL && len > 0)) {
+		msgb_fail(mb, "invalid or repeated data");
+		return;
+	}
+	mb->mb_data = data;
+	mb->mb_data_len = len;
+}
+
+void
+msgb_free(struct msgb *mb)
+{
+	int	 i;
+
+	cJSON_Delete(mb->mb_obj);
+	mb->mb_obj = NULL;
+	for (i = 0; i < FRAME_MAXFDS; i++) {
+		msg_close(mb->mb_fds[i]);
+		mb->mb_fds[i] = -1;
+	}
+	mb->mb_nfds = 0;
+	/* Later msg_add_*() calls on a freed builder do nothing. */
+	mb->mb_failed = 1;
+}
+
+/*
+ * "t" first, then "id", whenever the id was added.  Inserts only at index 0:
+ * cJSON 1.7.15 refuses to insert anywhere else.
+ */
+static int
+msgb_id_second(struct msgb *mb, cJSON *id)
+{
+	cJSON	*t = mb->mb_obj->child;
+
+	if (t->next == id)
+		return 0;
+	cJSON_DetachItemViaPointer(mb->mb_obj, id);
+	cJSON_DetachItemViaPointer(mb->mb_obj, t);
+	if (!cJSON_InsertItemInArray(mb->mb_obj, 0, id)) {
+		cJSON_Delete(id);
+		cJSON_Delete(t);
+		msgb_fail(mb, "cannot order fields");
+		return -1;
+	}
+	if (!cJSON_InsertItemInArray(mb->mb_obj, 0, t)) {
+		cJSON_Delete(t);
+		msgb_fail(mb, "cannot order fields");
+		return -1;
+	}
+	return 0;
+}
+
+char *
+msgb_json(struct msgb *mb, size_t *len)
+{
+	const struct msg_def	*md;
+	cJSON			*id;
+	char			*s;
+
+	if (mb->mb_failed)
+		return NULL;
+	md = msg_def(mb->mb_type);
+	/* The table binds the sender as much as the receiver. */
+	if (mb->mb_nfds != md->md_nfds) {
+		msgb_fail(mb, "needs %d descriptors, has %d", md->md_nfds,
+		    mb->mb_nfds);
+		return NULL;
+	}
+	if (mb->mb_data_len > 0 && !md->md_data) {
+		msgb_fail(mb, "may not carry data");
+		return NULL;
+	}
+	id = cJSON_GetObjectItemCaseSensitive(mb->mb_obj, "id");
+	if (id == NULL && msg_needs_id(mb->mb_type)) {
+		msgb_fail(mb, "needs an id");
+		return NULL;
+	}
+	if (id != NULL && msgb_id_second(mb, id) == -1)
+		return NULL;
+	if ((s = cJSON_PrintUnformatted(mb->mb_obj)) == NULL) {
+		msgb_fail(mb, "out of memory");
+		return NULL;
+	}
+	*len = strlen(s);
+	return s;
+}
+
+int
+msg_send(struct frame_conn *c, struct msgb *mb)
+{
+	enum frame_err	 err;
+	size_t		 len;
+	char		*json;
+	int		 i;
+
+	if ((json = msgb_json(mb, &len)) == NULL) {
+		msgb_free(mb);
+		return -1;
+	}
+	err = frame_conn_send(c, json, len, mb->mb_data, mb->mb_data_len,
+	    mb->mb_fds, mb->mb_nfds);
+	/* The conn owns the descriptors now, even when it refused them. */
+	for (i = 0; i < FRAME_MAXFDS; i++)
+		mb->mb_fds[i] = -1;
+	mb->mb_nfds = 0;
+	free(json);
+	if (err != FRAME_OK)
+		log_warnx("%s: %s: %s", __func__, msg_type_name(mb->mb_type),
+		    frame_err_to_string(err));
+	msgb_free(mb);
+	return err == FRAME_OK ? 0 : -1;
+}

@@ -1,0 +1,157 @@
+/*
+ * The one list of every message between rtsandbox's processes (DESIGN.md 3).
+ * A frame's JSON object has "t" (the wire name) and, for requests and their
+ * replies, "id".  The protocol is closed by default: msg_parse() refuses a
+ * type that is not in the table, a sender or receiver the table does not name,
+ * a descriptor count other than the table's and raw data where none belongs;
+ * typed getters refuse missing, mistyped and over-long fields; msg_end()
+ * refuses whatever was not consumed.
+ */
+#ifndef RTSANDBOX_MSG_H
+#define RTSANDBOX_MSG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "frame.h"
+#include "proc.h"
+
+#define R_SUP	(1u << PROC_SUPERVISOR)
+#define R_FSG	(1u << PROC_FSGUARD)
+#define R_DOCK	(1u << PROC_DOCKER)
+#define R_EGR	(1u << PROC_EGRESS)
+#define R_BRK	(1u << PROC_BROKER)
+#define R_RES	(1u << PROC_RESEARCH)
+#define R_CHILD	(R_FSG | R_DOCK | R_EGR | R_BRK | R_RES)
+
+/*
+ * X(enum suffix, wire name, senders, receivers, descriptors, raw data allowed,
+ *   reply type or NONE)
+ */
+#define MSG_TABLE(X)							\
+	/* bring-up: configuration, then config_done, answered by ready */ \
+	X(CONFIG_FSGUARD,  "config_fsguard",  R_SUP, R_FSG,  0, 0, NONE) \
+	X(CONFIG_DOCKER,   "config_docker",   R_SUP, R_DOCK, 0, 0, NONE) \
+	X(CONFIG_EGRESS,   "config_egress",   R_SUP, R_EGR,  0, 0, NONE) \
+	X(CONFIG_EGRESS_MCP, "config_egress_mcp", R_SUP, R_EGR, 0, 0, NONE) \
+	X(CONFIG_BROKER,   "config_broker",   R_SUP, R_BRK,  1, 0, NONE) \
+	/* a broker's or research job's pipe, the other end of its FD_EGRESS */ \
+	X(EGRESS_ATTACH,   "egress_attach",   R_SUP, R_EGR,  1, 0, NONE) \
+	X(CONFIG_DONE,     "config_done",     R_SUP, R_CHILD, 0, 0, NONE) \
+	X(READY,           "ready",           R_CHILD, R_SUP, 0, 0, NONE) \
+	/* liveness: the supervisor asks, the child answers with its id */ \
+	X(PING,            "ping",            R_SUP, R_CHILD, 0, 0, PONG) \
+	X(PONG,            "pong",            R_CHILD, R_SUP, 0, 0, NONE)
+
+enum msg_type {
+	MSG_NONE = 0,
+#define MSG_ENUM(e, w, s, r, n, d, rep)	MSG_##e,
+	MSG_TABLE(MSG_ENUM)
+#undef MSG_ENUM
+	MSG__COUNT
+};
+
+struct msg_def {
+	const char	*md_name;
+	unsigned	 md_from;	/* mask of senders */
+	unsigned	 md_to;		/* mask of receivers */
+	int		 md_nfds;
+	int		 md_data;
+	enum msg_type	 md_reply;
+};
+
+const struct msg_def	*msg_def(enum msg_type);
+enum msg_type		 msg_type_from_name(const char *);
+const char		*msg_type_name(enum msg_type);
+
+struct cJSON;
+struct msg_mem;
+
+/* A received message being decoded. */
+struct msg {
+	enum msg_type	 m_type;
+	uint64_t	 m_id;
+	int		 m_has_id;
+	struct cJSON	*m_obj;		/* fields not yet consumed */
+	struct cJSON	*m_used;	/* consumed fields, kept for their strings */
+	int		 m_fds[FRAME_MAXFDS];
+	int		 m_nfds;
+	int		 m_fdpos;
+	const uint8_t	*m_data;
+	uint32_t	 m_data_len;
+	int		 m_failed;
+	char		 m_err[160];
+	struct msg_mem	*m_mem;		/* strv arrays */
+};
+
+/*
+ * Decode a frame that arrived at role `to` from role `from`.  Takes the
+ * frame's descriptors (their slots become -1).  Returns 0, or -1 with the
+ * reason in m->m_err; msg_free() is needed in both cases.
+ */
+int	msg_parse(struct msg *, enum proc_role from, enum proc_role to,
+	    struct frame *);
+void	msg_free(struct msg *);
+
+/*
+ * Typed getters.  Each consumes the field; after the first failure every
+ * call fails and m_err keeps the first reason.  max_bytes bounds the UTF-8
+ * length of a string (which must be valid UTF-8 without NUL); strings stay
+ * valid until msg_free().  _opt variants accept an absent field (or null)
+ * and leave *out NULL / untouched with *present = 0.
+ */
+int	msg_get_str(struct msg *, const char *key, size_t max_bytes,
+	    const char **out);
+int	msg_get_str_opt(struct msg *, const char *key, size_t max_bytes,
+	    const char **out);
+int	msg_get_uint(struct msg *, const char *key, uint64_t min, uint64_t max,
+	    uint64_t *out);
+int	msg_get_uint_opt(struct msg *, const char *key, uint64_t min,
+	    uint64_t max, uint64_t *out, int *present);
+int	msg_get_int(struct msg *, const char *key, int64_t min, int64_t max,
+	    int64_t *out);
+int	msg_get_bool(struct msg *, const char *key, int *out);
+/* An array of at most max_n strings of at most max_bytes each. *out is a
+ * NULL-terminated array allocated with the message. */
+int	msg_get_strv(struct msg *, const char *key, size_t max_n,
+	    size_t max_bytes, const char ***out, size_t *n);
+/* The next descriptor of the message, in order; the caller owns it. */
+int	msg_get_fd(struct msg *, int *fd);
+/* The raw bytes after the JSON, if any: they live in the frame, so only for
+ * the frame callback's length. */
+int	msg_get_data(struct msg *, const uint8_t **data, size_t *len);
+/* Refuses fields and descriptors that were not consumed. */
+int	msg_end(struct msg *);
+
+/* A message being built; msg_send() frees it whether or not it succeeds. */
+struct msgb {
+	enum msg_type	 mb_type;
+	struct cJSON	*mb_obj;
+	int		 mb_fds[FRAME_MAXFDS];
+	int		 mb_nfds;
+	const void	*mb_data;
+	size_t		 mb_data_len;
+	int		 mb_failed;
+};
+
+/* id 0 means "no id" (ids start at 1). */
+void	msgb_init(struct msgb *, enum msg_type, uint64_t id);
+void	msg_add_str(struct msgb *, const char *key, const char *value);
+void	msg_add_uint(struct msgb *, const char *key, uint64_t value);
+void	msg_add_int(struct msgb *, const char *key, int64_t value);
+void	msg_add_bool(struct msgb *, const char *key, int value);
+void	msg_add_strv(struct msgb *, const char *key, const char *const *v,
+	    size_t n);
+/* The builder owns fd from here on. */
+void	msg_add_fd(struct msgb *, int fd);
+/* Not copied: must stay valid until msg_send() returns. */
+void	msg_add_data(struct msgb *, const void *data, size_t len);
+void	msgb_free(struct msgb *);
+
+struct frame_conn;
+/* 0 when queued; -1 when the builder failed or the frame was refused. */
+int	msg_send(struct frame_conn *, struct msgb *);
+/* Serialise without sending (tests, blocking bring-up): malloc'd JSON. */
+char	*msgb_json(struct msgb *, size_t *len);
+
+#endif

@@ -1,0 +1,257 @@
+/*
+ * Process roles and the start of a child (DESIGN.md 4): fork, put the
+ * inherited pipes in their slots, close everything else, exec with an
+ * empty environment.
+ */
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "proc.h"
+
+/* More inherited slots than any role has. */
+#define PROC_SPAWN_MAXFDS	8
+
+static const struct {
+	const char	*name;
+	const char	*binary;
+	const char	*folder;
+} proc_roles[PROC__COUNT] = {
+	[PROC_SUPERVISOR] = { "supervisor", "rtsandboxd", "supervisor" },
+	[PROC_FSGUARD] = { "fsguard", "rtsandbox-fsguard", "fsguard" },
+	[PROC_DOCKER] = { "docker", "rtsandbox-docker", "dockerd-client" },
+	[PROC_EGRESS] = { "egress", "rtsandbox-egress", "egress" },
+	[PROC_BROKER] = { "broker", "rtsandbox-broker", "broker" },
+	[PROC_RESEARCH] = { "research", "rtsandbox-research", "research" },
+};
+
+const char *
+proc_role_name(enum proc_role r)
+{
+	if ((unsigned)r >= PROC__COUNT)
+		return "unknown";
+	return proc_roles[r].name;
+}
+
+const char *
+proc_role_binary(enum proc_role r)
+{
+	if ((unsigned)r >= PROC__COUNT)
+		return "unknown";
+	return proc_roles[r].binary;
+}
+
+const char *
+proc_role_folder(enum proc_role r)
+{
+	if ((unsigned)r >= PROC__COUNT)
+		return "unknown";
+	return proc_roles[r].folder;
+}
+
+/* Close every descriptor from lowfd on; /proc/self/fd when the kernel
+ * predates close_range(2). */
+static int
+proc_close_from(int lowfd)
+{
+	DIR		*d;
+	struct dirent	*de;
+	char		*end;
+	long		 fd;
+
+	if (close_range(lowfd, ~0U, 0) == 0)
+		return 0;
+	if (errno != ENOSYS)
+		return -1;
+	if ((d = opendir("/proc/self/fd")) == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		fd = strtol(de->d_name, &end, 10);
+		if (*end == '\0' && fd >= lowfd && fd != dirfd(d))
+			close(fd);
+	}
+	closedir(d);
+	return 0;
+}
+
+/* In the child after fork: never returns. */
+static void __attribute__((noreturn))
+proc_child_exec(pid_t ppid, const char *path, char *const argv[],
+    const int *fds, int nfds)
+{
+	char *const		 envp[] = { NULL };
+	struct sigaction	 sa;
+	sigset_t		 set;
+	int			 high[PROC_SPAWN_MAXFDS];
+	int			 i, sig, fd;
+
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1) {
+		log_warn("%s: PR_SET_PDEATHSIG", __func__);
+		_exit(127);
+	}
+	/* The parent died before the death signal was armed. */
+	if (getppid() != ppid)
+		_exit(127);
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	sigemptyset(&sa.sa_mask);
+	for (sig = 1; sig < NSIG; sig++)
+		(void)sigaction(sig, &sa, NULL);	/* EINVAL for some */
+	sigemptyset(&set);
+	if (sigprocmask(SIG_SETMASK, &set, NULL) == -1)
+		_exit(127);
+
+	/*
+	 * The inherited pipes may sit anywhere, slots and 0-2 included: copy
+	 * them above every slot first, then fill 0-2, then the slots.
+	 */
+	for (i = 0; i < nfds; i++)
+		if ((high[i] = fcntl(fds[i], F_DUPFD_CLOEXEC,
+		    FD_PARENT + nfds)) == -1) {
+			log_warn("%s: dup of descriptor %d", __func__, fds[i]);
+			_exit(127);
+		}
+	/* Not close-on-exec: it may land on 0-2 and stay there; anywhere
+	 * else it is overwritten or closed below. */
+	if ((fd = open("/dev/null", O_RDWR)) == -1) {
+		log_warn("%s: /dev/null", __func__);
+		_exit(127);
+	}
+	if (dup2(fd, STDIN_FILENO) == -1 ||
+	    (fcntl(STDERR_FILENO, F_GETFD) == -1 &&
+	    dup2(fd, STDERR_FILENO) == -1) ||
+	    dup2(STDERR_FILENO, STDOUT_FILENO) == -1)
+		_exit(127);
+	for (i = 0; i < nfds; i++)
+		if (dup2(high[i], FD_PARENT + i) == -1) {
+			log_warn("%s: descriptor slot %d", __func__,
+			    FD_PARENT + i);
+			_exit(127);
+		}
+	if (proc_close_from(FD_PARENT + nfds) == -1) {
+		log_warn("%s: closing descriptors", __func__);
+		_exit(127);
+	}
+
+	execve(path, argv, envp);
+	log_warn("%s: exec %s", __func__, path);
+	_exit(127);
+}
+
+pid_t
+proc_spawn(const char *path, char *const argv[], const int *fds, int nfds)
+{
+	pid_t	 ppid, pid;
+
+	if (nfds < 0 || nfds > PROC_SPAWN_MAXFDS) {
+		errno = EINVAL;
+		return -1;
+	}
+	ppid = getpid();
+	switch ((pid = fork())) {
+	case -1:
+		return -1;
+	case 0:
+		proc_child_exec(ppid, path, argv, fds, nfds);
+	default:
+		return pid;
+	}
+}
+
+void
+proc_child_check_fds(int nfds)
+{
+	struct stat	 st;
+	DIR		*d;
+	struct dirent	*de;
+	char		*end;
+	long		 fd;
+	int		 sig = 0;
+
+	for (fd = 0; fd < FD_PARENT; fd++)
+		if (fcntl(fd, F_GETFD) == -1)
+			fatal("%s: descriptor %ld", __func__, fd);
+	for (fd = FD_PARENT; fd < FD_PARENT + nfds; fd++) {
+		if (fstat(fd, &st) == -1)
+			fatal("%s: inherited descriptor %ld", __func__, fd);
+		if (!S_ISSOCK(st.st_mode))
+			fatalx("%s: inherited descriptor %ld is not a socket",
+			    __func__, fd);
+	}
+	if ((d = opendir("/proc/self/fd")) == NULL)
+		fatal("%s: /proc/self/fd", __func__);
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		errno = 0;
+		fd = strtol(de->d_name, &end, 10);
+		if (errno != 0 || *end != '\0' || fd < 0)
+			fatalx("%s: /proc/self/fd/%s", __func__, de->d_name);
+		if (fd < FD_PARENT + nfds || fd == dirfd(d))
+			continue;
+		fatalx("%s: descriptor %ld is open", __func__, fd);
+	}
+	closedir(d);
+
+	if (prctl(PR_GET_PDEATHSIG, &sig, 0, 0, 0) == -1)
+		fatal("%s: PR_GET_PDEATHSIG", __func__);
+	if (sig != SIGKILL)
+		fatalx("%s: no parent-death signal", __func__);
+	if (getppid() == 1)
+		fatalx("%s: the parent is gone", __func__);
+}
+
+/* The value in KiB of the first line of path starting with key. */
+static long
+proc_status_kib(pid_t pid, const char *file, const char *key)
+{
+	char		 path[64], line[256];
+	FILE		*fp;
+	size_t		 klen = strlen(key);
+	long		 kib = -1;
+	char		*end;
+
+	if (snprintf(path, sizeof(path), "/proc/%ld/%s", (long)pid,
+	    file) >= (int)sizeof(path))
+		return -1;
+	if ((fp = fopen(path, "re")) == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), fp) != NULL) {
+		if (strncmp(line, key, klen) != 0)
+			continue;
+		errno = 0;
+		kib = strtol(line + klen, &end, 10);
+		if (errno != 0 || end == line + klen || kib < 0 ||
+		    strncmp(end, " kB", 3) != 0)
+			kib = -1;
+		break;
+	}
+	fclose(fp);
+	return kib;
+}
+
+long
+proc_rss_kib(pid_t pid)
+{
+	return proc_status_kib(pid, "status", "VmRSS:");
+}
+
+long
+proc_pss_kib(pid_t pid)
+{
+	return proc_status_kib(pid, "smaps_rollup", "Pss:");
+}

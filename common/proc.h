@@ -1,0 +1,50 @@
+/*
+ * Process roles, the descriptor slots a child inherits, and the fork + exec
+ * of a child with an empty environment (DESIGN.md 4).
+ */
+#ifndef RTSANDBOX_PROC_H
+#define RTSANDBOX_PROC_H
+
+#include <sys/types.h>
+
+enum proc_role {
+	PROC_SUPERVISOR = 0,
+	PROC_FSGUARD,
+	PROC_DOCKER,
+	PROC_EGRESS,
+	PROC_BROKER,
+	PROC_RESEARCH,
+	PROC__COUNT
+};
+
+/* Inherited descriptor slots. */
+#define FD_PARENT	3	/* the frame pipe to the supervisor */
+#define FD_EGRESS	4	/* a broker's or research job's pipe to egress */
+
+const char	*proc_role_name(enum proc_role);	/* "fsguard" */
+const char	*proc_role_binary(enum proc_role);	/* "rtsandbox-fsguard" */
+const char	*proc_role_folder(enum proc_role);	/* "fsguard" */
+
+/*
+ * Fork and exec path with argv and an empty environment.  In the child,
+ * fds[0..nfds-1] become FD_PARENT, FD_EGRESS, ...; 0 is /dev/null, 2 stays
+ * (logs), 1 becomes 2, every other descriptor is closed; the child gets
+ * PR_SET_PDEATHSIG SIGKILL and its own process group is not made.  The
+ * descriptors in fds stay open in the caller.  Returns the pid or -1.
+ */
+pid_t	proc_spawn(const char *path, char *const argv[], const int *fds,
+	    int nfds);
+
+/*
+ * First thing in a child: check that 0-2 and exactly the nfds inherited
+ * slots starting at FD_PARENT are open, that the slots are sockets, and that
+ * nothing else is; fatal otherwise.  Also re-checks the parent-death signal
+ * (the parent may have died before the exec).
+ */
+void	proc_child_check_fds(int nfds);
+
+/* Resident and proportional set size in KiB from /proc; -1 when unknown. */
+long	proc_rss_kib(pid_t);
+long	proc_pss_kib(pid_t);
+
+#endif

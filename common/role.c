@@ -1,0 +1,196 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "log.h"
+#include "role.h"
+
+void
+role_args_parse(enum proc_role role, int argc, char *argv[],
+    struct role_args *ra)
+{
+	char	 name[160];
+	int	 ch;
+
+	memset(ra, 0, sizeof(*ra));
+	optind = 1;
+	while ((ch = getopt(argc, argv, "dn:p:")) != -1) {
+		switch (ch) {
+		case 'd':
+			ra->ra_debug = 1;
+			break;
+		case 'n':
+			ra->ra_name = optarg;
+			break;
+		case 'p':
+			if (ra->ra_npaths == ROLE_MAXPATHS)
+				fatalx("%s: too many -p paths",
+				    proc_role_name(role));
+			ra->ra_paths[ra->ra_npaths++] = optarg;
+			break;
+		default:
+			fatalx("%s: usage: %s [-d] [-n name] [-p path]...",
+			    proc_role_name(role), proc_role_binary(role));
+		}
+	}
+	if (optind != argc)
+		fatalx("%s: unexpected argument %s", proc_role_name(role),
+		    argv[optind]);
+	if (ra->ra_name != NULL)
+		snprintf(name, sizeof(name), "%s[%s]", proc_role_name(role),
+		    ra->ra_name);
+	else
+		snprintf(name, sizeof(name), "%s", proc_role_name(role));
+	log_init(name, ra->ra_debug);
+}
+
+/*
+ * Configuration and control messages are small; raw data rides only where a
+ * body does (attachments to the file guard, request and response bodies
+ * between broker, egress and supervisor).
+ */
+#define EDGE_JSON_SMALL		(256u * 1024)
+#define EDGE_JSON_TURN		(200u * 1024 * 1024)	/* turn JSON with images */
+#define EDGE_DATA_NONE		0u
+#define EDGE_DATA_BODY		(100u * 1024 * 1024)
+
+static const struct frame_limits edge_small = {
+	EDGE_JSON_SMALL, EDGE_DATA_NONE
+};
+static const struct frame_limits edge_body = {
+	EDGE_JSON_SMALL, EDGE_DATA_BODY
+};
+static const struct frame_limits edge_turn = {
+	EDGE_JSON_TURN, EDGE_DATA_BODY
+};
+
+const struct frame_limits *
+edge_limits(enum proc_role from, enum proc_role to)
+{
+	if (from == PROC_SUPERVISOR) {
+		switch (to) {
+		case PROC_FSGUARD:
+			return &edge_body;	/* attachment bytes */
+		case PROC_BROKER:
+			return &edge_turn;	/* turn requests */
+		default:
+			return &edge_body;
+		}
+	}
+	if (to == PROC_SUPERVISOR) {
+		switch (from) {
+		case PROC_BROKER:
+			return &edge_turn;	/* turn results */
+		case PROC_FSGUARD:
+		case PROC_DOCKER:
+			return &edge_small;
+		default:
+			return &edge_body;
+		}
+	}
+	/* broker <-> egress, research <-> egress: request/response bodies */
+	return &edge_body;
+}
+
+struct role_parent {
+	struct event_base	*rp_base;
+	struct frame_conn	*rp_conn;
+	enum proc_role		 rp_role;
+	role_dispatch_fn	 rp_dispatch;
+	role_configured_fn	 rp_configured_cb;
+	void			*rp_arg;
+	int			 rp_configured;
+};
+
+static void
+role_parent_err(struct frame_conn *fc, enum frame_err err, void *arg)
+{
+	/* The supervisor is gone or broken: a child never outlives it. */
+	if (err == FRAME_EOF) {
+		log_debug("supervisor closed the pipe, exiting");
+		exit(0);
+	}
+	fatalx("pipe to supervisor: %s", frame_err_to_string(err));
+}
+
+static void
+role_reply(struct role_parent *rp, enum msg_type t, uint64_t id)
+{
+	struct msgb	 mb;
+
+	msgb_init(&mb, t, id);
+	if (msg_send(rp->rp_conn, &mb) == -1)
+		fatalx("cannot queue %s", msg_type_name(t));
+}
+
+static void
+role_parent_frame(struct frame_conn *fc, struct frame *f, void *arg)
+{
+	struct role_parent	*rp = arg;
+	struct msg		 m;
+
+	if (msg_parse(&m, PROC_SUPERVISOR, rp->rp_role, f) == -1)
+		fatalx("protocol violation from supervisor: %s", m.m_err);
+
+	switch (m.m_type) {
+	case MSG_PING:
+		if (msg_end(&m) == -1)
+			fatalx("ping: %s", m.m_err);
+		role_reply(rp, MSG_PONG, m.m_id);
+		break;
+	case MSG_CONFIG_DONE:
+		if (msg_end(&m) == -1)
+			fatalx("config_done: %s", m.m_err);
+		if (rp->rp_configured)
+			fatalx("config_done received twice");
+		if (rp->rp_configured_cb != NULL &&
+		    rp->rp_configured_cb(rp, rp->rp_arg) == -1)
+			fatalx("configuration refused");
+		rp->rp_configured = 1;
+		role_reply(rp, MSG_READY, 0);
+		log_debug("configured, ready");
+		break;
+	default:
+		if (rp->rp_dispatch(rp, &m, rp->rp_arg) == -1)
+			fatalx("protocol violation from supervisor: %s",
+			    m.m_err[0] ? m.m_err : msg_type_name(m.m_type));
+		break;
+	}
+	msg_free(&m);
+}
+
+struct role_parent *
+role_parent_open(struct event_base *base, enum proc_role role,
+    role_dispatch_fn dispatch, role_configured_fn configured, void *arg)
+{
+	struct role_parent	*rp;
+
+	if ((rp = calloc(1, sizeof(*rp))) == NULL)
+		fatal("%s", __func__);
+	rp->rp_base = base;
+	rp->rp_role = role;
+	rp->rp_dispatch = dispatch;
+	rp->rp_configured_cb = configured;
+	rp->rp_arg = arg;
+	rp->rp_conn = frame_conn_new(base, FD_PARENT,
+	    edge_limits(PROC_SUPERVISOR, role), edge_limits(role,
+	    PROC_SUPERVISOR), role_parent_frame, role_parent_err, rp);
+	if (rp->rp_conn == NULL)
+		fatalx("%s: cannot watch the supervisor pipe", __func__);
+	return rp;
+}
+
+struct frame_conn *
+role_parent_conn(struct role_parent *rp)
+{
+	return rp->rp_conn;
+}
+
+int
+role_parent_configured(const struct role_parent *rp)
+{
+	return rp->rp_configured;
+}

@@ -1,0 +1,51 @@
+/*
+ * What every child role shares between exec and its event loop: the command
+ * line the supervisor gives it, the frame maxima of each edge, and the pipe to
+ * the supervisor with the bring-up messages (config_done -> ready, ping ->
+ * pong) answered in one place.
+ */
+#ifndef RTSANDBOX_ROLE_H
+#define RTSANDBOX_ROLE_H
+
+#include <stddef.h>
+
+#include "frame.h"
+#include "msg.h"
+#include "proc.h"
+
+#define ROLE_MAXPATHS	8
+
+/* rtsandbox-<role> [-d] [-n NAME] [-p PATH]... */
+struct role_args {
+	int		 ra_debug;
+	const char	*ra_name;		/* e.g. the channel segment */
+	const char	*ra_paths[ROLE_MAXPATHS];	/* for Landlock */
+	size_t		 ra_npaths;
+};
+
+/* Parse argv (fatal on anything unexpected), then name the process in logs
+ * as "<role>" or "<role>[NAME]". */
+void	role_args_parse(enum proc_role, int argc, char *argv[],
+	    struct role_args *);
+
+/* Frame maxima of the edge from one role to another. */
+const struct frame_limits *edge_limits(enum proc_role from, enum proc_role to);
+
+struct event_base;
+struct role_parent;
+
+/*
+ * Handles one message from the supervisor that the common code did not;
+ * returns 0, or -1 for a message the role refuses (logged by the caller as a
+ * protocol violation, which ends the child).  The message is freed after.
+ */
+typedef int	(*role_dispatch_fn)(struct role_parent *, struct msg *, void *);
+/* Called once after config_done, before ready is sent; -1 refuses. */
+typedef int	(*role_configured_fn)(struct role_parent *, void *);
+
+struct role_parent *role_parent_open(struct event_base *, enum proc_role,
+		    role_dispatch_fn, role_configured_fn, void *arg);
+struct frame_conn  *role_parent_conn(struct role_parent *);
+int		    role_parent_configured(const struct role_parent *);
+
+#endif

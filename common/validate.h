@@ -1,0 +1,68 @@
+/*
+ * Validators of PROTOCOL.md: pure functions over a buffer and a length, so
+ * that Check suites and libFuzzer targets drive exactly what the daemon runs.
+ */
+#ifndef RTSANDBOX_VALIDATE_H
+#define RTSANDBOX_VALIDATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Decode UTF-8 strictly (no overlong forms, no surrogates, nothing above
+ * U+10FFFF, no truncated sequence) and count UTF-16 code units: 1 per code
+ * point below U+10000, 2 above.  Returns 0 and sets *units, or -1 on invalid
+ * UTF-8.  NUL bytes are valid UTF-8 here; callers that need C strings use
+ * utf8_text_check().
+ */
+int	utf8_utf16_len(const char *s, size_t len, size_t *units);
+
+/* Valid UTF-8, no NUL byte, at most max_units UTF-16 code units: 0, else -1. */
+int	utf8_text_check(const char *s, size_t len, size_t max_units);
+
+/*
+ * The valid_*() predicates below return 1 when the text passes, else 0.
+ *
+ * Safe file name: 1-255 chars, no '/', no '\\', no control character
+ * (U+0000-U+001F, U+007F-U+009F), not "." and not "..", valid UTF-8.
+ */
+int	valid_safe_name(const char *s, size_t len);
+
+/*
+ * Strict base64: alphabet A-Z a-z 0-9 + /, '=' only as 0-2 trailing pads,
+ * length a multiple of 4, and the unused bits of the last group zero.
+ * b64_decoded_len() returns the decoded size or -1 when the text breaks a
+ * rule; b64_decode() writes exactly that many bytes to out (outsz must be at
+ * least that) and returns it, or -1.
+ */
+long long	b64_decoded_len(const char *s, size_t len);
+long long	b64_decode(const char *s, size_t len, uint8_t *out, size_t outsz);
+/* Encoded length for n bytes (without NUL); SIZE_MAX when it overflows. */
+size_t		b64_encoded_len(size_t n);
+/*
+ * Writes b64_encoded_len(n) chars and a NUL; outsz must cover both.
+ * Returns 0, or -1 when it does not.
+ */
+int		b64_encode(const uint8_t *in, size_t n, char *out, size_t outsz);
+
+/*
+ * Channel segment of PROTOCOL.md 6: every UTF-16 code unit outside
+ * [A-Za-z0-9_-] becomes '_' (so a character above U+FFFF becomes "__").
+ * The key must be valid UTF-8, 1-256 chars, without NUL.  out receives the
+ * NUL-terminated segment; outsz of SEGMENT_MAX + 1 always suffices.
+ * Returns the segment length, or -1 (invalid key or too small a buffer).
+ */
+long	channel_segment(const char *key, size_t len, char *out, size_t outsz);
+
+/* Name patterns. Each takes a NUL-free buffer and its length. */
+int	valid_profile_name(const char *s, size_t len);	/* [a-zA-Z0-9_-]{1,100} */
+int	valid_mcp_server_name(const char *s, size_t len);	/* [a-zA-Z0-9_-]{1,100} */
+int	valid_host_tool_name(const char *s, size_t len);	/* [a-z][a-z0-9_]{0,47} */
+int	valid_tool_use_name(const char *s, size_t len);	/* [a-zA-Z0-9_-]{1,128} */
+int	valid_container_prefix(const char *s, size_t len);	/* [a-z0-9][a-z0-9-]{0,40} */
+/* Image: non-empty, no white space or control char, not starting with '-'. */
+int	valid_image_name(const char *s, size_t len);
+/* Thinking level: low, medium, high or xhigh. */
+int	valid_thinking(const char *s, size_t len);
+
+#endif

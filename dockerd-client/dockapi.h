@@ -1,0 +1,80 @@
+/*
+ * The Docker Engine API calls of PROTOCOL.md 7, over the Unix socket, one
+ * synchronous libcurl call at a time, each bounded by DOCKER_CALL_TIMEOUT_MS.
+ * Paths are pinned to /v1.41/.  The caller runs curl_global_init() first.
+ */
+#ifndef RTSANDBOX_DOCKAPI_H
+#define RTSANDBOX_DOCKAPI_H
+
+#include <stddef.h>
+
+#include "dockops.h"
+
+/* Largest answer read from Docker; a longer one is DOCK_API. */
+#define DOCK_RESPONSE_MAX	(4u * 1048576u)
+/* Room kept for the last error, for the host log only. */
+#define DOCK_ERROR_MAX		512u
+
+struct dock_api;
+
+/*
+ * NULL with errno ENAMETOOLONG when the path does not fit a sockaddr_un,
+ * EINVAL when it is not absolute, ENOMEM when out of memory.
+ */
+struct dock_api	*dock_api_new(const char *socket_path);
+void		 dock_api_free(struct dock_api *);
+/*
+ * What went wrong in the last call that failed: Docker's "message", or what
+ * libcurl said.  For the host log, never for a guest.  "" when nothing.
+ */
+const char	*dock_api_last_error(struct dock_api *);
+
+enum dock_state {
+	DOCK_MISSING,
+	DOCK_RUNNING,
+	DOCK_STOPPED		/* created, exited, dead, or paused */
+};
+
+struct dock_status {
+	enum dock_state	 state;
+	char		 image[256];	/* Config.Image, as created */
+	char		 profile[128];	/* the profile label */
+	char		 id[80];
+};
+
+/* GET /containers/<name>/json; 404 is DOCK_MISSING. */
+enum dock_err	 dock_status(struct dock_api *, const struct dock_config *,
+		    const char *channel, struct dock_status *);
+
+/*
+ * Keep the container when it runs with the configured image and with this
+ * channel's and profile's labels; otherwise force-remove it, create it from
+ * dock_create_body() and start it.  *recreated says which; id receives the
+ * running container's id.  A failed start leaves the new container behind
+ * (stopped, so the next call replaces it) with *recreated 1 and id "".
+ */
+enum dock_err	 dock_ensure_running(struct dock_api *,
+		    const struct dock_config *, const struct dock_spec *,
+		    int *recreated, char *id, size_t idlen);
+
+/* DELETE /containers/<name>?force=true; a missing container is DOCK_OK. */
+enum dock_err	 dock_remove(struct dock_api *, const struct dock_config *,
+		    const char *channel);
+
+struct dock_entry {
+	char	 name[300];	/* as listed, with a leading '/' */
+	char	 channel[1024];
+	char	 profile[128];
+	char	 state[32];	/* "running", "exited", "created", ... */
+	char	 image[256];
+	char	 id[80];
+};
+
+/*
+ * The containers that carry the channel label and whose name starts with
+ * "/<prefix>-".  *out is an array of *n entries for free(), NULL when none.
+ */
+enum dock_err	 dock_list(struct dock_api *, const struct dock_config *,
+		    struct dock_entry **out, size_t *n);
+
+#endif

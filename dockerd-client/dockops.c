@@ -1,0 +1,431 @@
+/*
+ * PROTOCOL.md 7 as code: the container's name, the checks the Docker client
+ * makes on every request whatever the supervisor already checked, and the
+ * create body.  No I/O here.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "dockops.h"
+#include "limits.h"
+#include "validate.h"
+
+/* Names of the container's side of PROTOCOL.md 7 and 1. */
+#define RUN_TARGET		"/run/sandbox"
+#define WORKSPACE_TARGET	"/workspace"
+
+/* The fixed part of the environment, in the order of PROTOCOL.md 7. */
+static const char *const env_fixed[] = {
+	"ANTHROPIC_BASE_URL=http://127.0.0.1:8080/anthropic",
+	"CLAUDE_CODE_OAUTH_TOKEN=sandbox-dummy-token",
+	"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+	"SANDBOX_CONTENT=/app/worker/content.ts",
+	"HOME=/tmp/home",
+	"PI_CODING_AGENT_DIR=/tmp/pi-agent",
+	"CLAUDE_CONFIG_DIR=/workspace/claude",
+};
+
+const char *
+dock_err_to_string(enum dock_err e)
+{
+	switch (e) {
+	case DOCK_OK:
+		return "ok";
+	case DOCK_BAD_NAME:
+		return "container name refused";
+	case DOCK_BAD_IMAGE:
+		return "image name refused";
+	case DOCK_BAD_BIND:
+		return "bind source refused";
+	case DOCK_BAD_USER:
+		return "container user refused";
+	case DOCK_BAD_LABEL:
+		return "label names refused";
+	case DOCK_BAD_PROFILE:
+		return "profile name refused";
+	case DOCK_BAD_CHANNEL:
+		return "channel key refused";
+	case DOCK_BAD_CONFIG:
+		return "state directory, time zone or limits refused";
+	case DOCK_UNREACHABLE:
+		return "Docker daemon unreachable";
+	case DOCK_TIMEOUT:
+		return "Docker call timed out";
+	case DOCK_NO_IMAGE:
+		return "image not present";
+	case DOCK_CONFLICT:
+		return "container name in use or being removed";
+	case DOCK_API:
+		return "Docker refused the call";
+	case DOCK_NOMEM:
+		return "out of memory";
+	}
+	return "unknown error";
+}
+
+static int
+is_ascii_control(unsigned char c)
+{
+	return c < 0x20 || c == 0x7f;
+}
+
+/*
+ * Docker reads the body as Go strings: invalid UTF-8 would arrive changed
+ * (U+FFFD), so a path or label could name something other than what was
+ * checked.  Every string sent is valid UTF-8 without control characters.
+ */
+static int
+plain_text(const char *s, size_t maxbytes)
+{
+	size_t	 len, i;
+
+	if (s == NULL || (len = strlen(s)) == 0 || len > maxbytes)
+		return 0;
+	if (utf8_text_check(s, len, maxbytes) == -1)
+		return 0;
+	for (i = 0; i < len; i++)
+		if (is_ascii_control((unsigned char)s[i]))
+			return 0;
+	return 1;
+}
+
+/*
+ * A bind source or the state directory: absolute, not "/", no ':' or ','
+ * (they split Docker's bind syntax), no CR or LF, and canonical (no empty,
+ * "." or ".." component, no trailing '/') so that comparing strings is
+ * comparing places.
+ */
+static int
+canonical_path(const char *p)
+{
+	size_t	 len, i, start, n;
+
+	if (!plain_text(p, PATH_BYTES_MAX) || p[0] != '/')
+		return 0;
+	len = strlen(p);
+	if (len == 1 || strpbrk(p, ":,\r\n") != NULL)
+		return 0;
+	for (start = 1, i = 1; i <= len; i++) {
+		if (i < len && p[i] != '/')
+			continue;
+		n = i - start;
+		if (n == 0 || (n == 1 && p[start] == '.') ||
+		    (n == 2 && p[start] == '.' && p[start + 1] == '.'))
+			return 0;
+		start = i + 1;
+	}
+	return 1;
+}
+
+/* Beneath dir: its string, then a '/' so "/state2" is not beneath "/state". */
+static int
+beneath(const char *p, const char *dir)
+{
+	size_t	 dl = strlen(dir);
+
+	return strncmp(p, dir, dl) == 0 && p[dl] == '/';
+}
+
+/* The same rule as the configuration's: a zone name, never a file path. */
+static int
+valid_time_zone(const char *s)
+{
+	size_t	 len, i, start, n;
+
+	if (s == NULL || (len = strlen(s)) == 0 || len > DOCK_TIME_ZONE_MAX)
+		return 0;
+	for (start = 0, i = 0; i <= len; i++) {
+		if (i < len && s[i] != '/') {
+			if (!((s[i] >= 'a' && s[i] <= 'z') ||
+			    (s[i] >= 'A' && s[i] <= 'Z') ||
+			    (s[i] >= '0' && s[i] <= '9') ||
+			    strchr("_+-.", s[i]) != NULL))
+				return 0;
+			continue;
+		}
+		n = i - start;
+		if (n == 0 || (n == 1 && s[start] == '.') ||
+		    (n == 2 && s[start] == '.' && s[start + 1] == '.'))
+			return 0;
+		start = i + 1;
+	}
+	return 1;
+}
+
+/* Docker's own container name rule, [a-zA-Z0-9][a-zA-Z0-9_.-]+. */
+static int
+docker_name_pattern(const char *s)
+{
+	size_t	 i;
+	char	 c;
+
+	if (s[0] == '\0' || s[1] == '\0')
+		return 0;
+	for (i = 0; s[i] != '\0'; i++) {
+		c = s[i];
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9'))
+			continue;
+		if (i > 0 && (c == '_' || c == '.' || c == '-'))
+			continue;
+		return 0;
+	}
+	return 1;
+}
+
+/* The segment of PROTOCOL.md 6 into seg (SEGMENT_MAX + 1 bytes), or -1. */
+static long
+segment_of(const char *channel, char *seg, size_t seglen)
+{
+	if (channel == NULL)
+		return -1;
+	return channel_segment(channel, strlen(channel), seg, seglen);
+}
+
+enum dock_err
+dock_container_name(const struct dock_config *dc, const char *channel,
+    char *out, size_t outlen)
+{
+	char	 seg[SEGMENT_MAX + 1];
+	int	 n;
+
+	if (outlen > 0)
+		out[0] = '\0';
+	if (dc->prefix == NULL ||
+	    !valid_container_prefix(dc->prefix, strlen(dc->prefix)))
+		return DOCK_BAD_NAME;
+	if (segment_of(channel, seg, sizeof(seg)) < 1)
+		return DOCK_BAD_CHANNEL;
+	n = snprintf(out, outlen, "%s-%s", dc->prefix, seg);
+	if (n < 0 || (size_t)n >= outlen || (size_t)n > CONTAINER_NAME_MAX ||
+	    !docker_name_pattern(out)) {
+		if (outlen > 0)
+			out[0] = '\0';
+		return DOCK_BAD_NAME;
+	}
+	return DOCK_OK;
+}
+
+static enum dock_err
+check_config(const struct dock_config *dc)
+{
+	if (!plain_text(dc->label_channel, DOCK_LABEL_MAX) ||
+	    !plain_text(dc->label_profile, DOCK_LABEL_MAX) ||
+	    strcmp(dc->label_channel, dc->label_profile) == 0)
+		return DOCK_BAD_LABEL;
+	if (dc->prefix == NULL ||
+	    !valid_container_prefix(dc->prefix, strlen(dc->prefix)))
+		return DOCK_BAD_NAME;
+	if (dc->image == NULL || strlen(dc->image) > DOCK_IMAGE_MAX ||
+	    !valid_image_name(dc->image, strlen(dc->image)))
+		return DOCK_BAD_IMAGE;
+	/* (uid_t)-1 means "no change" to the kernel, never a user. */
+	if (dc->uid < CONTAINER_ID_MIN || dc->uid >= UINT32_MAX ||
+	    dc->gid < CONTAINER_ID_MIN || dc->gid >= UINT32_MAX)
+		return DOCK_BAD_USER;
+	if (!canonical_path(dc->state_dir) || !valid_time_zone(dc->time_zone))
+		return DOCK_BAD_CONFIG;
+	if (dc->memory_mib == 0 || dc->memory_mib > DOCK_NUMBER_MAX / MIB ||
+	    dc->nano_cpus == 0 || dc->nano_cpus > DOCK_NUMBER_MAX ||
+	    dc->pids == 0 || dc->pids > DOCK_NUMBER_MAX)
+		return DOCK_BAD_CONFIG;
+	return DOCK_OK;
+}
+
+/* One bind source: the general rules, then exactly <state>/<seg>/<leaf>. */
+static enum dock_err
+check_bind(const struct dock_config *dc, const char *seg, const char *leaf,
+    const char *src)
+{
+	char	 want[PATH_BYTES_MAX + 1];
+	int	 n;
+
+	if (!canonical_path(src) || !beneath(src, dc->state_dir))
+		return DOCK_BAD_BIND;
+	n = snprintf(want, sizeof(want), "%s/%s/%s", dc->state_dir, seg, leaf);
+	if (n < 0 || (size_t)n >= sizeof(want) || strcmp(src, want) != 0)
+		return DOCK_BAD_BIND;
+	return DOCK_OK;
+}
+
+enum dock_err
+dock_check_spec(const struct dock_config *dc, const struct dock_spec *ds)
+{
+	char		 seg[SEGMENT_MAX + 1];
+	char		 name[CONTAINER_NAME_MAX + 1];
+	enum dock_err	 e;
+
+	if ((e = check_config(dc)) != DOCK_OK)
+		return e;
+	if (segment_of(ds->channel, seg, sizeof(seg)) < 1)
+		return DOCK_BAD_CHANNEL;
+	if ((e = dock_container_name(dc, ds->channel, name, sizeof(name))) !=
+	    DOCK_OK)
+		return e;
+	if (ds->profile == NULL ||
+	    !valid_profile_name(ds->profile, strlen(ds->profile)))
+		return DOCK_BAD_PROFILE;
+	if ((e = check_bind(dc, seg, "run", ds->run_dir)) != DOCK_OK ||
+	    (e = check_bind(dc, seg, "workspace", ds->workspace_dir)) !=
+	    DOCK_OK)
+		return e;
+	return DOCK_OK;
+}
+
+/* cJSON_Add* return NULL when out of memory; one flag collects them. */
+static void
+add_str(cJSON *o, const char *k, const char *v, int *ok)
+{
+	if (cJSON_AddStringToObject(o, k, v) == NULL)
+		*ok = 0;
+}
+
+static void
+add_num(cJSON *o, const char *k, double v, int *ok)
+{
+	if (cJSON_AddNumberToObject(o, k, v) == NULL)
+		*ok = 0;
+}
+
+static void
+add_bool(cJSON *o, const char *k, int v, int *ok)
+{
+	if (cJSON_AddBoolToObject(o, k, v) == NULL)
+		*ok = 0;
+}
+
+static void
+push_str(cJSON *a, const char *v, int *ok)
+{
+	cJSON	*s;
+
+	if ((s = cJSON_CreateString(v)) == NULL ||
+	    !cJSON_AddItemToArray(a, s)) {
+		cJSON_Delete(s);
+		*ok = 0;
+	}
+}
+
+/* Adds and returns a child object or array, NULL (and *ok = 0) on failure. */
+static cJSON *
+add_obj(cJSON *o, const char *k, int *ok)
+{
+	cJSON	*c;
+
+	if ((c = cJSON_AddObjectToObject(o, k)) == NULL)
+		*ok = 0;
+	return c;
+}
+
+static cJSON *
+add_arr(cJSON *o, const char *k, int *ok)
+{
+	cJSON	*c;
+
+	if ((c = cJSON_AddArrayToObject(o, k)) == NULL)
+		*ok = 0;
+	return c;
+}
+
+static void
+host_config(cJSON *hc, const struct dock_config *dc, const struct dock_spec *ds,
+    int *ok)
+{
+	cJSON	*o, *a, *u;
+	char	*bind;
+	char	 num[32];
+
+	add_str(hc, "NetworkMode", "none", ok);
+	add_bool(hc, "ReadonlyRootfs", 1, ok);
+	if ((o = add_obj(hc, "Tmpfs", ok)) != NULL)
+		add_str(o, "/tmp", CONTAINER_TMPFS_OPTS, ok);
+	/* Equal limits: no swap beyond the memory limit. */
+	add_num(hc, "Memory", (double)(dc->memory_mib * MIB), ok);
+	add_num(hc, "MemorySwap", (double)(dc->memory_mib * MIB), ok);
+	add_num(hc, "NanoCpus", (double)dc->nano_cpus, ok);
+	add_num(hc, "PidsLimit", (double)dc->pids, ok);
+	if ((a = add_arr(hc, "Ulimits", ok)) != NULL) {
+		if ((u = cJSON_CreateObject()) == NULL ||
+		    !cJSON_AddItemToArray(a, u)) {
+			cJSON_Delete(u);
+			*ok = 0;
+		} else {
+			add_str(u, "Name", "nofile", ok);
+			add_num(u, "Soft", CONTAINER_NOFILE, ok);
+			add_num(u, "Hard", CONTAINER_NOFILE, ok);
+		}
+	}
+	if ((a = add_arr(hc, "CapDrop", ok)) != NULL)
+		push_str(a, "ALL", ok);
+	if ((a = add_arr(hc, "SecurityOpt", ok)) != NULL)
+		push_str(a, "no-new-privileges", ok);
+	if ((o = add_obj(hc, "RestartPolicy", ok)) != NULL)
+		add_str(o, "Name", "unless-stopped", ok);
+	if ((o = add_obj(hc, "LogConfig", ok)) != NULL) {
+		add_str(o, "Type", "local", ok);
+		if ((o = add_obj(o, "Config", ok)) != NULL) {
+			(void)snprintf(num, sizeof(num), "%um",
+			    CONTAINER_LOG_SIZE / MIB);
+			add_str(o, "max-size", num, ok);
+			(void)snprintf(num, sizeof(num), "%u",
+			    CONTAINER_LOG_FILES);
+			add_str(o, "max-file", num, ok);
+		}
+	}
+	if ((a = add_arr(hc, "Binds", ok)) == NULL)
+		return;
+	if (asprintf(&bind, "%s:%s:ro", ds->run_dir, RUN_TARGET) == -1)
+		*ok = 0;
+	else {
+		push_str(a, bind, ok);
+		free(bind);
+	}
+	if (asprintf(&bind, "%s:%s", ds->workspace_dir, WORKSPACE_TARGET) == -1)
+		*ok = 0;
+	else {
+		push_str(a, bind, ok);
+		free(bind);
+	}
+}
+
+cJSON *
+dock_create_body(const struct dock_config *dc, const struct dock_spec *ds)
+{
+	cJSON	*body, *o, *a;
+	char	 buf[64 + PROFILE_NAME_MAX + DOCK_TIME_ZONE_MAX];
+	size_t	 i;
+	int	 ok = 1;
+
+	/* The buffers below are sized by the limits checked here. */
+	if (dock_check_spec(dc, ds) != DOCK_OK)
+		return NULL;
+	if ((body = cJSON_CreateObject()) == NULL)
+		return NULL;
+	add_str(body, "Image", dc->image, &ok);
+	(void)snprintf(buf, sizeof(buf), "%llu:%llu",
+	    (unsigned long long)dc->uid, (unsigned long long)dc->gid);
+	add_str(body, "User", buf, &ok);
+	if ((o = add_obj(body, "Labels", &ok)) != NULL) {
+		add_str(o, dc->label_channel, ds->channel, &ok);
+		add_str(o, dc->label_profile, ds->profile, &ok);
+	}
+	if ((a = add_arr(body, "Env", &ok)) != NULL) {
+		(void)snprintf(buf, sizeof(buf), "SANDBOX_PROFILE=%s",
+		    ds->profile);
+		push_str(a, buf, &ok);
+		(void)snprintf(buf, sizeof(buf), "TZ=%s", dc->time_zone);
+		push_str(a, buf, &ok);
+		for (i = 0; i < sizeof(env_fixed) / sizeof(env_fixed[0]); i++)
+			push_str(a, env_fixed[i], &ok);
+	}
+	if ((o = add_obj(body, "HostConfig", &ok)) != NULL)
+		host_config(o, dc, ds, &ok);
+	if (!ok) {
+		cJSON_Delete(body);
+		return NULL;
+	}
+	return body;
+}

@@ -1,0 +1,96 @@
+/*
+ * The Docker client's own checks and the container it asks for (PROTOCOL.md
+ * section 7): pure functions, no I/O, so that Check and libFuzzer drive the
+ * same code the daemon runs.  Every request is re-checked here even though
+ * the supervisor checked it first (DESIGN.md section 1, invariant 2).
+ */
+#ifndef RTSANDBOX_DOCKOPS_H
+#define RTSANDBOX_DOCKOPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+/* What the configuration says; the Docker client holds one. */
+struct dock_config {
+	const char	*prefix;	/* [a-z0-9][a-z0-9-]{0,40} */
+	/* Label names: non-empty and distinct. */
+	const char	*label_channel;
+	const char	*label_profile;
+	const char	*image;		/* never pulled */
+	const char	*state_dir;	/* absolute, canonical, not "/" */
+	const char	*time_zone;	/* IANA zone name, for TZ */
+	uint64_t	 uid, gid;	/* the service user; both > 0 */
+	uint64_t	 memory_mib;	/* Memory = MemorySwap */
+	uint64_t	 nano_cpus;
+	uint64_t	 pids;
+};
+
+/* What the supervisor asks for. */
+struct dock_spec {
+	const char	*channel;	/* the channel key, 1-256 chars */
+	const char	*profile;	/* [a-zA-Z0-9_-]{1,100} */
+	/* Exactly <state_dir>/<segment>/run and .../workspace. */
+	const char	*run_dir;
+	const char	*workspace_dir;
+};
+
+enum dock_err {
+	DOCK_OK,
+	DOCK_BAD_NAME,		/* prefix or container name pattern */
+	DOCK_BAD_IMAGE,
+	DOCK_BAD_BIND,		/* a bind source breaks a rule */
+	DOCK_BAD_USER,		/* uid or gid 0 or out of range */
+	DOCK_BAD_LABEL,		/* label names empty, equal, not text */
+	DOCK_BAD_PROFILE,
+	DOCK_BAD_CHANNEL,
+	DOCK_BAD_CONFIG,	/* state_dir, time zone or limits */
+	DOCK_UNREACHABLE,	/* no connection to the Docker socket */
+	DOCK_TIMEOUT,		/* over DOCKER_CALL_TIMEOUT_MS */
+	DOCK_NO_IMAGE,		/* not present; never pulled */
+	DOCK_CONFLICT,		/* name in use or removal in progress */
+	DOCK_API,		/* any other answer, or a malformed one */
+	DOCK_NOMEM
+};
+
+/*
+ * Longest image reference accepted, in bytes: what Docker itself takes for
+ * a repository name, and what struct dock_status can hold to compare.
+ */
+#define DOCK_IMAGE_MAX		255u
+/* Longest label name, in bytes. */
+#define DOCK_LABEL_MAX		128u
+/* Longest time zone name, in bytes (the longest IANA name is 32). */
+#define DOCK_TIME_ZONE_MAX	64u
+/*
+ * Numbers go to Docker as JSON numbers that Go reads into int64: below
+ * 10^15 they print as plain integers and are exact in a double.
+ */
+#define DOCK_NUMBER_MAX		999999999999999ull
+
+const char	*dock_err_to_string(enum dock_err);
+
+/*
+ * <prefix>-<segment> into out (CONTAINER_NAME_MAX + 1 bytes suffice), and
+ * checked against Docker's own name pattern [a-zA-Z0-9][a-zA-Z0-9_.-]+.
+ */
+enum dock_err	 dock_container_name(const struct dock_config *,
+		    const char *channel, char *out, size_t outlen);
+
+/*
+ * The configuration and the request, all of it, against PROTOCOL.md 7: the
+ * first rule broken decides the answer.
+ */
+enum dock_err	 dock_check_spec(const struct dock_config *,
+		    const struct dock_spec *);
+
+/*
+ * The body of POST /containers/create, exactly PROTOCOL.md 7 and nothing
+ * else.  NULL when dock_check_spec() refuses the request or when out of
+ * memory.  The caller frees it with cJSON_Delete().
+ */
+cJSON		*dock_create_body(const struct dock_config *,
+		    const struct dock_spec *);
+
+#endif

@@ -1,0 +1,7 @@
+#include "docker.h"
+
+int
+main(int argc, char *argv[])
+{
+	docker_main(argc, argv);
+}

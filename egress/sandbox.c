@@ -1,0 +1,87 @@
+/*
+ * Egress is the only process with the network: libcurl over TCP and TLS,
+ * glibc's resolver (UDP and TCP to the name servers, a routing netlink query
+ * for AI_ADDRCONFIG), and reading its credential and CA files.
+ */
+#include <sys/resource.h>
+#include <sys/socket.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdlib.h>
+
+#include "../common/log.h"
+#include "../common/sandbox.h"
+#include "sandbox.h"
+
+static const struct sandbox_syscall sandbox_egress_table[] = {
+	/* Upstream, MCP and fetch connections and the resolver; bind only
+	 * for the netlink socket (TCP binds are refused by Landlock). */
+	SB_ALLOW_ARG(socket, 0, AF_INET),
+	SB_ALLOW_ARG(socket, 0, AF_INET6),
+	SB_ALLOW_ARG(socket, 0, AF_NETLINK),
+	SB_ALLOW(connect),
+	SB_ALLOW(bind),
+	SB_ALLOW(setsockopt),
+	SB_ALLOW(getsockname),
+	SB_ALLOW(getpeername),
+	SB_ALLOW(sendmmsg),
+
+	/* libcurl's wake-up pairs. */
+	SB_ALLOW_ARG(socketpair, 0, AF_UNIX),
+	SB_ALLOW(pipe2),
+
+	/* Credentials, CA bundle, resolver files: read only. */
+	SB_ALLOW_MASK(openat, 2, O_ACCMODE | O_CREAT | O_TRUNC, O_RDONLY),
+	SB_ALLOW(newfstatat),
+	SB_ALLOW(uname),		/* the resolver's gethostname() */
+
+	/* libcurl resolves in a thread: threads, never a process. */
+	SB_ALLOW_MASK(clone, 0, CLONE_THREAD, CLONE_THREAD),
+	SB_ALLOW(set_robust_list),
+	SB_ALLOW(rseq),
+
+	/* Polite denies: glibc tries clone3 before clone, and getaddrinfo
+	 * asks nscd over a Unix socket before reading the files itself. */
+	SB_DENY(clone3, ENOSYS),
+	SB_DENY_ARG(socket, 0, AF_UNIX, EACCES),
+};
+
+/* No RLIMIT_NPROC: it counts threads, and the resolver needs them. */
+static const struct sandbox_rlimit sandbox_egress_rlimits[] = {
+	{ RLIMIT_NOFILE, 1024 },
+};
+
+struct event_base *
+sandbox_egress(const char *const *read_files, size_t n)
+{
+	struct sandbox_fs_rule	*rules;
+	struct event_base	*base;
+	size_t			 i, nrules = 0;
+
+	rules = calloc(n + sandbox_netconf_paths_len + 1, sizeof(*rules));
+	if (rules == NULL)
+		fatal("%s", __func__);
+	for (i = 0; i < n; i++) {
+		rules[nrules].path = read_files[i];
+		rules[nrules++].access = SB_FS_READ | SB_FS_PARENT;
+	}
+	for (i = 0; i < sandbox_netconf_paths_len; i++) {
+		rules[nrules].path = sandbox_netconf_paths[i];
+		rules[nrules++].access = SB_FS_READ;
+	}
+	rules[nrules].path = NULL;
+	rules[nrules++].access = SB_NET_CONNECT;
+
+	sandbox_drop_caps();
+	sandbox_no_new_privs();
+	sandbox_landlock(rules, nrules);
+	free(rules);
+	sandbox_rlimits(sandbox_egress_rlimits,
+	    sizeof(sandbox_egress_rlimits) / sizeof(sandbox_egress_rlimits[0]));
+	base = sandbox_event_base();
+	sandbox_seccomp(sandbox_egress_table,
+	    sizeof(sandbox_egress_table) / sizeof(sandbox_egress_table[0]));
+	return base;
+}

@@ -1,0 +1,130 @@
+/*
+ * The file guard's operations on the state directory (PROTOCOL.md 6), as
+ * functions over directory descriptors.  None follows a symbolic link or
+ * reaches outside the state directory: every path is one component looked
+ * up beneath a descriptor already checked, never a string walked by the
+ * kernel from the root.
+ *
+ * Each returns an enum fs_err; on FS_IO errno holds the cause.
+ */
+#ifndef RTSANDBOX_FSOPS_H
+#define RTSANDBOX_FSOPS_H
+
+#include <sys/types.h>
+
+#include <stddef.h>
+#include <time.h>
+
+#include "limits.h"
+
+enum fs_err {
+	FS_OK = 0,
+	FS_STATE_NOT_ABSOLUTE,
+	FS_STATE_NOT_CANONICAL,
+	FS_STATE_IS_ROOT,
+	FS_STATE_TOO_LONG,
+	FS_STATE_SYMLINK,
+	FS_STATE_NOT_DIR,
+	FS_STATE_OWNER,
+	FS_STATE_MODE,
+	FS_KEY_INVALID,
+	FS_SEGMENT_INVALID,
+	FS_SEGMENT_TOO_LONG,
+	FS_SEGMENT_SYMLINK,
+	FS_SEGMENT_NOT_DIR,
+	FS_RUN_SYMLINK,
+	FS_RUN_NOT_DIR,
+	FS_WORKSPACE_SYMLINK,
+	FS_WORKSPACE_NOT_DIR,
+	FS_KEY_FILE_SYMLINK,
+	FS_KEY_FILE_TYPE,
+	FS_ALIAS,
+	FS_DIR_OWNER,
+	FS_RACE,
+	FS_SOCK_PATH_TOO_LONG,
+	FS_NAME_INVALID,
+	FS_EXISTS,
+	FS_BUF_TOO_SMALL,
+	FS_IO,
+};
+
+/* An operator-readable reason; never NULL. */
+const char	*fs_err_to_string(enum fs_err);
+
+/*
+ * Open the state directory: an absolute, canonical path other than "/",
+ * looked up one component at a time so that a symbolic link anywhere in it
+ * is refused; the directory must belong to uid and have no group or other
+ * bits.  *fd_out gets an O_PATH descriptor.
+ */
+enum fs_err	fs_open_state_dir(const char *path, uid_t uid, int *fd_out);
+
+/* One channel's directories, opened by fs_channel_open(). */
+struct fs_channel {
+	int	 chan_fd;	/* <state>/<segment> */
+	int	 run_fd;	/* <segment>/run */
+	int	 ws_fd;		/* <segment>/workspace */
+	char	 segment[SEGMENT_MAX + 1];
+};
+
+/*
+ * Create when missing and open the channel's directories, create
+ * .channel-key when missing, then check that it holds exactly key: two
+ * keys with the same segment get FS_ALIAS.  Every operation on a channel
+ * starts here.  On failure every descriptor of ch is -1.
+ */
+enum fs_err	fs_channel_open(int statefd, const char *key, size_t keylen,
+		    struct fs_channel *ch);
+void		fs_channel_close(struct fs_channel *ch);
+
+/*
+ * Make name beneath parentfd a real directory of ours, mode 0700: anything
+ * else found there (a symbolic link, a file, a FIFO, a socket, a device) is
+ * removed and replaced, never followed; a directory is kept with its
+ * contents.  *fd_out, unless NULL, gets an O_RDONLY descriptor of it.
+ */
+enum fs_err	fs_own_dir(int parentfd, const char *name, int *fd_out);
+
+/* fs_own_dir() for attachments, outbox and sessions in the workspace. */
+enum fs_err	fs_own_workspace(struct fs_channel *ch);
+
+/*
+ * Bind and listen on run/broker.sock, mode 0600, replacing whatever was
+ * there.  state_dir is the path fs_open_state_dir() was given: the host
+ * path it makes must fit PROTOCOL.md's 100 chars.  *listen_fd is
+ * non-blocking and close-on-exec.
+ */
+enum fs_err	fs_bind_broker_socket(struct fs_channel *ch,
+		    const char *state_dir, int *listen_fd);
+
+/*
+ * Room for an archive folder name: "YYYY-MM-DDTHH-MM-SS.mmmZ" and a
+ * "-<counter>" suffix, with its NUL.
+ */
+#define FS_ARCHIVE_FOLDER_MAX	40
+
+/*
+ * Move every top-level regular file named *.jsonl of workspace/sessions into
+ * a new folder sessions/archive/<now as ISO-8601 UTC, ':' as '-'>.  *count
+ * gets the number moved and folder (at least FS_ARCHIVE_FOLDER_MAX bytes)
+ * the folder's name.
+ */
+enum fs_err	fs_archive_sessions(struct fs_channel *ch,
+		    const struct timespec *now, unsigned *count, char *folder,
+		    size_t folderlen);
+
+/*
+ * Write a new file workspace/attachments/<name>, mode 0600.  An existing
+ * entry of that name, a symbolic link included, is FS_EXISTS and is left
+ * alone.
+ */
+enum fs_err	fs_write_attachment(struct fs_channel *ch, const char *name,
+		    const void *data, size_t len);
+
+/* The host paths of the channel's workspace/sessions and attachments. */
+enum fs_err	fs_channel_paths(const char *state_dir,
+		    const struct fs_channel *ch, char *sessions,
+		    size_t sessionslen, char *attachments,
+		    size_t attachmentslen);
+
+#endif

@@ -1,0 +1,91 @@
+# Shared by the scripts: the service user, the staging of the tree, and the
+# host set-up.  Sourced, not run.
+
+RTSB_USER=${RTSB_USER:-rtsandbox}
+RTSB_WORK=${RTSB_WORK:-/var/tmp/rtsandbox}
+RTSB_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+say() { printf '==> %s\n' "$*"; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+need_root() {
+	[ "$(id -u)" -eq 0 ] || die "run this as root: it installs packages, starts dockerd and creates the service user $RTSB_USER"
+}
+
+# Debian packages the build, the tests and the demo need.
+RTSB_PACKAGES="meson ninja-build pkg-config gcc clang libclang-rt-14-dev
+ libevent-dev libcjson-dev libcap-dev libseccomp-dev libcurl4-openssl-dev
+ check docker.io openssl python3 util-linux procps mandoc rsync"
+
+install_packages() {
+	local missing="" p
+	for p in $RTSB_PACKAGES; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+		    grep -q 'install ok installed' || missing="$missing $p"
+	done
+	if [ -n "$missing" ]; then
+		say "installing:$missing"
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -qq
+		# shellcheck disable=SC2086
+		apt-get install -y -qq --no-install-recommends $missing >/dev/null
+	fi
+}
+
+docker_running() {
+	docker version --format '{{.Server.Version}}' >/dev/null 2>&1
+}
+
+start_docker() {
+	if docker_running; then
+		return 0
+	fi
+	say "starting dockerd"
+	mkdir -p /var/log
+	nohup dockerd --iptables=false --bridge=none --ip-forward=false \
+	    >/var/log/rtsandbox-dockerd.log 2>&1 &
+	for _ in $(seq 1 60); do
+		docker_running && return 0
+		sleep 0.5
+	done
+	tail -n 20 /var/log/rtsandbox-dockerd.log >&2
+	die "dockerd did not start"
+}
+
+make_user() {
+	getent group docker >/dev/null || groupadd --system docker
+	if ! id "$RTSB_USER" >/dev/null 2>&1; then
+		say "creating service user $RTSB_USER"
+		useradd --system --user-group --groups docker \
+		    --home-dir /var/lib/rtsandbox --create-home \
+		    --shell /usr/sbin/nologin "$RTSB_USER"
+	fi
+	id -nG "$RTSB_USER" | grep -qw docker || usermod -aG docker "$RTSB_USER"
+	# dockerd may have made the socket before the group existed
+	[ -S /var/run/docker.sock ] && chgrp docker /var/run/docker.sock
+	chmod 0660 /var/run/docker.sock 2>/dev/null || true
+}
+
+setup_host() {
+	need_root
+	install_packages
+	start_docker
+	make_user
+}
+
+# Copy the tree to a place the service user can read and own, so that a
+# checkout under /root works as well as anywhere else.
+stage_tree() {
+	local dest=$1
+	mkdir -p "$dest"
+	chmod 0755 "$RTSB_WORK" 2>/dev/null || true
+	rsync -a --delete --exclude '/build*' --exclude '.git' \
+	    "$RTSB_TOP"/ "$dest"/
+	chown -R "$RTSB_USER:$RTSB_USER" "$dest"
+}
+
+as_user() {
+	setpriv --reuid="$RTSB_USER" --regid="$RTSB_USER" --init-groups \
+	    --reset-env -- env HOME=/var/lib/rtsandbox \
+	    PATH=/usr/local/bin:/usr/bin:/bin "$@"
+}

@@ -1,0 +1,718 @@
+/*
+ * The supervisor's children: spawn, configure, wait for ready, correlate
+ * requests with replies, reap, and restart the singletons with back-off.
+ */
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "buildconf.h"
+#include "config.h"
+#include "limits.h"
+#include "log.h"
+#include "msg.h"
+#include "role.h"
+#include "supervisor.h"
+
+/* How long a child has between exec and ready. */
+#define CHILD_READY_TIMEOUT_MS	10000
+/* Back-off for a singleton that keeps dying: 100 ms doubling to 30 s; a
+ * child that lived this long before dying starts again from the bottom. */
+#define CHILD_BACKOFF_MIN_MS	100
+#define CHILD_BACKOFF_MAX_MS	30000
+#define CHILD_STABLE_MS		30000
+
+struct child_list	 children = TAILQ_HEAD_INITIALIZER(children);
+
+static char		 helper_path[PROC__COUNT][PATH_MAX];
+
+static void	child_spawn(struct child *);
+static void	child_down(struct child *);
+
+const char *
+child_state_to_string(enum child_state s)
+{
+	switch (s) {
+	case CHILD_DOWN:
+		return "down";
+	case CHILD_STARTING:
+		return "starting";
+	case CHILD_READY:
+		return "ready";
+	case CHILD_STOPPING:
+		return "stopping";
+	}
+	return "unknown";
+}
+
+static long long
+ms_since(const struct timespec *t)
+{
+	struct timespec	 now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - t->tv_sec) * 1000LL +
+	    (now.tv_nsec - t->tv_nsec) / 1000000;
+}
+
+static void
+timer_arm(struct child *c, long ms)
+{
+	struct timeval	 tv;
+
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	if (evtimer_add(c->c_timer, &tv) == -1)
+		fatalx("%s: evtimer_add", __func__);
+}
+
+int
+child_find_helpers(void)
+{
+	static const enum proc_role roles[] = {
+		PROC_FSGUARD, PROC_DOCKER, PROC_EGRESS, PROC_BROKER
+	};
+	char		 self[PATH_MAX];
+	ssize_t		 n;
+	size_t		 i, blen;
+	int		 rc = 0;
+
+	/* An rtsandboxd run from its build tree finds its helpers there. */
+	blen = strlen(RTSANDBOX_BUILDDIR);
+	if (sv->sv_helper_dir == NULL &&
+	    (n = readlink("/proc/self/exe", self, sizeof(self) - 1)) > 0) {
+		self[n] = '\0';
+		if (strncmp(self, RTSANDBOX_BUILDDIR, blen) == 0 &&
+		    self[blen] == '/')
+			sv->sv_build_tree = 1;
+	}
+	for (i = 0; i < sizeof(roles) / sizeof(roles[0]); i++) {
+		enum proc_role	 r = roles[i];
+		char		*p = helper_path[r];
+
+		if (sv->sv_helper_dir != NULL)
+			n = snprintf(p, PATH_MAX, "%s/%s", sv->sv_helper_dir,
+			    proc_role_binary(r));
+		else if (sv->sv_build_tree)
+			n = snprintf(p, PATH_MAX, "%s/%s/%s",
+			    RTSANDBOX_BUILDDIR, proc_role_folder(r),
+			    proc_role_binary(r));
+		else
+			n = snprintf(p, PATH_MAX, "%s/%s",
+			    RTSANDBOX_LIBEXECDIR, proc_role_binary(r));
+		if (n < 0 || n >= PATH_MAX) {
+			log_warnx("helper path for %s too long",
+			    proc_role_name(r));
+			rc = -1;
+		} else if (access(p, X_OK) == -1) {
+			log_warn("helper %s", p);
+			rc = -1;
+		}
+	}
+	return rc;
+}
+
+static struct child *
+child_new(enum proc_role role, const char *name, int singleton)
+{
+	struct child	*c;
+
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		fatal("%s", __func__);
+	c->c_role = role;
+	c->c_singleton = singleton;
+	c->c_pid = -1;
+	c->c_listen_fd = -1;
+	c->c_next_id = 1;
+	TAILQ_INIT(&c->c_reqs);
+	if (name != NULL && (c->c_name = strdup(name)) == NULL)
+		fatal("%s", __func__);
+	TAILQ_INSERT_TAIL(&children, c, c_entry);
+	return c;
+}
+
+static void
+child_free(struct child *c)
+{
+	TAILQ_REMOVE(&children, c, c_entry);
+	if (c->c_timer != NULL)
+		event_free(c->c_timer);
+	if (c->c_listen_fd != -1)
+		close(c->c_listen_fd);
+	free(c->c_name);
+	free(c->c_channel);
+	free(c->c_profile);
+	free(c);
+}
+
+struct child *
+child_singleton(enum proc_role role)
+{
+	struct child	*c;
+
+	TAILQ_FOREACH(c, &children, c_entry)
+		if (c->c_singleton && c->c_role == role)
+			return c;
+	return NULL;
+}
+
+static const char *
+child_label(const struct child *c)
+{
+	static char	 buf[2][300];
+	static int	 i;
+
+	i ^= 1;
+	if (c->c_name != NULL)
+		snprintf(buf[i], sizeof(buf[i]), "%s[%s]",
+		    proc_role_name(c->c_role), c->c_name);
+	else
+		snprintf(buf[i], sizeof(buf[i]), "%s",
+		    proc_role_name(c->c_role));
+	return buf[i];
+}
+
+/* A violation from a child: brokers are cut off (the channel pays), the
+ * singletons are restarted (a bug, logged as such). */
+static void
+child_violation(struct child *c, const char *why)
+{
+	sv->sv_count.sc_violations++;
+	if (c->c_singleton)
+		log_warnx("BUG: protocol violation from %s: %s; restarting it",
+		    child_label(c), why);
+	else
+		log_warnx("protocol violation from %s: %s; killing it",
+		    child_label(c), why);
+	if (c->c_pid > 0)
+		kill(c->c_pid, SIGKILL);
+	if (c->c_conn != NULL) {
+		frame_conn_free(c->c_conn);
+		c->c_conn = NULL;
+	}
+}
+
+static void
+child_became_ready(struct child *c)
+{
+	evtimer_del(c->c_timer);
+	c->c_state = CHILD_READY;
+	log_info("%s ready (pid %d)", child_label(c), (int)c->c_pid);
+	if (c->c_event_cb != NULL)
+		c->c_event_cb(c, 1, c->c_event_arg);
+}
+
+static int
+child_is_reply(enum msg_type t)
+{
+	int	 i;
+
+	for (i = 1; i < MSG__COUNT; i++)
+		if (msg_def(i)->md_reply == t)
+			return 1;
+	return 0;
+}
+
+static void
+child_frame(struct frame_conn *fc, struct frame *f, void *arg)
+{
+	struct child		*c = arg;
+	struct child_req	*cr;
+	struct msg		 m;
+
+	if (msg_parse(&m, c->c_role, PROC_SUPERVISOR, f) == -1) {
+		child_violation(c, m.m_err);
+		msg_free(&m);
+		return;
+	}
+	if (m.m_type == MSG_READY) {
+		if (msg_end(&m) == -1 || c->c_state != CHILD_STARTING)
+			child_violation(c, m.m_failed ? m.m_err :
+			    "ready when not starting");
+		else
+			child_became_ready(c);
+		msg_free(&m);
+		return;
+	}
+	if (child_is_reply(m.m_type)) {
+		TAILQ_FOREACH(cr, &c->c_reqs, cr_entry)
+			if (cr->cr_id == m.m_id)
+				break;
+		if (cr == NULL || cr->cr_reply != m.m_type) {
+			child_violation(c, "reply to no request of ours");
+			msg_free(&m);
+			return;
+		}
+		TAILQ_REMOVE(&c->c_reqs, cr, cr_entry);
+		cr->cr_cb(c, &m, cr->cr_arg);
+		free(cr);
+		msg_free(&m);
+		return;
+	}
+	child_violation(c, "message the supervisor does not take");
+	msg_free(&m);
+}
+
+static void
+child_conn_err(struct frame_conn *fc, enum frame_err err, void *arg)
+{
+	struct child	*c = arg;
+
+	if (err != FRAME_EOF)
+		child_violation(c, frame_err_to_string(err));
+	else {
+		log_debug("%s closed its pipe", child_label(c));
+		/* Make sure it is really gone; the reaper does the rest. */
+		if (c->c_pid > 0)
+			kill(c->c_pid, SIGKILL);
+		frame_conn_free(c->c_conn);
+		c->c_conn = NULL;
+	}
+}
+
+int
+child_request(struct child *c, struct msgb *mb, child_reply_cb cb, void *arg)
+{
+	struct child_req	*cr;
+	uint64_t		 id;
+
+	if (c->c_state != CHILD_READY || c->c_conn == NULL) {
+		msgb_free(mb);
+		return -1;
+	}
+	if ((cr = calloc(1, sizeof(*cr))) == NULL)
+		fatal("%s", __func__);
+	id = c->c_next_id++;
+	cr->cr_id = id;
+	cr->cr_reply = msg_def(mb->mb_type)->md_reply;
+	cr->cr_cb = cb;
+	cr->cr_arg = arg;
+	msg_add_uint(mb, "id", id);
+	if (msg_send(c->c_conn, mb) == -1) {
+		free(cr);
+		return -1;
+	}
+	TAILQ_INSERT_TAIL(&c->c_reqs, cr, cr_entry);
+	return 0;
+}
+
+static void
+child_send(struct child *c, struct msgb *mb)
+{
+	if (msg_send(c->c_conn, mb) == -1)
+		fatalx("cannot queue %s for %s", msg_type_name(mb->mb_type),
+		    child_label(c));
+}
+
+static void
+child_send_config(struct child *c)
+{
+	const struct config	*conf = sv->sv_conf;
+	const struct config_profile *p;
+	struct msgb		 mb;
+	size_t			 i;
+
+	switch (c->c_role) {
+	case PROC_FSGUARD:
+		msgb_init(&mb, MSG_CONFIG_FSGUARD, 0);
+		msg_add_str(&mb, "state_dir", conf->state_dir);
+		msg_add_uint(&mb, "uid", sv->sv_uid);
+		msg_add_uint(&mb, "gid", sv->sv_gid);
+		child_send(c, &mb);
+		break;
+	case PROC_DOCKER:
+		msgb_init(&mb, MSG_CONFIG_DOCKER, 0);
+		msg_add_str(&mb, "socket", conf->docker_socket);
+		msg_add_str(&mb, "container_prefix", conf->container_prefix);
+		msg_add_str(&mb, "label_channel", conf->label_channel);
+		msg_add_str(&mb, "label_profile", conf->label_profile);
+		msg_add_str(&mb, "image", conf->image);
+		msg_add_str(&mb, "state_dir", conf->state_dir);
+		msg_add_str(&mb, "time_zone", conf->time_zone);
+		msg_add_uint(&mb, "uid", sv->sv_uid);
+		msg_add_uint(&mb, "gid", sv->sv_gid);
+		msg_add_uint(&mb, "memory_mib", conf->memory_mib);
+		msg_add_uint(&mb, "nano_cpus", conf->nano_cpus);
+		msg_add_uint(&mb, "pids", conf->pids);
+		child_send(c, &mb);
+		break;
+	case PROC_EGRESS:
+		msgb_init(&mb, MSG_CONFIG_EGRESS, 0);
+		msg_add_str(&mb, "upstream_url", conf->upstream_url);
+		msg_add_str(&mb, "credential_file",
+		    conf->upstream_credential_file);
+		if (conf->upstream_ca_file != NULL)
+			msg_add_str(&mb, "ca_file", conf->upstream_ca_file);
+		if (conf->mcp_credential_file != NULL)
+			msg_add_str(&mb, "mcp_credential_file",
+			    conf->mcp_credential_file);
+		msg_add_bool(&mb, "allow_http", conf->mcp_allow_http);
+		child_send(c, &mb);
+		for (i = 0; i < conf->nmcp_servers; i++) {
+			msgb_init(&mb, MSG_CONFIG_EGRESS_MCP, 0);
+			msg_add_str(&mb, "name", conf->mcp_servers[i].name);
+			msg_add_str(&mb, "url", conf->mcp_servers[i].url);
+			child_send(c, &mb);
+		}
+		break;
+	case PROC_BROKER:
+		if ((p = config_profile(conf, c->c_profile)) == NULL)
+			fatalx("broker for unknown profile %s", c->c_profile);
+		msgb_init(&mb, MSG_CONFIG_BROKER, 0);
+		msg_add_str(&mb, "channel", c->c_channel);
+		msg_add_str(&mb, "profile", p->name);
+		msg_add_str(&mb, "model", p->model);
+		msg_add_uint(&mb, "max_calls", conf->max_calls);
+		msg_add_uint(&mb, "max_output_tokens", conf->max_output_tokens);
+		msg_add_fd(&mb, c->c_listen_fd);
+		c->c_listen_fd = -1;
+		child_send(c, &mb);
+		break;
+	default:
+		fatalx("%s: no configuration for %s", __func__,
+		    proc_role_name(c->c_role));
+	}
+	msgb_init(&mb, MSG_CONFIG_DONE, 0);
+	child_send(c, &mb);
+}
+
+static void
+child_timer(evutil_socket_t fd, short ev, void *arg)
+{
+	struct child	*c = arg;
+
+	switch (c->c_state) {
+	case CHILD_STARTING:
+		log_warnx("%s did not become ready within %d ms; killing it",
+		    child_label(c), CHILD_READY_TIMEOUT_MS);
+		if (c->c_pid > 0)
+			kill(c->c_pid, SIGKILL);
+		break;
+	case CHILD_DOWN:
+		if (!sv->sv_stopping) {
+			c->c_restarts++;
+			sv->sv_count.sc_child_restarts++;
+			child_spawn(c);
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+/* The -p paths of each role: what its Landlock ruleset allows. */
+static size_t
+child_paths(const struct child *c, const char **paths, size_t max)
+{
+	const struct config	*conf = sv->sv_conf;
+	size_t			 n = 0;
+
+	switch (c->c_role) {
+	case PROC_FSGUARD:
+		paths[n++] = conf->state_dir;
+		break;
+	case PROC_DOCKER:
+		paths[n++] = conf->docker_socket;
+		break;
+	case PROC_EGRESS:
+		paths[n++] = conf->upstream_credential_file;
+		if (conf->upstream_ca_file != NULL)
+			paths[n++] = conf->upstream_ca_file;
+		if (conf->mcp_credential_file != NULL)
+			paths[n++] = conf->mcp_credential_file;
+		break;
+	default:
+		break;
+	}
+	if (n > max)
+		fatalx("%s: too many paths", __func__);
+	return n;
+}
+
+static void
+child_spawn(struct child *c)
+{
+	const char	*paths[ROLE_MAXPATHS];
+	char		*argv[4 + 2 * ROLE_MAXPATHS];
+	int		 sp[2], ep[2] = { -1, -1 }, fds[2], nfds = 1;
+	size_t		 np, i;
+	int		 ac = 0;
+	struct msgb	 mb;
+	struct child	*eg;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) == -1) {
+		log_warn("%s: socketpair for %s", __func__, child_label(c));
+		goto retry;
+	}
+	fds[0] = sp[1];
+	if (c->c_role == PROC_BROKER) {
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
+		    ep) == -1) {
+			log_warn("%s: egress socketpair", __func__);
+			close(sp[0]);
+			close(sp[1]);
+			goto retry;
+		}
+		fds[nfds++] = ep[1];
+	}
+
+	argv[ac++] = (char *)proc_role_binary(c->c_role);
+	if (sv->sv_debug)
+		argv[ac++] = "-d";
+	if (c->c_name != NULL) {
+		argv[ac++] = "-n";
+		argv[ac++] = c->c_name;
+	}
+	np = child_paths(c, paths, ROLE_MAXPATHS);
+	for (i = 0; i < np; i++) {
+		argv[ac++] = "-p";
+		argv[ac++] = (char *)paths[i];
+	}
+	argv[ac] = NULL;
+
+	c->c_pid = proc_spawn(helper_path[c->c_role], argv, fds, nfds);
+	close(sp[1]);
+	if (ep[1] != -1)
+		close(ep[1]);
+	if (c->c_pid == -1) {
+		log_warn("%s: cannot start %s", __func__, child_label(c));
+		close(sp[0]);
+		if (ep[0] != -1)
+			close(ep[0]);
+		goto retry;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &c->c_started);
+	c->c_state = CHILD_STARTING;
+	c->c_conn = frame_conn_new(sv->sv_base, sp[0],
+	    edge_limits(c->c_role, PROC_SUPERVISOR),
+	    edge_limits(PROC_SUPERVISOR, c->c_role), child_frame,
+	    child_conn_err, c);
+	if (c->c_conn == NULL)
+		fatalx("%s: cannot watch the pipe of %s", __func__,
+		    child_label(c));
+	log_debug("%s started (pid %d)", child_label(c), (int)c->c_pid);
+	child_send_config(c);
+	timer_arm(c, CHILD_READY_TIMEOUT_MS);
+
+	if (ep[0] != -1) {
+		/* The egress end of the broker's pipe goes to egress. */
+		eg = child_singleton(PROC_EGRESS);
+		if (eg == NULL || eg->c_conn == NULL ||
+		    eg->c_state != CHILD_READY) {
+			log_warnx("%s: egress is not ready", child_label(c));
+			close(ep[0]);
+		} else {
+			msgb_init(&mb, MSG_EGRESS_ATTACH, 0);
+			msg_add_str(&mb, "channel", c->c_channel);
+			msg_add_fd(&mb, ep[0]);
+			child_send(eg, &mb);
+		}
+	}
+	return;
+ retry:
+	c->c_state = CHILD_DOWN;
+	if (c->c_singleton)
+		timer_arm(c, CHILD_BACKOFF_MAX_MS);
+	else
+		child_down(c);
+}
+
+void
+child_init(void)
+{
+	static const enum proc_role singles[] = {
+		PROC_FSGUARD, PROC_DOCKER, PROC_EGRESS
+	};
+	struct child	*c;
+	size_t		 i;
+
+	for (i = 0; i < sizeof(singles) / sizeof(singles[0]); i++) {
+		c = child_new(singles[i], NULL, 1);
+		if ((c->c_timer = evtimer_new(sv->sv_base, child_timer,
+		    c)) == NULL)
+			fatalx("%s: evtimer_new", __func__);
+	}
+}
+
+void
+child_start_singletons(void)
+{
+	struct child	*c;
+
+	TAILQ_FOREACH(c, &children, c_entry)
+		if (c->c_singleton && c->c_state == CHILD_DOWN)
+			child_spawn(c);
+}
+
+struct child *
+child_broker_start(const char *channel, const char *segment,
+    const char *profile, int listen_fd, child_event_cb cb, void *arg)
+{
+	struct child	*c;
+
+	c = child_new(PROC_BROKER, segment, 0);
+	if ((c->c_timer = evtimer_new(sv->sv_base, child_timer, c)) == NULL ||
+	    (c->c_channel = strdup(channel)) == NULL ||
+	    (c->c_profile = strdup(profile)) == NULL)
+		fatal("%s", __func__);
+	c->c_listen_fd = listen_fd;
+	c->c_event_cb = cb;
+	c->c_event_arg = arg;
+	child_spawn(c);
+	return c;
+}
+
+/* A broker is stopped for good: the caller lets go of it. */
+void
+child_stop(struct child *c)
+{
+	c->c_event_cb = NULL;
+	c->c_state = CHILD_STOPPING;
+	if (c->c_conn != NULL) {
+		frame_conn_free(c->c_conn);
+		c->c_conn = NULL;
+	}
+	if (c->c_pid > 0)
+		kill(c->c_pid, SIGTERM);
+	else
+		child_down(c);
+}
+
+/* The child is gone: fail its requests, then restart or forget it. */
+static void
+child_down(struct child *c)
+{
+	struct child_req	*cr;
+	long long		 lived;
+	long			 delay;
+	int			 was_stopping = c->c_state == CHILD_STOPPING;
+
+	if (c->c_conn != NULL) {
+		frame_conn_free(c->c_conn);
+		c->c_conn = NULL;
+	}
+	evtimer_del(c->c_timer);
+	while ((cr = TAILQ_FIRST(&c->c_reqs)) != NULL) {
+		TAILQ_REMOVE(&c->c_reqs, cr, cr_entry);
+		cr->cr_cb(c, NULL, cr->cr_arg);
+		free(cr);
+	}
+	c->c_pid = -1;
+	c->c_state = CHILD_DOWN;
+	if (!c->c_singleton) {
+		if (c->c_event_cb != NULL && !was_stopping)
+			c->c_event_cb(c, 0, c->c_event_arg);
+		child_free(c);
+		return;
+	}
+	if (sv->sv_stopping)
+		return;
+	lived = ms_since(&c->c_started);
+	if (lived >= CHILD_STABLE_MS)
+		c->c_failures = 0;
+	delay = CHILD_BACKOFF_MIN_MS;
+	for (unsigned i = 0; i < c->c_failures && delay < CHILD_BACKOFF_MAX_MS;
+	    i++)
+		delay *= 2;
+	if (delay > CHILD_BACKOFF_MAX_MS)
+		delay = CHILD_BACKOFF_MAX_MS;
+	c->c_failures++;
+	log_info("restarting %s in %ld ms", child_label(c), delay);
+	timer_arm(c, delay);
+}
+
+void
+child_reap(void)
+{
+	struct child	*c;
+	pid_t		 pid;
+	int		 status;
+
+	for (;;) {
+		pid = waitpid(-1, &status, WNOHANG);
+		if (pid == 0)
+			break;
+		if (pid == -1) {
+			if (errno == EINTR)
+				continue;
+			if (errno != ECHILD)
+				log_warn("waitpid");
+			break;
+		}
+		sv->sv_count.sc_child_exits++;
+		TAILQ_FOREACH(c, &children, c_entry)
+			if (c->c_pid == pid)
+				break;
+		if (c == NULL) {
+			log_debug("reaped unknown pid %d", (int)pid);
+			continue;
+		}
+		if (WIFSIGNALED(status))
+			log_warnx("%s (pid %d) killed by signal %d (%s)%s",
+			    child_label(c), (int)pid, WTERMSIG(status),
+			    strsignal(WTERMSIG(status)),
+			    WTERMSIG(status) == SIGSYS ?
+			    ": a system call outside its seccomp table" : "");
+		else if (WEXITSTATUS(status) != 0 || !c->c_singleton)
+			(c->c_state == CHILD_STOPPING || sv->sv_stopping ?
+			    log_debug : log_warnx)("%s (pid %d) exited with "
+			    "status %d", child_label(c), (int)pid,
+			    WEXITSTATUS(status));
+		else
+			log_warnx("%s (pid %d) exited", child_label(c),
+			    (int)pid);
+		child_down(c);
+	}
+}
+
+int
+child_count_alive(void)
+{
+	struct child	*c;
+	int		 n = 0;
+
+	TAILQ_FOREACH(c, &children, c_entry)
+		if (c->c_pid > 0)
+			n++;
+	return n;
+}
+
+int
+child_stop_all(void)
+{
+	struct child	*c;
+
+	TAILQ_FOREACH(c, &children, c_entry) {
+		evtimer_del(c->c_timer);
+		if (c->c_conn != NULL) {
+			/* EOF on its pipe ends a child; SIGTERM in case it
+			 * is busy. */
+			frame_conn_free(c->c_conn);
+			c->c_conn = NULL;
+		}
+		if (c->c_pid > 0) {
+			c->c_state = CHILD_STOPPING;
+			kill(c->c_pid, SIGTERM);
+		}
+	}
+	return child_count_alive();
+}
+
+void
+child_kill_all(void)
+{
+	struct child	*c;
+
+	TAILQ_FOREACH(c, &children, c_entry)
+		if (c->c_pid > 0)
+			kill(c->c_pid, SIGKILL);
+}

@@ -1,0 +1,1557 @@
+/*
+ * Configuration file of DESIGN.md 7.  Every field is checked and every
+ * problem reported, "<field>: <rule>", so that one run of rtsandboxd -n
+ * shows all of them.  Nothing here touches the file system except
+ * config_load() and the group lookup; the state directory's owner, mode
+ * and links are the file guard's to check.
+ */
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "config.h"
+#include "limits.h"
+#include "validate.h"
+
+/* Limits of the file itself, beyond those common/limits.h quotes. */
+#define PROFILES_MAX		64u
+#define MCP_SERVERS_MAX		32u
+#define MCP_TOOLS_MAX		128u
+#define HOST_TOOLS_MAX		64u
+#define MODEL_MAX		256u	/* bytes */
+#define PATH_BYTES_MAX		4096u
+#define URL_MAX			2048u
+#define IMAGE_MAX		1024u
+#define LABEL_MAX		128u
+#define TIME_ZONE_MAX		64u
+#define GROUP_NAME_MAX		32u
+#define MEMORY_MIB_MIN		64u
+#define MEMORY_MIB_MAX		65536u
+#define PIDS_MIN		16u
+#define PIDS_MAX		65536u
+#define CPUS_MIN		0.01
+#define CPUS_MAX		64.0
+/* getgrnam_r() buffers grow up to this before giving up. */
+#define GROUP_BUF_MAX		(1024u * 1024u)
+
+#define SUN_PATH_MAX	(sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
+#define BROKER_SOCK_SUFFIX	"/run/broker.sock"
+
+#define DEFAULT_CONTROL_SOCKET	"/run/rtsandbox/control.sock"
+#define DEFAULT_UPSTREAM_URL	"https://api.anthropic.com"
+#define DEFAULT_DOCKER_SOCKET	"/var/run/docker.sock"
+#define DEFAULT_PREFIX		"roundtable-sandbox"
+#define DEFAULT_LABEL_CHANNEL	"roundtable.sandbox.channel"
+#define DEFAULT_LABEL_PROFILE	"roundtable.sandbox.profile"
+#define DEFAULT_TIME_ZONE	"UTC"
+#define DEFAULT_THINKING	"low"
+
+/* Room for the longest field path, keys shortened by path_key(). */
+#define FIELD_PATH_MAX		512
+/* Keys and values quoted in messages are cut to this many bytes. */
+#define QUOTE_MAX		64
+
+struct cctx {
+	struct config_errors	*errs;
+	size_t			 nerr;
+	int			 nomem;
+};
+
+static char	*vline(const char *, const char *, va_list)
+		    __attribute__((format(printf, 2, 0)));
+static void	 cerr(struct cctx *, const char *, const char *, ...)
+		    __attribute__((format(printf, 3, 4)));
+static void	 cwarn(struct cctx *, const char *, const char *, ...)
+		    __attribute__((format(printf, 3, 4)));
+
+static int
+lines_add(char ***lines, size_t *n, char *line)
+{
+	char	**nl;
+
+	if (line == NULL)
+		return -1;
+	nl = reallocarray(*lines, *n + 1, sizeof(**lines));
+	if (nl == NULL) {
+		free(line);
+		return -1;
+	}
+	nl[(*n)++] = line;
+	*lines = nl;
+	return 0;
+}
+
+static char *
+vline(const char *field, const char *fmt, va_list ap)
+{
+	char	*msg, *line;
+
+	if (vasprintf(&msg, fmt, ap) == -1)
+		return NULL;
+	if (asprintf(&line, "%s: %s", field, msg) == -1)
+		line = NULL;
+	free(msg);
+	return line;
+}
+
+static void
+cerr(struct cctx *c, const char *field, const char *fmt, ...)
+{
+	va_list	 ap;
+	char	*line;
+
+	/* Past the cap only the count grows; config_parse() reports it. */
+	if (c->nerr++ >= CONFIG_ERRORS_MAX || c->errs == NULL)
+		return;
+	va_start(ap, fmt);
+	line = vline(field, fmt, ap);
+	va_end(ap);
+	if (lines_add(&c->errs->lines, &c->errs->n, line) == -1)
+		c->nomem = 1;
+}
+
+static void
+cwarn(struct cctx *c, const char *field, const char *fmt, ...)
+{
+	va_list	 ap;
+	char	*line;
+
+	if (c->errs == NULL)
+		return;
+	va_start(ap, fmt);
+	line = vline(field, fmt, ap);
+	va_end(ap);
+	if (lines_add(&c->errs->warnings, &c->errs->nwarn, line) == -1)
+		c->nomem = 1;
+}
+
+static char *
+xstrdup(struct cctx *c, const char *s)
+{
+	char	*p;
+
+	if (s == NULL)
+		return NULL;
+	if ((p = strdup(s)) == NULL)
+		c->nomem = 1;
+	return p;
+}
+
+/*
+ * Keys and values from the file go into messages: anything that is not
+ * printable ASCII is shown as \xNN so that an error stays one line.
+ */
+static void
+quote(char *out, size_t outsz, const char *s)
+{
+	size_t		 i, o = 0;
+	unsigned char	 ch;
+	char		 tmp[5];
+	const char	*add;
+
+	if (outsz == 0)
+		return;
+	out[0] = '\0';
+	for (i = 0; s[i] != '\0'; i++) {
+		if (i == QUOTE_MAX) {
+			add = "...";
+		} else {
+			ch = (unsigned char)s[i];
+			if (ch == '"' || ch == '\\') {
+				tmp[0] = '\\';
+				tmp[1] = (char)ch;
+				tmp[2] = '\0';
+			} else if (ch < 0x20 || ch > 0x7e)
+				snprintf(tmp, sizeof(tmp), "\\x%02x", ch);
+			else {
+				tmp[0] = (char)ch;
+				tmp[1] = '\0';
+			}
+			add = tmp;
+		}
+		if (o + strlen(add) >= outsz)
+			break;
+		memcpy(out + o, add, strlen(add) + 1);
+		o += strlen(add);
+		if (i == QUOTE_MAX)
+			break;
+	}
+}
+
+static int
+is_word(const char *s)
+{
+	size_t	 i;
+
+	for (i = 0; s[i] != '\0'; i++) {
+		if (i >= 128)
+			return 0;
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		    (s[i] >= 'A' && s[i] <= 'Z') ||
+		    (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-'))
+			return 0;
+	}
+	return i > 0;
+}
+
+/* Paths are bounded by the nesting of the file, but say so if cut. */
+static void
+path_cut(char *out, size_t outsz, int r)
+{
+	if (r >= 0 && (size_t)r < outsz)
+		return;
+	if (outsz > 4)
+		memcpy(out + outsz - 4, "...", 4);
+}
+
+/* "parent.key", or parent["key"] when the key is not a plain word. */
+static void
+path_key(char *out, size_t outsz, const char *parent, const char *key)
+{
+	char	 q[QUOTE_MAX * 4 + 8];
+	int	 r;
+
+	if (is_word(key))
+		r = snprintf(out, outsz, "%s%s%s", parent, *parent ? "." : "",
+		    key);
+	else {
+		quote(q, sizeof(q), key);
+		r = snprintf(out, outsz, "%s[\"%s\"]", parent, q);
+	}
+	path_cut(out, outsz, r);
+}
+
+static void
+path_index(char *out, size_t outsz, const char *parent, size_t i)
+{
+	path_cut(out, outsz, snprintf(out, outsz, "%s[%zu]", parent, i));
+}
+
+static void
+lex_err(struct cctx *c, const char *buf, size_t off, const char *what)
+{
+	size_t	 i, line = 1, col = 1;
+
+	for (i = 0; i < off; i++) {
+		if (buf[i] == '\n') {
+			line++;
+			col = 1;
+		} else
+			col++;
+	}
+	cerr(c, "configuration",
+	    "JSON syntax error at line %zu, column %zu: %s", line, col, what);
+}
+
+static int
+hexval(unsigned char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+static int
+is_digit(unsigned char ch)
+{
+	return ch >= '0' && ch <= '9';
+}
+
+/* Returns the offset after the number, or 0 when it breaks the grammar. */
+static size_t
+lex_number(const char *buf, size_t len, size_t i)
+{
+	const unsigned char	*u = (const unsigned char *)buf;
+
+	if (u[i] == '-')
+		i++;
+	if (i >= len || !is_digit(u[i]))
+		return 0;
+	if (u[i] == '0')
+		i++;
+	else
+		while (i < len && is_digit(u[i]))
+			i++;
+	if (i < len && u[i] == '.') {
+		if (++i >= len || !is_digit(u[i]))
+			return 0;
+		while (i < len && is_digit(u[i]))
+			i++;
+	}
+	if (i < len && (u[i] == 'e' || u[i] == 'E')) {
+		i++;
+		if (i < len && (u[i] == '+' || u[i] == '-'))
+			i++;
+		if (i >= len || !is_digit(u[i]))
+			return 0;
+		while (i < len && is_digit(u[i]))
+			i++;
+	}
+	/* "01" would otherwise read as two tokens that cJSON merges. */
+	if (i < len && (is_digit(u[i]) || u[i] == '.'))
+		return 0;
+	return i;
+}
+
+/* From the opening quote; returns the offset after the string, or 0. */
+static size_t
+lex_string(struct cctx *c, const char *buf, size_t len, size_t start)
+{
+	const unsigned char	*u = (const unsigned char *)buf;
+	size_t			 i, k;
+	int			 v, cp;
+
+	for (i = start + 1; i < len; i++) {
+		if (u[i] == '"')
+			return i + 1;
+		if (u[i] < 0x20) {
+			lex_err(c, buf, i, u[i] == 0 ? "NUL byte" :
+			    "control character in a string");
+			return 0;
+		}
+		if (u[i] != '\\')
+			continue;
+		if (++i >= len)
+			break;
+		switch (u[i]) {
+		case '"': case '\\': case '/': case 'b':
+		case 'f': case 'n': case 'r': case 't':
+			continue;
+		case 'u':
+			break;
+		default:
+			lex_err(c, buf, i - 1, "invalid escape");
+			return 0;
+		}
+		for (cp = 0, k = 1; k <= 4; k++) {
+			if (i + k >= len || (v = hexval(u[i + k])) == -1) {
+				lex_err(c, buf, i - 1, "invalid \\u escape");
+				return 0;
+			}
+			cp = cp * 16 + v;
+		}
+		if (cp == 0) {
+			lex_err(c, buf, i - 1,
+			    "\\u0000 (strings must not contain NUL)");
+			return 0;
+		}
+		i += 4;
+	}
+	lex_err(c, buf, start, "unterminated string");
+	return 0;
+}
+
+/*
+ * Lexical pass before cJSON: cJSON lets \u0000 and raw NUL bytes cut
+ * strings short without a word, and takes raw control characters, leading
+ * zeros and other text JSON forbids.  Returns -1 after one error.
+ */
+static int
+lex_check(struct cctx *c, const char *buf, size_t len)
+{
+	const unsigned char	*u = (const unsigned char *)buf;
+	size_t			 i = 0, next;
+
+	while (i < len) {
+		if (u[i] == '"') {
+			if ((i = lex_string(c, buf, len, i)) == 0)
+				return -1;
+		} else if (u[i] == '-' || is_digit(u[i])) {
+			if ((next = lex_number(buf, len, i)) == 0) {
+				lex_err(c, buf, i, "invalid number");
+				return -1;
+			}
+			i = next;
+		} else if (u[i] < 0x20 && u[i] != '\t' && u[i] != '\n' &&
+		    u[i] != '\r') {
+			lex_err(c, buf, i, u[i] == 0 ? "NUL byte" :
+			    "control character");
+			return -1;
+		} else
+			i++;
+	}
+	return 0;
+}
+
+/*
+ * Object members: each known name at most once, nothing unknown.  items[i]
+ * is the member named names[i], or NULL.
+ */
+static void
+members(struct cctx *c, const cJSON *obj, const char *path,
+    const char *const *names, const cJSON **items, size_t n)
+{
+	const cJSON	*it;
+	char		 p[FIELD_PATH_MAX];
+	size_t		 i;
+
+	for (i = 0; i < n; i++)
+		items[i] = NULL;
+	cJSON_ArrayForEach(it, obj) {
+		if (it->string == NULL)
+			continue;
+		for (i = 0; i < n; i++)
+			if (strcmp(it->string, names[i]) == 0)
+				break;
+		path_key(p, sizeof(p), path, it->string);
+		if (i == n)
+			cerr(c, p, "unknown field");
+		else if (items[i] != NULL)
+			cerr(c, p, "duplicate key");
+		else
+			items[i] = it;
+	}
+}
+
+static int
+is_object(struct cctx *c, const cJSON *it, const char *path)
+{
+	if (cJSON_IsObject(it))
+		return 1;
+	cerr(c, path, "must be an object");
+	return 0;
+}
+
+/* The string's text, valid UTF-8 without NUL; NULL after an error. */
+static const char *
+str_value(struct cctx *c, const cJSON *it, const char *path, size_t *lenp)
+{
+	const char	*s;
+	size_t		 len;
+
+	if (!cJSON_IsString(it) || it->valuestring == NULL) {
+		cerr(c, path, "must be a string");
+		return NULL;
+	}
+	s = it->valuestring;
+	len = strlen(s);
+	if (utf8_text_check(s, len, CONFIG_FILE_MAX) != 0) {
+		cerr(c, path, "must be valid UTF-8 text");
+		return NULL;
+	}
+	*lenp = len;
+	return s;
+}
+
+static void
+uint_value(struct cctx *c, const cJSON *it, const char *path, uint64_t min,
+    uint64_t max, uint64_t *out)
+{
+	double	 v;
+
+	if (it == NULL)
+		return;
+	if (cJSON_IsNumber(it)) {
+		v = it->valuedouble;
+		/* Range first: it turns NaN away and makes the cast defined. */
+		if (v >= (double)min && v <= (double)max &&
+		    (double)(uint64_t)v == v) {
+			*out = (uint64_t)v;
+			return;
+		}
+	}
+	cerr(c, path, "must be an integer from %llu to %llu",
+	    (unsigned long long)min, (unsigned long long)max);
+}
+
+static void
+bool_value(struct cctx *c, const cJSON *it, const char *path, int *out)
+{
+	if (it == NULL)
+		return;
+	if (cJSON_IsBool(it))
+		*out = cJSON_IsTrue(it);
+	else
+		cerr(c, path, "must be true or false");
+}
+
+/* C0, DEL or C1 in UTF-8 text. */
+static int
+has_control(const char *s, size_t len)
+{
+	const unsigned char	*u = (const unsigned char *)s;
+	size_t			 i;
+
+	for (i = 0; i < len; i++) {
+		if (u[i] < 0x20 || u[i] == 0x7f)
+			return 1;
+		if (u[i] == 0xc2 && i + 1 < len && u[i + 1] >= 0x80 &&
+		    u[i + 1] <= 0x9f)
+			return 1;
+	}
+	return 0;
+}
+
+/* White space as JavaScript's \s has it, or a control character. */
+static int
+has_space_or_control(const char *s, size_t len)
+{
+	const unsigned char	*u = (const unsigned char *)s;
+	size_t			 i = 0;
+	uint32_t		 cp;
+
+	if (has_control(s, len))
+		return 1;
+	while (i < len) {
+		/* The text is valid UTF-8 by now: decode without checks. */
+		if (u[i] < 0x80)
+			cp = u[i++];
+		else if (u[i] < 0xe0) {
+			cp = (u[i] & 0x1f) << 6 | (u[i + 1] & 0x3f);
+			i += 2;
+		} else if (u[i] < 0xf0) {
+			cp = (u[i] & 0x0f) << 12 | (u[i + 1] & 0x3f) << 6 |
+			    (u[i + 2] & 0x3f);
+			i += 3;
+		} else {
+			cp = 0x10000;
+			i += 4;
+		}
+		switch (cp) {
+		case 0x20:
+		case 0xa0:
+		case 0x1680:
+		case 0x2028:
+		case 0x2029:
+		case 0x202f:
+		case 0x205f:
+		case 0x3000:
+		case 0xfeff:
+			return 1;
+		}
+		if (cp >= 0x2000 && cp <= 0x200a)
+			return 1;
+	}
+	return 0;
+}
+
+/* An absolute path of at most max bytes; NULL after an error. */
+static const char *
+abs_path(struct cctx *c, const cJSON *it, const char *path, size_t max)
+{
+	const char	*s;
+	size_t		 len;
+
+	if ((s = str_value(c, it, path, &len)) == NULL)
+		return NULL;
+	if (s[0] != '/') {
+		cerr(c, path, "must be an absolute path");
+		return NULL;
+	}
+	if (len > max) {
+		cerr(c, path, "must be at most %zu bytes", max);
+		return NULL;
+	}
+	if (has_control(s, len)) {
+		cerr(c, path, "must not contain control characters");
+		return NULL;
+	}
+	return s;
+}
+
+/* Only one spelling per directory, so that paths compare as strings. */
+static int
+canonical_path(const char *s)
+{
+	const char	*p = s, *e;
+	size_t		 n;
+
+	while (*p == '/') {
+		e = strchr(p + 1, '/');
+		n = e != NULL ? (size_t)(e - p - 1) : strlen(p + 1);
+		if (n == 0)
+			return 0;
+		if ((n == 1 && p[1] == '.') ||
+		    (n == 2 && p[1] == '.' && p[2] == '.'))
+			return 0;
+		p += n + 1;
+	}
+	return 1;
+}
+
+static void
+parse_state_dir(struct cctx *c, struct config *cfg, const cJSON *it)
+{
+	const char	*s;
+	size_t		 seg;
+
+	if (it == NULL) {
+		cerr(c, "state_dir", "is required");
+		return;
+	}
+	if ((s = abs_path(c, it, "state_dir", PATH_BYTES_MAX)) == NULL)
+		return;
+	if (strcmp(s, "/") == 0) {
+		cerr(c, "state_dir", "must not be \"/\"");
+		return;
+	}
+	if (!canonical_path(s)) {
+		cerr(c, "state_dir", "must be in canonical form: no \"//\", "
+		    "no \".\" or \"..\" component, no trailing \"/\"");
+		return;
+	}
+	/* Bind sources of PROTOCOL.md 7 may not hold these. */
+	if (strpbrk(s, ":,") != NULL) {
+		cerr(c, "state_dir", "must not contain \":\" or \",\" "
+		    "(it is part of the container's bind sources)");
+		return;
+	}
+	cfg->state_dir = xstrdup(c, s);
+	if (cfg->state_dir == NULL)
+		return;
+	seg = config_max_segment_len(cfg);
+	if (seg < CONFIG_SEGMENT_WARN)
+		cwarn(c, "state_dir", "leaves room for channel segments of "
+		    "only %zu chars in <state_dir>/<segment>%s (at most %u "
+		    "chars); channels with longer segments cannot be started",
+		    seg, BROKER_SOCK_SUFFIX, BROKER_SOCK_PATH_MAX);
+}
+
+static void
+parse_control(struct cctx *c, struct config *cfg, const cJSON *sock,
+    const cJSON *group)
+{
+	const char	*s = DEFAULT_CONTROL_SOCKET;
+	char		 q[QUOTE_MAX * 4 + 8];
+	struct group	 gr, *res;
+	char		*buf;
+	size_t		 len, i, bufsz = 1024;
+	long		 sz;
+	int		 e;
+
+	if (sock != NULL)
+		s = abs_path(c, sock, "control_socket", SUN_PATH_MAX);
+	if (s != NULL)
+		cfg->control_socket = xstrdup(c, s);
+	if (group == NULL)
+		return;
+	if ((s = str_value(c, group, "control_group", &len)) == NULL)
+		return;
+	for (i = 0; i < len; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || s[i] == '_' ||
+		    (i > 0 && ((s[i] >= '0' && s[i] <= '9') || s[i] == '-'))))
+			break;
+	if (len == 0 || len > GROUP_NAME_MAX || i < len) {
+		cerr(c, "control_group",
+		    "must be a group name matching [a-z_][a-z0-9_-]{0,31}");
+		return;
+	}
+	if ((sz = sysconf(_SC_GETGR_R_SIZE_MAX)) > 0)
+		bufsz = (size_t)sz;
+	for (;;) {
+		if ((buf = malloc(bufsz)) == NULL) {
+			c->nomem = 1;
+			return;
+		}
+		e = getgrnam_r(s, &gr, buf, bufsz, &res);
+		if (e != ERANGE || bufsz >= GROUP_BUF_MAX)
+			break;
+		free(buf);
+		bufsz *= 2;
+	}
+	if (res != NULL) {
+		cfg->control_gid = gr.gr_gid;
+		cfg->has_control_group = 1;
+		cfg->control_group = xstrdup(c, s);
+	} else {
+		quote(q, sizeof(q), s);
+		/* getgrnam_r(3) lets these mean "no such group" too. */
+		if (e == 0 || e == ENOENT || e == ESRCH || e == EBADF ||
+		    e == EPERM)
+			cerr(c, "control_group", "no such group \"%s\"", q);
+		else
+			cerr(c, "control_group",
+			    "cannot look up group \"%s\": %s", q, strerror(e));
+	}
+	free(buf);
+}
+
+static void
+parse_image(struct cctx *c, struct config *cfg, const cJSON *it)
+{
+	const char	*s;
+	size_t		 len;
+
+	if (it == NULL) {
+		cerr(c, "image", "is required");
+		return;
+	}
+	if ((s = str_value(c, it, "image", &len)) == NULL)
+		return;
+	if (len > IMAGE_MAX || !valid_image_name(s, len)) {
+		cerr(c, "image", "must be an image name of 1 to %u bytes "
+		    "without white space or control characters, not starting "
+		    "with \"-\"", IMAGE_MAX);
+		return;
+	}
+	cfg->image = xstrdup(c, s);
+}
+
+/*
+ * URLs of the upstream (https, origin only) and of MCP servers (a path and
+ * query allowed; http when allow_http).  Returns NULL when the URL is
+ * acceptable, else the rule it breaks.  *keep is the length to store: the
+ * upstream's "/" path is dropped so that paths append to it.
+ */
+static const char *
+url_check(const char *s, size_t len, int mcp, int allow_http, size_t *keep)
+{
+	const char	*p, *auth, *end, *host_end;
+	unsigned long	 port;
+	size_t		 i;
+
+	if (len > URL_MAX)
+		return "must be at most 2048 bytes";
+	if (strncmp(s, "https://", 8) == 0)
+		auth = s + 8;
+	else if (mcp && allow_http && strncmp(s, "http://", 7) == 0)
+		auth = s + 7;
+	else if (!mcp)
+		return "must be an https URL";
+	else if (allow_http)
+		return "must be an http or https URL";
+	else
+		return "must be an https URL (http needs mcp.allow_http)";
+	for (i = 0; i < len; i++) {
+		/* Anything else must be percent-encoded in a URL. */
+		if ((unsigned char)s[i] <= 0x20 ||
+		    (unsigned char)s[i] >= 0x7f ||
+		    strchr("\"<>\\^`{|}", s[i]) != NULL)
+			return "must contain only printable ASCII characters "
+			    "allowed in a URL";
+		if (s[i] == '%' && (i + 2 >= len || hexval(s[i + 1]) == -1 ||
+		    hexval(s[i + 2]) == -1))
+			return "must use \"%\" only in percent-escapes";
+	}
+	if (strchr(s, '#') != NULL)
+		return "must not have a fragment";
+	end = auth + strcspn(auth, "/?");
+	if (memchr(auth, '@', end - auth) != NULL)
+		return "must not contain user info";
+	if (*auth == '[') {
+		host_end = memchr(auth, ']', end - auth);
+		if (host_end == NULL || host_end == auth + 1)
+			return "must have a host";
+		for (p = auth + 1; p < host_end; p++)
+			if (hexval(*p) == -1 && *p != ':' && *p != '.')
+				return "must have a valid host";
+		host_end++;
+	} else {
+		host_end = auth + strcspn(auth, ":/?");
+		if (host_end == auth)
+			return "must have a host";
+		for (p = auth; p < host_end; p++)
+			if (!((*p >= 'a' && *p <= 'z') ||
+			    (*p >= 'A' && *p <= 'Z') ||
+			    (*p >= '0' && *p <= '9') || *p == '-' ||
+			    *p == '.' || *p == '_'))
+				return "must have a valid host";
+	}
+	if (host_end < end) {
+		if (*host_end != ':' || host_end + 1 == end ||
+		    end - host_end - 1 > 5)
+			return "must have a port from 1 to 65535";
+		port = 0;
+		for (p = host_end + 1; p < end; p++) {
+			if (!is_digit(*p))
+				return "must have a port from 1 to 65535";
+			port = port * 10 + (unsigned long)(*p - '0');
+		}
+		if (port < 1 || port > 65535)
+			return "must have a port from 1 to 65535";
+	}
+	*keep = len;
+	if (mcp)
+		return NULL;
+	if (strchr(end, '?') != NULL)
+		return "must not have a query";
+	if (*end != '\0' && strcmp(end, "/") != 0)
+		return "must have no path (other than \"/\")";
+	*keep = (size_t)(end - s);
+	return NULL;
+}
+
+static char *
+url_value(struct cctx *c, const cJSON *it, const char *path, int mcp,
+    int allow_http)
+{
+	const char	*s, *why;
+	char		*u;
+	size_t		 len, keep;
+
+	if ((s = str_value(c, it, path, &len)) == NULL)
+		return NULL;
+	if ((why = url_check(s, len, mcp, allow_http, &keep)) != NULL) {
+		cerr(c, path, "%s", why);
+		return NULL;
+	}
+	if ((u = strndup(s, keep)) == NULL)
+		c->nomem = 1;
+	return u;
+}
+
+enum { UP_URL, UP_CRED, UP_CA, UP_N };
+static const char *const up_names[UP_N] = {
+	"url", "credential_file", "ca_file"
+};
+
+static void
+parse_upstream(struct cctx *c, struct config *cfg, const cJSON *obj)
+{
+	const cJSON	*f[UP_N];
+	const char	*s;
+
+	if (obj == NULL) {
+		cerr(c, "upstream", "is required (at least credential_file)");
+		return;
+	}
+	if (!is_object(c, obj, "upstream"))
+		return;
+	members(c, obj, "upstream", up_names, f, UP_N);
+	if (f[UP_URL] == NULL)
+		cfg->upstream_url = xstrdup(c, DEFAULT_UPSTREAM_URL);
+	else
+		cfg->upstream_url = url_value(c, f[UP_URL], "upstream.url",
+		    0, 0);
+	if (f[UP_CRED] == NULL)
+		cerr(c, "upstream.credential_file", "is required");
+	else if ((s = abs_path(c, f[UP_CRED], "upstream.credential_file",
+	    PATH_BYTES_MAX)) != NULL)
+		cfg->upstream_credential_file = xstrdup(c, s);
+	if (f[UP_CA] != NULL && (s = abs_path(c, f[UP_CA], "upstream.ca_file",
+	    PATH_BYTES_MAX)) != NULL)
+		cfg->upstream_ca_file = xstrdup(c, s);
+}
+
+/*
+ * An array of at most max distinct names that valid() accepts; rule is
+ * the pattern for the message.  Returns the count stored in *out, which
+ * has room for max names.
+ */
+static size_t
+name_list(struct cctx *c, const cJSON *arr, const char *path, size_t max,
+    int (*valid)(const char *, size_t), const char *rule, char ***out)
+{
+	const cJSON	*it;
+	const char	*s;
+	char		 p[FIELD_PATH_MAX], q[QUOTE_MAX * 4 + 8];
+	char		**names;
+	size_t		 i, j, len, n = 0;
+
+	*out = NULL;
+	if (!cJSON_IsArray(arr)) {
+		cerr(c, path, "must be an array");
+		return 0;
+	}
+	if ((size_t)cJSON_GetArraySize(arr) > max) {
+		cerr(c, path, "must have at most %zu entries", max);
+		return 0;
+	}
+	if ((names = calloc(max + 1, sizeof(*names))) == NULL) {
+		c->nomem = 1;
+		return 0;
+	}
+	i = 0;
+	cJSON_ArrayForEach(it, arr) {
+		path_index(p, sizeof(p), path, i++);
+		if ((s = str_value(c, it, p, &len)) == NULL)
+			continue;
+		if (!valid(s, len)) {
+			cerr(c, p, "must match %s", rule);
+			continue;
+		}
+		for (j = 0; j < n; j++)
+			if (strcmp(names[j], s) == 0)
+				break;
+		if (j < n) {
+			quote(q, sizeof(q), s);
+			cerr(c, p, "duplicate name \"%s\"", q);
+			continue;
+		}
+		if ((names[n] = xstrdup(c, s)) != NULL)
+			n++;
+	}
+	*out = names;
+	return n;
+}
+
+enum { SRV_NAME, SRV_URL, SRV_TOOLS, SRV_N };
+static const char *const srv_names[SRV_N] = { "name", "url", "tools" };
+
+static void
+parse_server(struct cctx *c, struct config *cfg, const cJSON *obj,
+    const char *path, struct config_mcp_server *srv)
+{
+	const cJSON	*f[SRV_N];
+	const char	*s;
+	char		 p[FIELD_PATH_MAX], q[QUOTE_MAX * 4 + 8];
+	size_t		 len, j;
+
+	if (!is_object(c, obj, path))
+		return;
+	members(c, obj, path, srv_names, f, SRV_N);
+	path_key(p, sizeof(p), path, "name");
+	if (f[SRV_NAME] == NULL)
+		cerr(c, p, "is required");
+	else if ((s = str_value(c, f[SRV_NAME], p, &len)) != NULL) {
+		for (j = 0; j < cfg->nmcp_servers; j++)
+			if (cfg->mcp_servers[j].name != NULL &&
+			    strcmp(cfg->mcp_servers[j].name, s) == 0)
+				break;
+		quote(q, sizeof(q), s);
+		if (!valid_mcp_server_name(s, len))
+			cerr(c, p, "must match [a-zA-Z0-9_-]{1,100}");
+		else if (j < cfg->nmcp_servers)
+			cerr(c, p, "duplicate server name \"%s\"", q);
+		else
+			srv->name = xstrdup(c, s);
+	}
+	path_key(p, sizeof(p), path, "url");
+	if (f[SRV_URL] == NULL)
+		cerr(c, p, "is required");
+	else
+		srv->url = url_value(c, f[SRV_URL], p, 1, cfg->mcp_allow_http);
+	path_key(p, sizeof(p), path, "tools");
+	if (f[SRV_TOOLS] == NULL)
+		cerr(c, p, "is required (it may be empty)");
+	else
+		srv->ntools = name_list(c, f[SRV_TOOLS], p, MCP_TOOLS_MAX,
+		    valid_tool_use_name, "[a-zA-Z0-9_-]{1,128}", &srv->tools);
+}
+
+enum { MCP_SERVERS, MCP_CRED, MCP_HTTP, MCP_N };
+static const char *const mcp_names[MCP_N] = {
+	"servers", "credential_file", "allow_http"
+};
+
+static void
+parse_mcp(struct cctx *c, struct config *cfg, const cJSON *obj)
+{
+	const cJSON	*f[MCP_N], *it;
+	const char	*s;
+	char		 p[FIELD_PATH_MAX];
+	size_t		 n, i;
+
+	if (obj == NULL || !is_object(c, obj, "mcp"))
+		return;
+	members(c, obj, "mcp", mcp_names, f, MCP_N);
+	bool_value(c, f[MCP_HTTP], "mcp.allow_http", &cfg->mcp_allow_http);
+	if (f[MCP_CRED] != NULL && (s = abs_path(c, f[MCP_CRED],
+	    "mcp.credential_file", PATH_BYTES_MAX)) != NULL)
+		cfg->mcp_credential_file = xstrdup(c, s);
+	if (f[MCP_SERVERS] == NULL)
+		return;
+	if (!cJSON_IsArray(f[MCP_SERVERS])) {
+		cerr(c, "mcp.servers", "must be an array");
+		return;
+	}
+	n = (size_t)cJSON_GetArraySize(f[MCP_SERVERS]);
+	if (n > MCP_SERVERS_MAX) {
+		cerr(c, "mcp.servers", "must have at most %u servers",
+		    MCP_SERVERS_MAX);
+		return;
+	}
+	if (n > 0 && f[MCP_CRED] == NULL)
+		cerr(c, "mcp.credential_file",
+		    "is required when mcp.servers is not empty");
+	if (n == 0)
+		return;
+	if ((cfg->mcp_servers = calloc(n, sizeof(*cfg->mcp_servers))) == NULL) {
+		c->nomem = 1;
+		return;
+	}
+	i = 0;
+	cJSON_ArrayForEach(it, f[MCP_SERVERS]) {
+		path_index(p, sizeof(p), "mcp.servers", i);
+		/* Counted one by one: a name is compared with earlier ones. */
+		parse_server(c, cfg, it, p, &cfg->mcp_servers[i]);
+		cfg->nmcp_servers = ++i;
+	}
+}
+
+enum { PR_MODEL, PR_MCP, PR_N };
+static const char *const pr_names[PR_N] = { "model", "mcp" };
+
+static void
+parse_profile(struct cctx *c, struct config *cfg, const cJSON *obj,
+    const char *path, struct config_profile *pr)
+{
+	const cJSON	*f[PR_N], *it;
+	const char	*s;
+	char		 p[FIELD_PATH_MAX], pm[FIELD_PATH_MAX];
+	char		 q[QUOTE_MAX * 4 + 8];
+	size_t		 len, i, j;
+
+	if (!is_object(c, obj, path))
+		return;
+	members(c, obj, path, pr_names, f, PR_N);
+	path_key(p, sizeof(p), path, "model");
+	if (f[PR_MODEL] == NULL)
+		cerr(c, p, "is required");
+	else if ((s = str_value(c, f[PR_MODEL], p, &len)) != NULL) {
+		if (len == 0 || len > MODEL_MAX ||
+		    has_space_or_control(s, len))
+			cerr(c, p, "must be 1 to %u bytes without white space "
+			    "or control characters", MODEL_MAX);
+		else
+			pr->model = xstrdup(c, s);
+	}
+	if (f[PR_MCP] == NULL)
+		return;
+	path_key(pm, sizeof(pm), path, "mcp");
+	if (!cJSON_IsArray(f[PR_MCP])) {
+		cerr(c, pm, "must be an array of server names");
+		return;
+	}
+	if ((size_t)cJSON_GetArraySize(f[PR_MCP]) > MCP_SERVERS_MAX) {
+		cerr(c, pm, "must have at most %u entries", MCP_SERVERS_MAX);
+		return;
+	}
+	if ((pr->mcp = calloc(MCP_SERVERS_MAX, sizeof(*pr->mcp))) == NULL) {
+		c->nomem = 1;
+		return;
+	}
+	i = 0;
+	cJSON_ArrayForEach(it, f[PR_MCP]) {
+		path_index(p, sizeof(p), pm, i++);
+		if ((s = str_value(c, it, p, &len)) == NULL)
+			continue;
+		quote(q, sizeof(q), s);
+		for (j = 0; j < pr->nmcp; j++)
+			if (strcmp(pr->mcp[j], s) == 0)
+				break;
+		if (j < pr->nmcp) {
+			cerr(c, p, "duplicate server \"%s\"", q);
+			continue;
+		}
+		for (j = 0; j < cfg->nmcp_servers; j++)
+			if (cfg->mcp_servers[j].name != NULL &&
+			    strcmp(cfg->mcp_servers[j].name, s) == 0)
+				break;
+		if (j == cfg->nmcp_servers) {
+			cerr(c, p, "names no server in mcp.servers (\"%s\")",
+			    q);
+			continue;
+		}
+		if ((pr->mcp[pr->nmcp] = xstrdup(c, s)) != NULL)
+			pr->nmcp++;
+	}
+}
+
+static void
+parse_profiles(struct cctx *c, struct config *cfg, const cJSON *obj)
+{
+	const cJSON	*it, *jt;
+	char		 p[FIELD_PATH_MAX];
+	size_t		 n, i;
+
+	if (obj == NULL) {
+		cerr(c, "profiles", "is required");
+		return;
+	}
+	if (!cJSON_IsObject(obj)) {
+		cerr(c, "profiles", "must be an object of profile names to "
+		    "profiles");
+		return;
+	}
+	n = (size_t)cJSON_GetArraySize(obj);
+	if (n < 1 || n > PROFILES_MAX) {
+		cerr(c, "profiles", "must have from 1 to %u profiles",
+		    PROFILES_MAX);
+		return;
+	}
+	if ((cfg->profiles = calloc(n, sizeof(*cfg->profiles))) == NULL) {
+		c->nomem = 1;
+		return;
+	}
+	i = 0;
+	cJSON_ArrayForEach(it, obj) {
+		path_key(p, sizeof(p), "profiles", it->string);
+		for (jt = obj->child; jt != it; jt = jt->next)
+			if (strcmp(jt->string, it->string) == 0)
+				break;
+		if (jt != it) {
+			cerr(c, p, "duplicate key");
+			continue;
+		}
+		if (!valid_profile_name(it->string, strlen(it->string))) {
+			cerr(c, p,
+			    "profile name must match [a-zA-Z0-9_-]{1,100}");
+			continue;
+		}
+		if ((cfg->profiles[i].name = xstrdup(c, it->string)) == NULL)
+			continue;
+		parse_profile(c, cfg, it, p, &cfg->profiles[i]);
+		cfg->nprofiles = ++i;
+	}
+}
+
+static void
+parse_tools(struct cctx *c, struct config *cfg, const cJSON *arr)
+{
+	if (arr == NULL)
+		return;
+	cfg->ntools = name_list(c, arr, "tools", HOST_TOOLS_MAX,
+	    valid_host_tool_name, "[a-z][a-z0-9_]{0,47}", &cfg->tools);
+}
+
+static int
+valid_label(const char *s, size_t len)
+{
+	size_t	 i;
+
+	if (len == 0 || len > LABEL_MAX || s[0] < 'a' || s[0] > 'z')
+		return 0;
+	for (i = 1; i < len; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		    (s[i] >= '0' && s[i] <= '9') || s[i] == '.' ||
+		    s[i] == '_' || s[i] == '-'))
+			return 0;
+	return 1;
+}
+
+static char *
+label_value(struct cctx *c, const cJSON *it, const char *path, const char *def)
+{
+	const char	*s;
+	size_t		 len;
+
+	if (it == NULL)
+		return xstrdup(c, def);
+	if ((s = str_value(c, it, path, &len)) == NULL)
+		return NULL;
+	if (!valid_label(s, len)) {
+		cerr(c, path, "must be 1 to %u characters of [a-z0-9._-] "
+		    "starting with a letter", LABEL_MAX);
+		return NULL;
+	}
+	return xstrdup(c, s);
+}
+
+enum { LIM_MEMORY, LIM_CPUS, LIM_PIDS, LIM_N };
+static const char *const lim_names[LIM_N] = { "memory_mib", "cpus", "pids" };
+
+static void
+parse_limits(struct cctx *c, struct config *cfg, const cJSON *obj)
+{
+	const cJSON	*f[LIM_N];
+	double		 v;
+
+	if (obj == NULL || !is_object(c, obj, "docker.limits"))
+		return;
+	members(c, obj, "docker.limits", lim_names, f, LIM_N);
+	uint_value(c, f[LIM_MEMORY], "docker.limits.memory_mib", MEMORY_MIB_MIN,
+	    MEMORY_MIB_MAX, &cfg->memory_mib);
+	uint_value(c, f[LIM_PIDS], "docker.limits.pids", PIDS_MIN, PIDS_MAX,
+	    &cfg->pids);
+	if (f[LIM_CPUS] == NULL)
+		return;
+	v = cJSON_IsNumber(f[LIM_CPUS]) ? f[LIM_CPUS]->valuedouble : -1;
+	if (!(v >= CPUS_MIN && v <= CPUS_MAX))
+		cerr(c, "docker.limits.cpus",
+		    "must be a number from 0.01 to 64");
+	else
+		cfg->nano_cpus = (uint64_t)(v * 1e9 + 0.5);
+}
+
+enum { DK_SOCKET, DK_PREFIX, DK_LCHAN, DK_LPROF, DK_LIMITS, DK_N };
+static const char *const dk_names[DK_N] = {
+	"socket", "container_prefix", "label_channel", "label_profile", "limits"
+};
+
+static void
+parse_docker(struct cctx *c, struct config *cfg, const cJSON *obj)
+{
+	const cJSON	*f[DK_N] = { NULL };
+	const char	*s;
+	size_t		 len;
+
+	if (obj != NULL && is_object(c, obj, "docker"))
+		members(c, obj, "docker", dk_names, f, DK_N);
+	s = DEFAULT_DOCKER_SOCKET;
+	if (f[DK_SOCKET] != NULL)
+		s = abs_path(c, f[DK_SOCKET], "docker.socket", SUN_PATH_MAX);
+	cfg->docker_socket = xstrdup(c, s);
+	s = DEFAULT_PREFIX;
+	if (f[DK_PREFIX] != NULL &&
+	    (s = str_value(c, f[DK_PREFIX], "docker.container_prefix", &len)) !=
+	    NULL && !valid_container_prefix(s, len)) {
+		cerr(c, "docker.container_prefix",
+		    "must match [a-z0-9][a-z0-9-]{0,40}");
+		s = NULL;
+	}
+	cfg->container_prefix = xstrdup(c, s);
+	cfg->label_channel = label_value(c, f[DK_LCHAN], "docker.label_channel",
+	    DEFAULT_LABEL_CHANNEL);
+	cfg->label_profile = label_value(c, f[DK_LPROF], "docker.label_profile",
+	    DEFAULT_LABEL_PROFILE);
+	if (cfg->label_channel != NULL && cfg->label_profile != NULL &&
+	    strcmp(cfg->label_channel, cfg->label_profile) == 0)
+		cerr(c, "docker.label_profile",
+		    "must differ from docker.label_channel");
+	parse_limits(c, cfg, f[DK_LIMITS]);
+}
+
+/*
+ * No leading "/" and no empty, "." or ".." component, so that TZ names a
+ * zone and never a file elsewhere.
+ */
+static int
+valid_time_zone(const char *s, size_t len)
+{
+	size_t	 i, start = 0, n;
+
+	if (len == 0 || len > TIME_ZONE_MAX)
+		return 0;
+	for (i = 0; i <= len; i++) {
+		if (i < len && s[i] != '/') {
+			if (!((s[i] >= 'a' && s[i] <= 'z') ||
+			    (s[i] >= 'A' && s[i] <= 'Z') ||
+			    (s[i] >= '0' && s[i] <= '9') ||
+			    strchr("_+-.", s[i]) != NULL))
+				return 0;
+			continue;
+		}
+		n = i - start;
+		if (n == 0 || (n == 1 && s[start] == '.') ||
+		    (n == 2 && s[start] == '.' && s[start + 1] == '.'))
+			return 0;
+		start = i + 1;
+	}
+	return 1;
+}
+
+static void
+parse_time_zone(struct cctx *c, struct config *cfg, const cJSON *it)
+{
+	const char	*s = DEFAULT_TIME_ZONE;
+	size_t		 len;
+
+	if (it != NULL &&
+	    (s = str_value(c, it, "time_zone", &len)) != NULL &&
+	    !valid_time_zone(s, len)) {
+		cerr(c, "time_zone", "must be an IANA zone name: 1 to %u "
+		    "letters, digits or \"_+-./\", not starting or ending "
+		    "with \"/\", no empty, \".\" or \"..\" component",
+		    TIME_ZONE_MAX);
+		s = NULL;
+	}
+	cfg->time_zone = xstrdup(c, s);
+}
+
+enum { TO_START, TO_TURN, TO_N };
+static const char *const to_names[TO_N] = { "start_ms", "turn_ms" };
+enum { BU_CALLS, BU_TOKENS, BU_N };
+static const char *const bu_names[BU_N] = {
+	"max_calls", "max_output_tokens"
+};
+
+static void
+parse_numbers(struct cctx *c, struct config *cfg, const cJSON *timeouts,
+    const cJSON *budgets)
+{
+	const cJSON	*to[TO_N], *bu[BU_N];
+
+	if (timeouts != NULL && is_object(c, timeouts, "timeouts")) {
+		members(c, timeouts, "timeouts", to_names, to, TO_N);
+		uint_value(c, to[TO_START], "timeouts.start_ms", TIMEOUT_MS_MIN,
+		    TIMEOUT_MS_MAX, &cfg->start_ms);
+		uint_value(c, to[TO_TURN], "timeouts.turn_ms", TIMEOUT_MS_MIN,
+		    TIMEOUT_MS_MAX, &cfg->turn_ms);
+	}
+	if (budgets != NULL && is_object(c, budgets, "budgets")) {
+		members(c, budgets, "budgets", bu_names, bu, BU_N);
+		uint_value(c, bu[BU_CALLS], "budgets.max_calls", MAX_CALLS_MIN,
+		    MAX_CALLS_MAX, &cfg->max_calls);
+		uint_value(c, bu[BU_TOKENS], "budgets.max_output_tokens",
+		    MAX_OUTPUT_TOKENS_MIN, MAX_OUTPUT_TOKENS_MAX,
+		    &cfg->max_output_tokens);
+	}
+}
+
+static void
+parse_thinking(struct cctx *c, struct config *cfg, const cJSON *it)
+{
+	const char	*s = DEFAULT_THINKING;
+	size_t		 len;
+
+	if (it != NULL && (s = str_value(c, it, "default_thinking", &len)) !=
+	    NULL && !valid_thinking(s, len)) {
+		cerr(c, "default_thinking",
+		    "must be one of low, medium, high, xhigh");
+		s = NULL;
+	}
+	cfg->default_thinking = xstrdup(c, s);
+}
+
+enum {
+	T_STATE_DIR, T_CONTROL_SOCKET, T_CONTROL_GROUP, T_IMAGE, T_PROFILES,
+	T_UPSTREAM, T_MCP, T_TOOLS, T_DOCKER, T_TIME_ZONE, T_TIMEOUTS,
+	T_BUDGETS, T_DEFAULT_THINKING, T_N
+};
+static const char *const top_names[T_N] = {
+	"state_dir", "control_socket", "control_group", "image", "profiles",
+	"upstream", "mcp", "tools", "docker", "time_zone", "timeouts",
+	"budgets", "default_thinking"
+};
+
+static void
+parse_top(struct cctx *c, struct config *cfg, const cJSON *root)
+{
+	const cJSON	*f[T_N];
+
+	cfg->memory_mib = CONTAINER_MEMORY / MIB;
+	cfg->nano_cpus = CONTAINER_NANO_CPUS;
+	cfg->pids = CONTAINER_PIDS_MAX;
+	cfg->start_ms = START_MS_DEFAULT;
+	cfg->turn_ms = TURN_MS_DEFAULT;
+	cfg->max_calls = MAX_CALLS_DEFAULT;
+	cfg->max_output_tokens = MAX_OUTPUT_TOKENS_DEFAULT;
+
+	members(c, root, "", top_names, f, T_N);
+	parse_state_dir(c, cfg, f[T_STATE_DIR]);
+	parse_control(c, cfg, f[T_CONTROL_SOCKET], f[T_CONTROL_GROUP]);
+	parse_image(c, cfg, f[T_IMAGE]);
+	/* Servers first: profiles name them. */
+	parse_mcp(c, cfg, f[T_MCP]);
+	parse_profiles(c, cfg, f[T_PROFILES]);
+	parse_upstream(c, cfg, f[T_UPSTREAM]);
+	parse_tools(c, cfg, f[T_TOOLS]);
+	parse_docker(c, cfg, f[T_DOCKER]);
+	parse_time_zone(c, cfg, f[T_TIME_ZONE]);
+	parse_numbers(c, cfg, f[T_TIMEOUTS], f[T_BUDGETS]);
+	parse_thinking(c, cfg, f[T_DEFAULT_THINKING]);
+}
+
+struct config *
+config_parse(const char *buf, size_t len, struct config_errors *errs)
+{
+	struct cctx	 c = { errs, 0, 0 };
+	struct config	*cfg = NULL;
+	cJSON		*root = NULL;
+	const char	*end = NULL;
+	size_t		 off;
+
+	if (len > CONFIG_FILE_MAX) {
+		cerr(&c, "configuration", "must be at most %u bytes",
+		    CONFIG_FILE_MAX);
+		goto done;
+	}
+	if (lex_check(&c, buf, len) == -1)
+		goto done;
+	root = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
+	if (root != NULL) {
+		for (off = (size_t)(end - buf); off < len; off++)
+			if (buf[off] != ' ' && buf[off] != '\t' &&
+			    buf[off] != '\n' && buf[off] != '\r')
+				break;
+		if (off < len) {
+			lex_err(&c, buf, off, "text after the end");
+			goto done;
+		}
+	} else {
+		off = end != NULL && end >= buf && end <= buf + len ?
+		    (size_t)(end - buf) : 0;
+		/* cJSON cannot tell exhausted memory from bad syntax. */
+		lex_err(&c, buf, off, len == 0 ? "empty file" :
+		    "not valid JSON");
+		goto done;
+	}
+	if (!cJSON_IsObject(root)) {
+		cerr(&c, "configuration", "must be a JSON object");
+		goto done;
+	}
+	if ((cfg = calloc(1, sizeof(*cfg))) == NULL) {
+		c.nomem = 1;
+		goto done;
+	}
+	parse_top(&c, cfg, root);
+ done:
+	cJSON_Delete(root);
+	if (c.nomem)
+		cerr(&c, "configuration", "out of memory");
+	if (c.nerr > CONFIG_ERRORS_MAX && errs != NULL) {
+		char	*line;
+
+		if (asprintf(&line, "configuration: %zu more errors not shown",
+		    c.nerr - CONFIG_ERRORS_MAX) == -1)
+			line = NULL;
+		lines_add(&errs->lines, &errs->n, line);
+	}
+	if (c.nerr > 0) {
+		config_free(cfg);
+		return NULL;
+	}
+	return cfg;
+}
+
+struct config *
+config_load(const char *path, struct config_errors *errs)
+{
+	struct cctx	 c = { errs, 0, 0 };
+	struct config	*cfg;
+	struct stat	 st;
+	char		*buf;
+	size_t		 len = 0;
+	ssize_t		 r;
+	int		 fd;
+
+	/* O_NONBLOCK: a FIFO in place of the file must not hang -n. */
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) ==
+	    -1) {
+		cerr(&c, path, "%s", strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) == -1) {
+		cerr(&c, path, "%s", strerror(errno));
+		close(fd);
+		return NULL;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		cerr(&c, path, "not a regular file");
+		close(fd);
+		return NULL;
+	}
+	if (st.st_size > (off_t)CONFIG_FILE_MAX) {
+		cerr(&c, path, "larger than %u bytes", CONFIG_FILE_MAX);
+		close(fd);
+		return NULL;
+	}
+	/* One byte more than allowed tells a file that grew meanwhile. */
+	if ((buf = malloc(CONFIG_FILE_MAX + 1)) == NULL) {
+		cerr(&c, path, "%s", strerror(errno));
+		close(fd);
+		return NULL;
+	}
+	while (len <= CONFIG_FILE_MAX) {
+		r = read(fd, buf + len, CONFIG_FILE_MAX + 1 - len);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r == -1) {
+			cerr(&c, path, "%s", strerror(errno));
+			free(buf);
+			close(fd);
+			return NULL;
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+	}
+	close(fd);
+	if (len > CONFIG_FILE_MAX) {
+		cerr(&c, path, "larger than %u bytes", CONFIG_FILE_MAX);
+		free(buf);
+		return NULL;
+	}
+	cfg = config_parse(buf, len, errs);
+	free(buf);
+	return cfg;
+}
+
+static void
+strv_free(char **v, size_t n)
+{
+	size_t	 i;
+
+	if (v == NULL)
+		return;
+	for (i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+void
+config_free(struct config *cfg)
+{
+	size_t	 i;
+
+	if (cfg == NULL)
+		return;
+	free(cfg->state_dir);
+	free(cfg->control_socket);
+	free(cfg->control_group);
+	free(cfg->image);
+	for (i = 0; i < cfg->nprofiles; i++) {
+		free(cfg->profiles[i].name);
+		free(cfg->profiles[i].model);
+		strv_free(cfg->profiles[i].mcp, cfg->profiles[i].nmcp);
+	}
+	free(cfg->profiles);
+	free(cfg->upstream_url);
+	free(cfg->upstream_credential_file);
+	free(cfg->upstream_ca_file);
+	for (i = 0; i < cfg->nmcp_servers; i++) {
+		free(cfg->mcp_servers[i].name);
+		free(cfg->mcp_servers[i].url);
+		strv_free(cfg->mcp_servers[i].tools,
+		    cfg->mcp_servers[i].ntools);
+	}
+	free(cfg->mcp_servers);
+	free(cfg->mcp_credential_file);
+	strv_free(cfg->tools, cfg->ntools);
+	free(cfg->docker_socket);
+	free(cfg->container_prefix);
+	free(cfg->label_channel);
+	free(cfg->label_profile);
+	free(cfg->time_zone);
+	free(cfg->default_thinking);
+	free(cfg);
+}
+
+void
+config_errors_free(struct config_errors *errs)
+{
+	if (errs == NULL)
+		return;
+	strv_free(errs->lines, errs->n);
+	strv_free(errs->warnings, errs->nwarn);
+	memset(errs, 0, sizeof(*errs));
+}
+
+const struct config_profile *
+config_profile(const struct config *cfg, const char *name)
+{
+	size_t	 i;
+
+	for (i = 0; i < cfg->nprofiles; i++)
+		if (strcmp(cfg->profiles[i].name, name) == 0)
+			return &cfg->profiles[i];
+	return NULL;
+}
+
+const struct config_mcp_server *
+config_mcp_server(const struct config *cfg, const char *name)
+{
+	size_t	 i;
+
+	for (i = 0; i < cfg->nmcp_servers; i++)
+		if (strcmp(cfg->mcp_servers[i].name, name) == 0)
+			return &cfg->mcp_servers[i];
+	return NULL;
+}
+
+size_t
+config_max_segment_len(const struct config *cfg)
+{
+	size_t	 used;
+
+	used = strlen(cfg->state_dir) + strlen("/") +
+	    strlen(BROKER_SOCK_SUFFIX);
+	return used < BROKER_SOCK_PATH_MAX ? BROKER_SOCK_PATH_MAX - used : 0;
+}

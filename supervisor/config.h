@@ -1,0 +1,101 @@
+/*
+ * The daemon's configuration (DESIGN.md 7): one JSON file, parsed and
+ * validated in full by a pure function over a buffer so that Check and
+ * libFuzzer drive exactly what rtsandboxd -n runs.  Only the supervisor
+ * parses it; children get their part in config_* messages.
+ */
+#ifndef RTSANDBOX_SUPERVISOR_CONFIG_H
+#define RTSANDBOX_SUPERVISOR_CONFIG_H
+
+#include <sys/types.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A file of more than 1 MiB is refused before it is parsed. */
+#define CONFIG_FILE_MAX		(1024u * 1024u)
+/* Further errors are counted in one last line instead of being listed. */
+#define CONFIG_ERRORS_MAX	100u
+/* rtsandboxd -n warns when channel segments may be shorter than this. */
+#define CONFIG_SEGMENT_WARN	32u
+
+struct config_profile {
+	char		 *name;
+	char		 *model;
+	char		**mcp;		/* server names, each in mcp_servers */
+	size_t		  nmcp;
+};
+
+struct config_mcp_server {
+	char		 *name;
+	char		 *url;
+	char		**tools;	/* tools/call allow-list */
+	size_t		  ntools;
+};
+
+struct config {
+	char			 *state_dir;
+	char			 *control_socket;
+	char			 *control_group;	/* NULL when absent */
+	gid_t			  control_gid;
+	int			  has_control_group;
+	char			 *image;
+	struct config_profile	 *profiles;
+	size_t			  nprofiles;
+	char			 *upstream_url;		/* no trailing '/' */
+	char			 *upstream_credential_file;
+	char			 *upstream_ca_file;	/* NULL when absent */
+	struct config_mcp_server *mcp_servers;
+	size_t			  nmcp_servers;
+	char			 *mcp_credential_file;	/* NULL when absent */
+	int			  mcp_allow_http;
+	char			**tools;
+	size_t			  ntools;
+	char			 *docker_socket;
+	char			 *container_prefix;
+	char			 *label_channel;
+	char			 *label_profile;
+	uint64_t		  memory_mib;
+	uint64_t		  nano_cpus;
+	uint64_t		  pids;
+	char			 *time_zone;
+	uint64_t		  start_ms;
+	uint64_t		  turn_ms;
+	uint64_t		  max_calls;
+	uint64_t		  max_output_tokens;
+	char			 *default_thinking;
+};
+
+/*
+ * Every problem found, one line each, "<field>: <rule>", so that -n can show
+ * them all at once.  Start from a zeroed struct; lines are appended.
+ */
+struct config_errors {
+	char		**lines;
+	size_t		  n;
+	char		**warnings;
+	size_t		  nwarn;
+};
+
+/* NULL when any error was found; errs may be NULL. */
+struct config	*config_parse(const char *buf, size_t len,
+		    struct config_errors *errs);
+/* Reads a regular file of at most CONFIG_FILE_MAX bytes, then parses it. */
+struct config	*config_load(const char *path, struct config_errors *errs);
+void		 config_free(struct config *);
+void		 config_errors_free(struct config_errors *);
+
+/* NULL when there is no such profile (or server). */
+const struct config_profile	*config_profile(const struct config *,
+				    const char *name);
+const struct config_mcp_server	*config_mcp_server(const struct config *,
+				    const char *name);
+
+/*
+ * Longest channel segment whose broker socket path
+ * <state_dir>/<segment>/run/broker.sock still fits in 100 chars; 0 when
+ * none does.
+ */
+size_t		 config_max_segment_len(const struct config *);
+
+#endif

@@ -1,0 +1,638 @@
+/*
+ * The control socket: the host application's API.  Lines are parsed as they
+ * complete; a line over the limit is answered with an error and closes that
+ * connection only.
+ */
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "control.h"
+#include "limits.h"
+#include "log.h"
+#include "supervisor.h"
+#include "validate.h"
+
+/* An id in JSON-RPC is a number or a string; a string id is bounded. */
+#define CTL_ID_MAX	1024
+
+struct ctl_req {
+	TAILQ_ENTRY(ctl_req)	 cr_entry;
+	struct ctl_client	*cr_client;
+	cJSON			*cr_id;		/* NULL for a notification */
+	ctl_cancel_fn		 cr_cancel;
+	void			*cr_cancel_arg;
+};
+
+struct ctl_client {
+	TAILQ_ENTRY(ctl_client)	 cc_entry;
+	struct bufferevent	*cc_bev;
+	size_t			 cc_scanned;	/* bytes known to hold no EOL */
+	int			 cc_closing;	/* flush, then close */
+	int			 cc_initialized;
+	char			*cc_name;
+	unsigned		 cc_hooks;
+	TAILQ_HEAD(, ctl_req)	 cc_reqs;
+};
+
+static TAILQ_HEAD(, ctl_client)	 ctl_clients =
+    TAILQ_HEAD_INITIALIZER(ctl_clients);
+static struct evconnlistener	*ctl_listener;
+static char			*ctl_path;
+
+static void	ctl_client_free(struct ctl_client *);
+
+uint64_t
+control_clients(void)
+{
+	struct ctl_client	*cc;
+	uint64_t		 n = 0;
+
+	TAILQ_FOREACH(cc, &ctl_clients, cc_entry)
+		n++;
+	return n;
+}
+
+static void
+ctl_send(struct ctl_client *cc, cJSON *obj)
+{
+	struct evbuffer	*out = bufferevent_get_output(cc->cc_bev);
+	char		*s;
+
+	if ((s = cJSON_PrintUnformatted(obj)) == NULL) {
+		log_warnx("%s: out of memory serialising an answer", __func__);
+		cc->cc_closing = 1;
+		return;
+	}
+	if (evbuffer_add(out, s, strlen(s)) == -1 ||
+	    evbuffer_add(out, "\n", 1) == -1) {
+		log_warnx("%s: out of memory queueing an answer", __func__);
+		cc->cc_closing = 1;
+	}
+	free(s);
+}
+
+/* Answer with an error outside any request (parse errors, long lines). */
+static void
+ctl_send_error(struct ctl_client *cc, const cJSON *id, int code,
+    const char *msg)
+{
+	cJSON	*o, *e;
+
+	sv->sv_count.sc_errors++;
+	if ((o = cJSON_CreateObject()) == NULL ||
+	    cJSON_AddStringToObject(o, "jsonrpc", "2.0") == NULL)
+		goto fail;
+	if (id != NULL) {
+		if (!cJSON_AddItemToObject(o, "id", cJSON_Duplicate(id, 1)))
+			goto fail;
+	} else if (cJSON_AddNullToObject(o, "id") == NULL)
+		goto fail;
+	if ((e = cJSON_AddObjectToObject(o, "error")) == NULL ||
+	    cJSON_AddNumberToObject(e, "code", code) == NULL ||
+	    cJSON_AddStringToObject(e, "message", msg) == NULL)
+		goto fail;
+	ctl_send(cc, o);
+	cJSON_Delete(o);
+	return;
+ fail:
+	cJSON_Delete(o);
+	cc->cc_closing = 1;
+}
+
+static void
+ctl_req_free(struct ctl_req *cr)
+{
+	TAILQ_REMOVE(&cr->cr_client->cc_reqs, cr, cr_entry);
+	cJSON_Delete(cr->cr_id);
+	free(cr);
+}
+
+void
+ctl_reply(struct ctl_req *cr, cJSON *result)
+{
+	cJSON	*o;
+
+	if (cr->cr_id == NULL) {
+		cJSON_Delete(result);
+		ctl_req_free(cr);
+		return;
+	}
+	if (result == NULL)
+		result = cJSON_CreateObject();
+	if ((o = cJSON_CreateObject()) == NULL || result == NULL ||
+	    cJSON_AddStringToObject(o, "jsonrpc", "2.0") == NULL ||
+	    !cJSON_AddItemToObject(o, "id", cJSON_Duplicate(cr->cr_id, 1))) {
+		cJSON_Delete(o);
+		cJSON_Delete(result);
+		ctl_error(cr, RPC_INTERNAL_ERROR, "out of memory");
+		return;
+	}
+	cJSON_AddItemToObject(o, "result", result);
+	ctl_send(cr->cr_client, o);
+	cJSON_Delete(o);
+	ctl_req_free(cr);
+}
+
+void
+ctl_error(struct ctl_req *cr, int code, const char *fmt, ...)
+{
+	char	 msg[1024];
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (cr->cr_id != NULL)
+		ctl_send_error(cr->cr_client, cr->cr_id, code, msg);
+	ctl_req_free(cr);
+}
+
+void
+ctl_set_cancel(struct ctl_req *cr, ctl_cancel_fn fn, void *arg)
+{
+	cr->cr_cancel = fn;
+	cr->cr_cancel_arg = arg;
+}
+
+struct ctl_client *
+ctl_req_client(struct ctl_req *cr)
+{
+	return cr->cr_client;
+}
+
+void
+ctl_client_initialized(struct ctl_client *cc, const char *name,
+    unsigned hooks)
+{
+	free(cc->cc_name);
+	if ((cc->cc_name = strdup(name)) == NULL)
+		fatal("%s", __func__);
+	cc->cc_hooks = hooks;
+	cc->cc_initialized = 1;
+}
+
+int
+ctl_client_is_initialized(const struct ctl_client *cc)
+{
+	return cc->cc_initialized;
+}
+
+unsigned
+ctl_client_hooks(const struct ctl_client *cc)
+{
+	return cc->cc_hooks;
+}
+
+/* Cancel one request: its owner lets go, the client hears -32800. */
+static void
+ctl_req_cancel(struct ctl_req *cr)
+{
+	if (cr->cr_cancel != NULL)
+		cr->cr_cancel(cr, cr->cr_cancel_arg);
+	ctl_error(cr, RPC_REQUEST_CANCELLED, "Request cancelled");
+}
+
+static void
+ctl_cancel_request(struct ctl_client *cc, const cJSON *id, cJSON *params,
+    const cJSON *target)
+{
+	struct ctl_req	*cr;
+	int		 found = 0;
+
+	TAILQ_FOREACH(cr, &cc->cc_reqs, cr_entry) {
+		if (cr->cr_id != NULL && cJSON_Compare(cr->cr_id, target, 1)) {
+			ctl_req_cancel(cr);
+			found = 1;
+			break;
+		}
+	}
+	if (id != NULL) {
+		cJSON	*res = cJSON_CreateObject();
+		cJSON	*o = cJSON_CreateObject();
+
+		if (res == NULL || o == NULL ||
+		    cJSON_AddBoolToObject(res, "cancelled", found) == NULL ||
+		    cJSON_AddStringToObject(o, "jsonrpc", "2.0") == NULL ||
+		    !cJSON_AddItemToObject(o, "id", cJSON_Duplicate(id, 1))) {
+			cJSON_Delete(res);
+			cJSON_Delete(o);
+			cc->cc_closing = 1;
+			return;
+		}
+		cJSON_AddItemToObject(o, "result", res);
+		ctl_send(cc, o);
+		cJSON_Delete(o);
+	}
+}
+
+static int
+ctl_valid_id(const cJSON *id)
+{
+	double	 d;
+
+	if (cJSON_IsString(id))
+		return strlen(id->valuestring) <= CTL_ID_MAX;
+	if (cJSON_IsNumber(id)) {
+		d = id->valuedouble;
+		return d == (double)(long long)d && d >= -9007199254740991.0 &&
+		    d <= 9007199254740991.0;
+	}
+	return 0;
+}
+
+static const struct ctl_method *
+ctl_method_find(const char *name)
+{
+	const struct ctl_method	*m;
+
+	for (m = ctl_methods; m->cm_name != NULL; m++)
+		if (strcmp(m->cm_name, name) == 0)
+			return m;
+	return NULL;
+}
+
+static void
+ctl_handle_line(struct ctl_client *cc, const char *line, size_t len)
+{
+	const struct ctl_method	*m;
+	struct ctl_req		*cr;
+	cJSON			*root, *it, *id = NULL, *method = NULL;
+	cJSON			*params = NULL, *ver = NULL;
+	size_t			 units;
+
+	sv->sv_count.sc_requests++;
+	if (utf8_utf16_len(line, len, &units) == -1) {
+		ctl_send_error(cc, NULL, RPC_PARSE_ERROR,
+		    "Parse error: invalid UTF-8");
+		return;
+	}
+	if ((root = cJSON_ParseWithLength(line, len)) == NULL) {
+		ctl_send_error(cc, NULL, RPC_PARSE_ERROR,
+		    "Parse error: not a JSON value");
+		return;
+	}
+	if (cJSON_IsArray(root)) {
+		ctl_send_error(cc, NULL, RPC_INVALID_REQUEST,
+		    "Invalid Request: batches are not supported");
+		goto done;
+	}
+	if (!cJSON_IsObject(root)) {
+		ctl_send_error(cc, NULL, RPC_INVALID_REQUEST,
+		    "Invalid Request: not an object");
+		goto done;
+	}
+	cJSON_ArrayForEach(it, root) {
+		cJSON	**slot;
+
+		if (strcmp(it->string, "jsonrpc") == 0)
+			slot = &ver;
+		else if (strcmp(it->string, "id") == 0)
+			slot = &id;
+		else if (strcmp(it->string, "method") == 0)
+			slot = &method;
+		else if (strcmp(it->string, "params") == 0)
+			slot = &params;
+		else {
+			ctl_send_error(cc, NULL, RPC_INVALID_REQUEST,
+			    "Invalid Request: unknown member");
+			goto done;
+		}
+		if (*slot != NULL) {
+			ctl_send_error(cc, NULL, RPC_INVALID_REQUEST,
+			    "Invalid Request: duplicate member");
+			goto done;
+		}
+		*slot = it;
+	}
+	if (id != NULL && cJSON_IsNull(id)) {
+		ctl_send_error(cc, NULL, RPC_INVALID_REQUEST,
+		    "Invalid Request: id must be a number or a string");
+		goto done;
+	}
+	if (id != NULL && !ctl_valid_id(id)) {
+		ctl_send_error(cc, NULL, RPC_INVALID_REQUEST,
+		    "Invalid Request: id must be an integer or a string of at "
+		    "most 1024 bytes");
+		goto done;
+	}
+	if (ver == NULL || !cJSON_IsString(ver) ||
+	    strcmp(ver->valuestring, "2.0") != 0) {
+		ctl_send_error(cc, id, RPC_INVALID_REQUEST,
+		    "Invalid Request: jsonrpc must be \"2.0\"");
+		goto done;
+	}
+	if (method == NULL || !cJSON_IsString(method)) {
+		ctl_send_error(cc, id, RPC_INVALID_REQUEST,
+		    "Invalid Request: method must be a string");
+		goto done;
+	}
+	if (params != NULL && !cJSON_IsObject(params)) {
+		if (id != NULL)
+			ctl_send_error(cc, id, RPC_INVALID_PARAMS,
+			    "Invalid params: params must be an object");
+		goto done;
+	}
+	if (strcmp(method->valuestring, "$/cancelRequest") == 0) {
+		cJSON	*target = params ? cJSON_GetObjectItemCaseSensitive(
+		    params, "id") : NULL;
+
+		if (target == NULL || !ctl_valid_id(target) ||
+		    cJSON_GetArraySize(params) != 1) {
+			if (id != NULL)
+				ctl_send_error(cc, id, RPC_INVALID_PARAMS,
+				    "Invalid params: $/cancelRequest needs "
+				    "exactly {\"id\": <request id>}");
+			goto done;
+		}
+		ctl_cancel_request(cc, id, params, target);
+		goto done;
+	}
+	if ((m = ctl_method_find(method->valuestring)) == NULL) {
+		if (id != NULL)
+			ctl_send_error(cc, id, RPC_METHOD_NOT_FOUND,
+			    "Method not found");
+		goto done;
+	}
+	if (!m->cm_before_init && !cc->cc_initialized) {
+		if (id != NULL)
+			ctl_send_error(cc, id, RPC_NOT_INITIALIZED,
+			    "Server not initialized: call initialize first");
+		goto done;
+	}
+	if (id != NULL) {
+		TAILQ_FOREACH(cr, &cc->cc_reqs, cr_entry) {
+			if (cr->cr_id != NULL &&
+			    cJSON_Compare(cr->cr_id, id, 1)) {
+				ctl_send_error(cc, id, RPC_INVALID_REQUEST,
+				    "Invalid Request: id already in flight");
+				goto done;
+			}
+		}
+	}
+	if ((cr = calloc(1, sizeof(*cr))) == NULL)
+		fatal("%s", __func__);
+	cr->cr_client = cc;
+	if (id != NULL && (cr->cr_id = cJSON_Duplicate(id, 1)) == NULL)
+		fatal("%s", __func__);
+	TAILQ_INSERT_TAIL(&cc->cc_reqs, cr, cr_entry);
+	m->cm_fn(cr, params);
+ done:
+	cJSON_Delete(root);
+}
+
+static void
+ctl_too_long(struct ctl_client *cc)
+{
+	char	 msg[128];
+
+	snprintf(msg, sizeof(msg), "Invalid Request: line longer than %llu "
+	    "bytes", (unsigned long long)CONTROL_LINE_MAX);
+	ctl_send_error(cc, NULL, RPC_INVALID_REQUEST, msg);
+	log_warnx("control client sent a line over %llu bytes; closing it",
+	    (unsigned long long)CONTROL_LINE_MAX);
+	cc->cc_closing = 1;
+	bufferevent_disable(cc->cc_bev, EV_READ);
+}
+
+static void
+ctl_maybe_close(struct ctl_client *cc)
+{
+	if (cc->cc_closing &&
+	    evbuffer_get_length(bufferevent_get_output(cc->cc_bev)) == 0)
+		ctl_client_free(cc);
+}
+
+static void
+ctl_read(struct bufferevent *bev, void *arg)
+{
+	struct ctl_client	*cc = arg;
+	struct evbuffer		*in = bufferevent_get_input(bev);
+	struct evbuffer_ptr	 start, eol;
+	size_t			 len;
+	unsigned char		*line;
+
+	while (!cc->cc_closing) {
+		len = evbuffer_get_length(in);
+		if (len == 0)
+			break;
+		if (evbuffer_ptr_set(in, &start, cc->cc_scanned,
+		    EVBUFFER_PTR_SET) == -1)
+			fatalx("%s: evbuffer_ptr_set", __func__);
+		eol = evbuffer_search(in, "\n", 1, &start);
+		if (eol.pos == -1) {
+			if (len > CONTROL_LINE_MAX)
+				ctl_too_long(cc);
+			else
+				cc->cc_scanned = len;
+			break;
+		}
+		if ((size_t)eol.pos > CONTROL_LINE_MAX) {
+			ctl_too_long(cc);
+			break;
+		}
+		cc->cc_scanned = 0;
+		if ((line = evbuffer_pullup(in, eol.pos + 1)) == NULL)
+			fatalx("%s: out of memory", __func__);
+		len = eol.pos;
+		if (len > 0 && line[len - 1] == '\r')
+			len--;
+		if (len > 0)
+			ctl_handle_line(cc, (const char *)line, len);
+		evbuffer_drain(in, eol.pos + 1);
+	}
+	if (cc->cc_closing)
+		evbuffer_drain(in, evbuffer_get_length(in));
+	ctl_maybe_close(cc);
+}
+
+static void
+ctl_write(struct bufferevent *bev, void *arg)
+{
+	ctl_maybe_close(arg);
+}
+
+static void
+ctl_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct ctl_client	*cc = arg;
+
+	if (what & BEV_EVENT_ERROR)
+		log_debug("control client: %s", strerror(errno));
+	ctl_client_free(cc);
+}
+
+static void
+ctl_client_free(struct ctl_client *cc)
+{
+	struct ctl_req	*cr;
+
+	/* A client that goes away cancels what it asked for. */
+	while ((cr = TAILQ_FIRST(&cc->cc_reqs)) != NULL) {
+		if (cr->cr_cancel != NULL)
+			cr->cr_cancel(cr, cr->cr_cancel_arg);
+		ctl_req_free(cr);
+	}
+	TAILQ_REMOVE(&ctl_clients, cc, cc_entry);
+	bufferevent_free(cc->cc_bev);
+	free(cc->cc_name);
+	free(cc);
+}
+
+static void
+ctl_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+    int salen, void *arg)
+{
+	struct ctl_client	*cc;
+
+	if ((cc = calloc(1, sizeof(*cc))) == NULL) {
+		log_warn("%s", __func__);
+		close(fd);
+		return;
+	}
+	TAILQ_INIT(&cc->cc_reqs);
+	cc->cc_bev = bufferevent_socket_new(sv->sv_base, fd,
+	    BEV_OPT_CLOSE_ON_FREE);
+	if (cc->cc_bev == NULL) {
+		log_warnx("%s: bufferevent_socket_new failed", __func__);
+		close(fd);
+		free(cc);
+		return;
+	}
+	/* Stop reading once a line could no longer be within the limit. */
+	bufferevent_setwatermark(cc->cc_bev, EV_READ, 0, CONTROL_LINE_MAX + 2);
+	bufferevent_setcb(cc->cc_bev, ctl_read, ctl_write, ctl_event, cc);
+	if (bufferevent_enable(cc->cc_bev, EV_READ | EV_WRITE) == -1) {
+		bufferevent_free(cc->cc_bev);
+		free(cc);
+		return;
+	}
+	TAILQ_INSERT_TAIL(&ctl_clients, cc, cc_entry);
+	sv->sv_count.sc_connections++;
+	log_debug("control client connected");
+}
+
+static void
+ctl_accept_error(struct evconnlistener *l, void *arg)
+{
+	/* EMFILE and friends: keep serving those already connected. */
+	log_warn("control socket accept");
+}
+
+/* A socket at path that answers belongs to a running daemon; one that
+ * refuses is stale and may go. */
+static int
+ctl_remove_stale(const char *path)
+{
+	struct sockaddr_un	 sun;
+	struct stat		 st;
+	int			 fd, rc;
+
+	if (lstat(path, &st) == -1)
+		return errno == ENOENT ? 0 : -1;
+	if (!S_ISSOCK(st.st_mode)) {
+		log_warnx("control socket %s exists and is not a socket", path);
+		return -1;
+	}
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return -1;
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	rc = connect(fd, (struct sockaddr *)&sun, sizeof(sun));
+	close(fd);
+	if (rc == 0) {
+		log_warnx("control socket %s: another rtsandboxd is listening "
+		    "there", path);
+		return -1;
+	}
+	if (unlink(path) == -1) {
+		log_warn("unlink %s", path);
+		return -1;
+	}
+	return 0;
+}
+
+int
+control_listen(const char *path, int has_group, gid_t gid)
+{
+	struct sockaddr_un	 sun;
+	mode_t			 old;
+	int			 fd;
+
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		log_warnx("control socket %s: path too long", path);
+		return -1;
+	}
+	if (ctl_remove_stale(path) == -1)
+		return -1;
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+	    0)) == -1) {
+		log_warn("control socket");
+		return -1;
+	}
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	old = umask(0177);
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		log_warn("bind %s", path);
+		umask(old);
+		close(fd);
+		return -1;
+	}
+	umask(old);
+	if (has_group && (chown(path, (uid_t)-1, gid) == -1 ||
+	    chmod(path, 0660) == -1)) {
+		log_warn("control socket %s: group access", path);
+		unlink(path);
+		close(fd);
+		return -1;
+	}
+	ctl_listener = evconnlistener_new(sv->sv_base, ctl_accept, NULL,
+	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 64, fd);
+	if (ctl_listener == NULL) {
+		log_warnx("control socket %s: cannot listen", path);
+		unlink(path);
+		close(fd);
+		return -1;
+	}
+	evconnlistener_set_error_cb(ctl_listener, ctl_accept_error);
+	if ((ctl_path = strdup(path)) == NULL)
+		fatal("%s", __func__);
+	log_info("control socket %s (mode %s)", path,
+	    has_group ? "0660" : "0600");
+	return 0;
+}
+
+void
+control_close(void)
+{
+	struct ctl_client	*cc;
+
+	if (ctl_listener != NULL) {
+		evconnlistener_free(ctl_listener);
+		ctl_listener = NULL;
+	}
+	while ((cc = TAILQ_FIRST(&ctl_clients)) != NULL)
+		ctl_client_free(cc);
+	if (ctl_path != NULL) {
+		if (unlink(ctl_path) == -1 && errno != ENOENT)
+			log_warn("unlink %s", ctl_path);
+		free(ctl_path);
+		ctl_path = NULL;
+	}
+}

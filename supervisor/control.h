@@ -1,0 +1,63 @@
+/*
+ * The control socket (DESIGN.md 5): JSON-RPC 2.0, one object per line, several
+ * requests in flight per connection.  Methods answer through ctl_reply() or
+ * ctl_error(), at once or later; a request whose client goes away or that is
+ * cancelled calls its cancel hook and is answered no more.
+ */
+#ifndef RTSANDBOX_CONTROL_H
+#define RTSANDBOX_CONTROL_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+struct cJSON;
+struct ctl_req;
+struct ctl_client;
+
+#define RPC_PARSE_ERROR		-32700
+#define RPC_INVALID_REQUEST	-32600
+#define RPC_METHOD_NOT_FOUND	-32601
+#define RPC_INVALID_PARAMS	-32602
+#define RPC_INTERNAL_ERROR	-32603
+#define RPC_NOT_INITIALIZED	-32002
+#define RPC_REQUEST_CANCELLED	-32800
+
+/* params is the request's "params" (NULL when absent); the method does not
+ * own it beyond its call. */
+typedef void	(*ctl_method_fn)(struct ctl_req *, struct cJSON *params);
+typedef void	(*ctl_cancel_fn)(struct ctl_req *, void *);
+
+struct ctl_method {
+	const char	*cm_name;
+	ctl_method_fn	 cm_fn;
+	int		 cm_before_init;	/* callable before initialize */
+};
+
+int	control_listen(const char *path, int has_group, gid_t gid);
+void	control_close(void);
+uint64_t control_clients(void);
+
+/* Answer a request (takes result) or fail it; both free the request. */
+void	ctl_reply(struct ctl_req *, struct cJSON *result);
+void	ctl_error(struct ctl_req *, int code, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
+/* Called when the request is cancelled or its client disconnects. */
+void	ctl_set_cancel(struct ctl_req *, ctl_cancel_fn, void *);
+struct ctl_client *ctl_req_client(struct ctl_req *);
+
+/* What the client declared in initialize. */
+void	ctl_client_initialized(struct ctl_client *, const char *name,
+	    unsigned hooks);
+int	ctl_client_is_initialized(const struct ctl_client *);
+unsigned ctl_client_hooks(const struct ctl_client *);
+
+/* Hooks a client may implement. */
+#define HOOK_TOOL_CALL		0x1u
+#define HOOK_MEMORY_BLOCK	0x2u
+#define HOOK_EFFORT_JUDGE	0x4u
+#define HOOK_SEARCH_QUERY	0x8u
+
+/* The method table lives in methods.c. */
+extern const struct ctl_method	ctl_methods[];
+
+#endif

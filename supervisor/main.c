@@ -1,0 +1,249 @@
+/*
+ * rtsandboxd: the supervisor.  It reads the configuration, starts the file
+ * guard, the Docker client and egress, serves the control socket, and starts
+ * one broker per channel.
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "buildconf.h"
+#include "config.h"
+#include "control.h"
+#include "log.h"
+#include "sandbox.h"
+#include "supervisor.h"
+
+/* Children get this long to exit after SIGTERM before SIGKILL. */
+#define SHUTDOWN_GRACE_MS	3000
+
+struct supervisor	*sv;
+static struct supervisor sv_store;
+static struct event	*ev_grace;
+
+static void __attribute__((noreturn))
+usage(void)
+{
+	fprintf(stderr, "usage: rtsandboxd [-dnv] [-f config] [-x helperdir]\n");
+	exit(1);
+}
+
+static void
+shutdown_check(void)
+{
+	if (child_count_alive() == 0) {
+		log_info("every child is gone; exiting");
+		event_base_loopbreak(sv->sv_base);
+	}
+}
+
+static void
+grace_expired(evutil_socket_t fd, short ev, void *arg)
+{
+	log_warnx("children still alive after %d ms; killing them",
+	    SHUTDOWN_GRACE_MS);
+	child_kill_all();
+}
+
+static void
+sig_handler(evutil_socket_t sig, short ev, void *arg)
+{
+	struct timeval	 tv = { SHUTDOWN_GRACE_MS / 1000,
+	    (SHUTDOWN_GRACE_MS % 1000) * 1000 };
+
+	switch (sig) {
+	case SIGTERM:
+	case SIGINT:
+		if (sv->sv_stopping)
+			return;
+		log_info("%s: shutting down", strsignal(sig));
+		sv->sv_stopping = 1;
+		control_close();
+		child_stop_all();
+		if ((ev_grace = evtimer_new(sv->sv_base, grace_expired,
+		    NULL)) == NULL || evtimer_add(ev_grace, &tv) == -1)
+			fatalx("shutdown timer");
+		shutdown_check();
+		break;
+	case SIGCHLD:
+		child_reap();
+		if (sv->sv_stopping)
+			shutdown_check();
+		break;
+	case SIGHUP:
+		log_info("SIGHUP ignored: restart rtsandboxd to change its "
+		    "configuration");
+		break;
+	}
+}
+
+static void
+print_errors(const char *path, const struct config_errors *errs)
+{
+	size_t	 i;
+
+	for (i = 0; i < errs->nwarn; i++)
+		fprintf(stderr, "rtsandboxd: %s: warning: %s\n", path,
+		    errs->warnings[i]);
+	for (i = 0; i < errs->n; i++)
+		fprintf(stderr, "rtsandboxd: %s: %s\n", path, errs->lines[i]);
+}
+
+/* The directory of a path, in buf. */
+static const char *
+dir_of(const char *path, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", path);
+	return dirname(buf);
+}
+
+/*
+ * Landlock domains and seccomp filters are inherited across exec, so what
+ * the supervisor allows is the union of its own needs and its children's;
+ * each child then narrows it to its own.
+ */
+static struct event_base *
+supervisor_sandbox(void)
+{
+	const struct config	*conf = sv->sv_conf;
+	struct sandbox_fs_rule	 rules[16];
+	static char		 ctldir[PATH_MAX];
+	size_t			 n = 0;
+
+	rules[n++] = (struct sandbox_fs_rule){ dir_of(conf->control_socket,
+	    ctldir, sizeof(ctldir)), SB_FS_READ | SB_FS_WRITE | SB_FS_SOCK };
+	if (sv->sv_helper_dir != NULL)
+		rules[n++] = (struct sandbox_fs_rule){ sv->sv_helper_dir,
+		    SB_FS_READ | SB_FS_EXEC };
+	else if (sv->sv_build_tree)
+		rules[n++] = (struct sandbox_fs_rule){ RTSANDBOX_BUILDDIR,
+		    SB_FS_READ | SB_FS_EXEC };
+	else
+		rules[n++] = (struct sandbox_fs_rule){ RTSANDBOX_LIBEXECDIR,
+		    SB_FS_READ | SB_FS_EXEC };
+	/* the file guard's */
+	rules[n++] = (struct sandbox_fs_rule){ conf->state_dir,
+	    SB_FS_READ | SB_FS_WRITE | SB_FS_SOCK };
+	/* egress's: directories, since a refresher replaces files by rename */
+	rules[n++] = (struct sandbox_fs_rule){ conf->upstream_credential_file,
+	    SB_FS_READ | SB_FS_PARENT };
+	if (conf->upstream_ca_file != NULL)
+		rules[n++] = (struct sandbox_fs_rule){ conf->upstream_ca_file,
+		    SB_FS_READ | SB_FS_PARENT };
+	if (conf->mcp_credential_file != NULL)
+		rules[n++] = (struct sandbox_fs_rule){
+		    conf->mcp_credential_file, SB_FS_READ | SB_FS_PARENT };
+	return sandbox_supervisor(rules, n);
+}
+
+int
+main(int argc, char *argv[])
+{
+	const char		*path = RTSANDBOX_CONFIG;
+	struct config_errors	 errs;
+	struct event		*ev_term, *ev_int, *ev_chld, *ev_hup;
+	int			 ch, debug = 0, verbose = 0, check = 0;
+
+	sv = &sv_store;
+	while ((ch = getopt(argc, argv, "df:nvx:")) != -1) {
+		switch (ch) {
+		case 'd':
+			debug = 1;
+			break;
+		case 'f':
+			path = optarg;
+			break;
+		case 'n':
+			check = 1;
+			break;
+		case 'v':
+			verbose = 1;
+			break;
+		case 'x':
+			sv->sv_helper_dir = optarg;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (optind != argc)
+		usage();
+	log_init("supervisor", debug || verbose);
+	sv->sv_debug = debug || verbose;
+
+	sv->sv_uid = getuid();
+	sv->sv_gid = getgid();
+	if (sv->sv_uid == 0 || geteuid() == 0 || sv->sv_gid == 0 ||
+	    getegid() == 0) {
+		fprintf(stderr, "rtsandboxd: refusing to run with uid 0 or gid "
+		    "0.\nCreate a service user in the docker group and start "
+		    "rtsandboxd as that user, for example:\n"
+		    "  useradd --system --user-group --groups docker "
+		    "--home-dir /var/lib/rtsandbox rtsandbox\n"
+		    "  runuser -u rtsandbox -- rtsandboxd -f %s\n", path);
+		exit(1);
+	}
+
+	memset(&errs, 0, sizeof(errs));
+	sv->sv_conf = config_load(path, &errs);
+	print_errors(path, &errs);
+	if (sv->sv_conf == NULL) {
+		config_errors_free(&errs);
+		exit(1);
+	}
+	config_errors_free(&errs);
+	if (check) {
+		fprintf(stderr, "rtsandboxd: %s: configuration OK\n", path);
+		exit(0);
+	}
+	if (child_find_helpers() == -1)
+		fatalx("helper programs missing; give their directory with -x");
+
+	if (!debug && daemon(0, 1) == -1)
+		fatal("daemon");
+	clock_gettime(CLOCK_MONOTONIC, &sv->sv_started);
+	signal(SIGPIPE, SIG_IGN);
+
+	sv->sv_base = supervisor_sandbox();
+	if ((ev_term = evsignal_new(sv->sv_base, SIGTERM, sig_handler,
+	    NULL)) == NULL ||
+	    (ev_int = evsignal_new(sv->sv_base, SIGINT, sig_handler,
+	    NULL)) == NULL ||
+	    (ev_chld = evsignal_new(sv->sv_base, SIGCHLD, sig_handler,
+	    NULL)) == NULL ||
+	    (ev_hup = evsignal_new(sv->sv_base, SIGHUP, sig_handler,
+	    NULL)) == NULL ||
+	    evsignal_add(ev_term, NULL) == -1 ||
+	    evsignal_add(ev_int, NULL) == -1 ||
+	    evsignal_add(ev_chld, NULL) == -1 ||
+	    evsignal_add(ev_hup, NULL) == -1)
+		fatalx("cannot watch signals");
+
+	if (control_listen(sv->sv_conf->control_socket,
+	    sv->sv_conf->has_control_group, sv->sv_conf->control_gid) == -1)
+		fatalx("cannot serve the control socket");
+	child_init();
+	child_start_singletons();
+	log_info("rtsandboxd %s started (pid %d)", RTSANDBOX_VERSION,
+	    (int)getpid());
+
+	event_base_dispatch(sv->sv_base);
+
+	event_free(ev_term);
+	event_free(ev_int);
+	event_free(ev_chld);
+	event_free(ev_hup);
+	if (ev_grace != NULL)
+		event_free(ev_grace);
+	config_free(sv->sv_conf);
+	exit(0);
+}

@@ -1,0 +1,218 @@
+/*
+ * Methods of the control socket that belong to the daemon as a whole.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "buildconf.h"
+#include "control.h"
+#include "limits.h"
+#include "log.h"
+#include "supervisor.h"
+#include "validate.h"
+
+static const struct {
+	const char	*name;
+	unsigned	 bit;
+} hook_names[] = {
+	{ "tool.call",		HOOK_TOOL_CALL },
+	{ "memory.block",	HOOK_MEMORY_BLOCK },
+	{ "effort.judge",	HOOK_EFFORT_JUDGE },
+	{ "search.query",	HOOK_SEARCH_QUERY },
+};
+
+/*
+ * Refuse params members outside the list; returns 0 or answers the request
+ * with -32602 and returns -1.
+ */
+static int
+params_only(struct ctl_req *cr, const cJSON *params,
+    const char *const *allowed)
+{
+	const cJSON		*it;
+	const char *const	*a;
+
+	if (params == NULL)
+		return 0;
+	cJSON_ArrayForEach(it, params) {
+		for (a = allowed; *a != NULL; a++)
+			if (strcmp(it->string, *a) == 0)
+				break;
+		if (*a == NULL) {
+			ctl_error(cr, RPC_INVALID_PARAMS,
+			    "Invalid params: unknown field \"%.64s\"",
+			    it->string);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void
+method_initialize(struct ctl_req *cr, cJSON *params)
+{
+	static const char *const allowed[] = { "client", "hooks", NULL };
+	const cJSON	*client, *hooks, *h;
+	cJSON		*res, *lim, *acc;
+	unsigned	 bits = 0, bit;
+	size_t		 i;
+
+	if (ctl_client_is_initialized(ctl_req_client(cr))) {
+		ctl_error(cr, RPC_INVALID_REQUEST,
+		    "Invalid Request: already initialized");
+		return;
+	}
+	if (params_only(cr, params, allowed) == -1)
+		return;
+	client = params ? cJSON_GetObjectItemCaseSensitive(params, "client") :
+	    NULL;
+	hooks = params ? cJSON_GetObjectItemCaseSensitive(params, "hooks") :
+	    NULL;
+	if (!cJSON_IsString(client) || utf8_text_check(client->valuestring,
+	    strlen(client->valuestring), CLIENT_NAME_MAX) == -1 ||
+	    client->valuestring[0] == '\0') {
+		ctl_error(cr, RPC_INVALID_PARAMS, "Invalid params: client must "
+		    "be a string of 1 to %d chars", CLIENT_NAME_MAX);
+		return;
+	}
+	if (hooks != NULL && !cJSON_IsArray(hooks)) {
+		ctl_error(cr, RPC_INVALID_PARAMS,
+		    "Invalid params: hooks must be an array of hook names");
+		return;
+	}
+	cJSON_ArrayForEach(h, hooks) {
+		bit = 0;
+		for (i = 0; cJSON_IsString(h) &&
+		    i < sizeof(hook_names) / sizeof(hook_names[0]); i++)
+			if (strcmp(h->valuestring, hook_names[i].name) == 0)
+				bit = hook_names[i].bit;
+		if (bit == 0) {
+			ctl_error(cr, RPC_INVALID_PARAMS, "Invalid params: "
+			    "unknown hook %.64s%s%s", cJSON_IsString(h) ?
+			    h->valuestring : "(not a string)",
+			    cJSON_IsString(h) ? "; known: tool.call, "
+			    "memory.block, effort.judge, search.query" : "",
+			    "");
+			return;
+		}
+		if (bits & bit) {
+			ctl_error(cr, RPC_INVALID_PARAMS,
+			    "Invalid params: hook %s named twice",
+			    h->valuestring);
+			return;
+		}
+		bits |= bit;
+	}
+	ctl_client_initialized(ctl_req_client(cr), client->valuestring, bits);
+
+	if ((res = cJSON_CreateObject()) == NULL ||
+	    cJSON_AddStringToObject(res, "version", RTSANDBOX_VERSION) == NULL ||
+	    (acc = cJSON_AddArrayToObject(res, "hooks")) == NULL ||
+	    (lim = cJSON_AddObjectToObject(res, "limits")) == NULL)
+		fatalx("%s: out of memory", __func__);
+	for (i = 0; i < sizeof(hook_names) / sizeof(hook_names[0]); i++)
+		if (bits & hook_names[i].bit)
+			cJSON_AddItemToArray(acc,
+			    cJSON_CreateString(hook_names[i].name));
+	cJSON_AddNumberToObject(lim, "line_bytes", CONTROL_LINE_MAX);
+	cJSON_AddNumberToObject(lim, "channel_chars", CHANNEL_KEY_MAX);
+	cJSON_AddNumberToObject(lim, "text_chars", TURN_TEXT_MAX);
+	cJSON_AddNumberToObject(lim, "memory_chars", MEMORY_MAX);
+	cJSON_AddNumberToObject(lim, "author_chars", AUTHOR_FIELD_MAX);
+	cJSON_AddNumberToObject(lim, "images", IMAGES_MAX);
+	cJSON_AddNumberToObject(lim, "image_bytes", IMAGE_BYTES_MAX);
+	cJSON_AddNumberToObject(lim, "images_total_bytes", IMAGES_TOTAL_MAX);
+	cJSON_AddNumberToObject(lim, "reply_files", REPLY_FILES_MAX);
+	cJSON_AddNumberToObject(lim, "reply_file_bytes", REPLY_FILE_MAX);
+	cJSON_AddNumberToObject(lim, "start_ms", sv->sv_conf->start_ms);
+	cJSON_AddNumberToObject(lim, "turn_ms", sv->sv_conf->turn_ms);
+	log_info("control client \"%s\" initialized", client->valuestring);
+	ctl_reply(cr, res);
+}
+
+static cJSON *
+stats_process(const char *role, const char *name, pid_t pid,
+    const char *state, uint64_t restarts)
+{
+	cJSON	*p;
+	long	 rss, pss;
+
+	if ((p = cJSON_CreateObject()) == NULL)
+		fatalx("%s: out of memory", __func__);
+	cJSON_AddStringToObject(p, "role", role);
+	if (name != NULL)
+		cJSON_AddStringToObject(p, "name", name);
+	cJSON_AddStringToObject(p, "state", state);
+	if (pid > 0) {
+		cJSON_AddNumberToObject(p, "pid", pid);
+		rss = proc_rss_kib(pid);
+		pss = proc_pss_kib(pid);
+		if (rss >= 0)
+			cJSON_AddNumberToObject(p, "rss_kib", rss);
+		if (pss >= 0)
+			cJSON_AddNumberToObject(p, "pss_kib", pss);
+	}
+	cJSON_AddNumberToObject(p, "restarts", restarts);
+	return p;
+}
+
+static cJSON *
+daemon_stats(void)
+{
+	const struct sup_counters *k = &sv->sv_count;
+	struct timespec		 now;
+	struct child		*c;
+	cJSON			*res, *procs, *cnt;
+	uint64_t		 brokers = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if ((res = cJSON_CreateObject()) == NULL ||
+	    (procs = cJSON_AddArrayToObject(res, "processes")) == NULL ||
+	    (cnt = cJSON_AddObjectToObject(res, "counters")) == NULL)
+		fatalx("%s: out of memory", __func__);
+	cJSON_AddStringToObject(res, "version", RTSANDBOX_VERSION);
+	cJSON_AddNumberToObject(res, "uptime_s",
+	    (double)(now.tv_sec - sv->sv_started.tv_sec));
+	cJSON_AddItemToArray(procs, stats_process("supervisor", NULL,
+	    getpid(), "ready", 0));
+	TAILQ_FOREACH(c, &children, c_entry) {
+		if (c->c_role == PROC_BROKER)
+			brokers++;
+		cJSON_AddItemToArray(procs, stats_process(
+		    proc_role_name(c->c_role), c->c_name, c->c_pid,
+		    child_state_to_string(c->c_state), c->c_restarts));
+	}
+	cJSON_AddNumberToObject(res, "brokers", brokers);
+	cJSON_AddNumberToObject(cnt, "control_clients", control_clients());
+	cJSON_AddNumberToObject(cnt, "control_connections",
+	    k->sc_connections);
+	cJSON_AddNumberToObject(cnt, "control_requests", k->sc_requests);
+	cJSON_AddNumberToObject(cnt, "control_errors", k->sc_errors);
+	cJSON_AddNumberToObject(cnt, "child_exits", k->sc_child_exits);
+	cJSON_AddNumberToObject(cnt, "child_restarts", k->sc_child_restarts);
+	cJSON_AddNumberToObject(cnt, "violations", k->sc_violations);
+	cJSON_AddNumberToObject(cnt, "turns", k->sc_turns);
+	cJSON_AddNumberToObject(cnt, "upstream_calls", k->sc_upstream_calls);
+	cJSON_AddNumberToObject(cnt, "failures", k->sc_failures);
+	return res;
+}
+
+static void
+method_daemon_stats(struct ctl_req *cr, cJSON *params)
+{
+	static const char *const allowed[] = { NULL };
+
+	if (params_only(cr, params, allowed) == -1)
+		return;
+	ctl_reply(cr, daemon_stats());
+}
+
+const struct ctl_method ctl_methods[] = {
+	{ "initialize",		method_initialize,	1 },
+	{ "daemon.stats",	method_daemon_stats,	0 },
+	{ NULL,			NULL,			0 }
+};

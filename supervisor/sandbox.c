@@ -1,0 +1,172 @@
+/*
+ * The supervisor's sandbox.  Its children inherit its seccomp filter and
+ * Landlock domain across exec and can only narrow them, so the table below
+ * has three parts: the supervisor's own calls, what a child does between
+ * fork and loading its own filter, and what the children's tables allow.
+ * XXX the union gives the supervisor Internet sockets and TCP connect that
+ * only egress needs; a spawner process made before this filter would keep
+ * them out of the supervisor.
+ */
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/log.h"
+#include "sandbox.h"
+
+#define CLONE_NAMESPACES	(CLONE_NEWNS | CLONE_NEWCGROUP |	\
+				 CLONE_NEWUTS | CLONE_NEWIPC |		\
+				 CLONE_NEWUSER | CLONE_NEWPID |		\
+				 CLONE_NEWNET)
+
+static const struct sandbox_syscall sandbox_supervisor_table[] = {
+	/* Children: glibc's fork is clone without namespaces (clone3 is
+	 * refused so that glibc falls back to it); reaping; signals. */
+	SB_ALLOW_MASK(clone, 0, CLONE_NAMESPACES, 0),
+	SB_DENY(clone3, ENOSYS),
+	SB_ALLOW(wait4),
+	SB_ALLOW(waitid),
+	SB_ALLOW(kill),
+
+	/* proc_spawn() in the child: death signal, descriptor slots, exec. */
+	SB_ALLOW_ARG(prctl, 0, PR_SET_PDEATHSIG),
+	SB_ALLOW(getppid),
+	SB_ALLOW_ARG(fcntl, 1, F_DUPFD_CLOEXEC),
+	SB_ALLOW(dup2),
+	SB_ALLOW(dup3),
+	SB_ALLOW(close_range),
+	SB_ALLOW(execve),
+
+	/* Pipes to children; the control socket, its stale check, its mode
+	 * and group. */
+	SB_ALLOW_ARG(socketpair, 0, AF_UNIX),
+	SB_ALLOW_ARG(socket, 0, AF_UNIX),
+	SB_ALLOW(bind),
+	SB_ALLOW(listen),
+	SB_ALLOW(accept4),
+	SB_ALLOW(connect),
+	SB_ALLOW(setsockopt),
+	SB_ALLOW(getsockname),
+	SB_ALLOW(getpeername),
+	SB_ALLOW(umask),
+	SB_ALLOW(unlink),
+	SB_ALLOW(unlinkat),
+	SB_ALLOW(chmod),
+	SB_ALLOW(fchmod),
+	SB_ALLOW(fchmodat),
+	SB_ALLOW(chown),
+	SB_ALLOW(fchown),
+	SB_ALLOW(fchownat),
+
+	/* The children's memory from /proc; /dev/null. */
+	SB_ALLOW(openat),
+	SB_ALLOW(getdents64),
+	SB_ALLOW(newfstatat),
+
+	/*
+	 * Inherited by a child until it loads its own filter: exec and the
+	 * dynamic loader (executable mappings), libc's start-up, the check
+	 * of its descriptors, curl_global_init() and the sandbox steps.
+	 */
+	SB_ALLOW(mmap),
+	SB_ALLOW(mprotect),
+	SB_ALLOW(arch_prctl),
+	SB_ALLOW(set_tid_address),
+	SB_ALLOW(set_robust_list),
+	SB_ALLOW(rseq),
+	SB_ALLOW(access),
+	SB_ALLOW(pread64),
+	SB_ALLOW(sysinfo),
+	SB_ALLOW(getuid),
+	SB_ALLOW(geteuid),
+	SB_ALLOW(getgid),
+	SB_ALLOW(getegid),
+	SB_ALLOW_ARG(prlimit64, 0, 0),
+	SB_ALLOW_ARG(prctl, 0, PR_GET_PDEATHSIG),
+	SB_ALLOW(capget),
+	SB_ALLOW(capset),
+	SB_ALLOW_ARG(prctl, 0, PR_CAPBSET_READ),
+	SB_ALLOW_ARG(prctl, 0, PR_CAPBSET_DROP),
+	SB_ALLOW_ARG(prctl, 0, PR_CAP_AMBIENT),
+	SB_ALLOW_ARG(prctl, 0, PR_SET_NO_NEW_PRIVS),
+	SB_ALLOW_ARG(prctl, 0, PR_GET_NO_NEW_PRIVS),
+	SB_ALLOW(landlock_create_ruleset),
+	SB_ALLOW(landlock_add_rule),
+	SB_ALLOW(landlock_restrict_self),
+	SB_ALLOW(epoll_create1),
+	SB_ALLOW(pipe2),
+	SB_ALLOW(seccomp),
+
+	/* Inherited: the children's own tables beyond the above. */
+	SB_ALLOW_ARG(socket, 0, AF_INET),		/* egress */
+	SB_ALLOW_ARG(socket, 0, AF_INET6),		/* egress */
+	SB_ALLOW_ARG(socket, 0, AF_NETLINK),		/* egress */
+	SB_ALLOW(sendmmsg),				/* egress */
+	SB_ALLOW(uname),				/* egress */
+	SB_ALLOW(openat2),				/* fsguard */
+	SB_ALLOW(statx),				/* fsguard */
+	SB_ALLOW(mkdirat),				/* fsguard */
+	SB_ALLOW(renameat),				/* fsguard */
+	SB_ALLOW(renameat2),				/* fsguard */
+	SB_ALLOW(ftruncate),				/* fsguard */
+	SB_ALLOW(fsync),				/* fsguard */
+	SB_ALLOW(fdatasync),				/* fsguard */
+};
+
+/* Every child of the uid counts against RLIMIT_NPROC, so it is left. */
+static const struct sandbox_rlimit sandbox_supervisor_rlimits[] = {
+	{ RLIMIT_NOFILE, 4096 },
+};
+
+static const struct sandbox_fs_rule sandbox_supervisor_fs[] = {
+	{ "/usr/lib", SB_FS_READ | SB_FS_EXEC },
+	{ "/lib", SB_FS_READ | SB_FS_EXEC },
+	{ "/lib64", SB_FS_READ | SB_FS_EXEC },
+	{ "/etc/ld.so.cache", SB_FS_READ },
+	{ "/proc", SB_FS_READ },
+	{ "/dev/null", SB_FS_READ | SB_FS_WRITE },
+	{ NULL, SB_NET_CONNECT },
+};
+#define SANDBOX_SUPERVISOR_FS_LEN \
+	(sizeof(sandbox_supervisor_fs) / sizeof(sandbox_supervisor_fs[0]))
+
+struct event_base *
+sandbox_supervisor(const struct sandbox_fs_rule *caller, size_t n)
+{
+	struct sandbox_fs_rule	*rules;
+	struct event_base	*base;
+	size_t			 i, nrules = 0;
+
+	rules = calloc(n + SANDBOX_SUPERVISOR_FS_LEN +
+	    sandbox_netconf_paths_len, sizeof(*rules));
+	if (rules == NULL)
+		fatal("%s", __func__);
+	for (i = 0; i < n; i++)
+		rules[nrules++] = caller[i];
+	memcpy(rules + nrules, sandbox_supervisor_fs,
+	    sizeof(sandbox_supervisor_fs));
+	nrules += SANDBOX_SUPERVISOR_FS_LEN;
+	for (i = 0; i < sandbox_netconf_paths_len; i++) {
+		rules[nrules].path = sandbox_netconf_paths[i];
+		rules[nrules++].access = SB_FS_READ;
+	}
+
+	sandbox_drop_caps();
+	sandbox_no_new_privs();
+	sandbox_landlock(rules, nrules);
+	free(rules);
+	sandbox_rlimits(sandbox_supervisor_rlimits,
+	    sizeof(sandbox_supervisor_rlimits) /
+	    sizeof(sandbox_supervisor_rlimits[0]));
+	base = sandbox_event_base();
+	sandbox_seccomp(sandbox_supervisor_table,
+	    sizeof(sandbox_supervisor_table) /
+	    sizeof(sandbox_supervisor_table[0]));
+	return base;
+}

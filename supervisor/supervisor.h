@@ -1,0 +1,119 @@
+/*
+ * The supervisor's shared state: the configuration, its children and the
+ * control socket.  It never holds the state directory, Docker, the network
+ * or a credential.
+ */
+#ifndef RTSANDBOX_SUPERVISOR_H
+#define RTSANDBOX_SUPERVISOR_H
+
+#include <stdint.h>
+#include <sys/queue.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "config.h"
+#include "msg.h"
+#include "proc.h"
+
+struct event_base;
+struct event;
+struct cJSON;
+
+/* Counters reported by daemon.stats. */
+struct sup_counters {
+	uint64_t	 sc_connections;	/* control connections accepted */
+	uint64_t	 sc_requests;		/* control requests received */
+	uint64_t	 sc_errors;		/* error answers sent */
+	uint64_t	 sc_child_exits;	/* children reaped */
+	uint64_t	 sc_child_restarts;	/* singletons restarted */
+	uint64_t	 sc_violations;		/* protocol violations seen */
+	uint64_t	 sc_turns;
+	uint64_t	 sc_upstream_calls;
+	uint64_t	 sc_failures;
+};
+
+struct supervisor {
+	struct event_base	*sv_base;
+	struct config		*sv_conf;
+	const char		*sv_helper_dir;	/* -x, or NULL */
+	int			 sv_build_tree;	/* running uninstalled */
+	int			 sv_debug;
+	uid_t			 sv_uid;
+	gid_t			 sv_gid;
+	struct timespec		 sv_started;
+	struct sup_counters	 sv_count;
+	int			 sv_stopping;
+};
+
+extern struct supervisor	*sv;
+
+/* child.c */
+enum child_state {
+	CHILD_DOWN,		/* not running; a restart may be scheduled */
+	CHILD_STARTING,		/* spawned, configuration sent, no ready yet */
+	CHILD_READY,
+	CHILD_STOPPING,		/* asked to go; reaping pending */
+};
+const char	*child_state_to_string(enum child_state);
+
+struct child;
+/* A reply, or NULL when the child died or was stopped first. */
+typedef void	(*child_reply_cb)(struct child *, struct msg *, void *);
+/* Notified once when a child becomes ready or goes down. */
+typedef void	(*child_event_cb)(struct child *, int ready, void *);
+
+struct child_req {
+	TAILQ_ENTRY(child_req)	 cr_entry;
+	uint64_t		 cr_id;
+	enum msg_type		 cr_reply;
+	child_reply_cb		 cr_cb;
+	void			*cr_arg;
+};
+
+struct child {
+	TAILQ_ENTRY(child)	 c_entry;
+	enum proc_role		 c_role;
+	char			*c_name;	/* brokers: the channel segment */
+	pid_t			 c_pid;
+	struct frame_conn	*c_conn;
+	enum child_state	 c_state;
+	int			 c_singleton;
+	unsigned		 c_failures;	/* quick deaths in a row */
+	uint64_t		 c_restarts;
+	struct timespec		 c_started;
+	struct event		*c_timer;	/* ready timeout or back-off */
+	uint64_t		 c_next_id;
+	TAILQ_HEAD(, child_req)	 c_reqs;
+	child_event_cb		 c_event_cb;
+	void			*c_event_arg;
+	/* brokers: what to send at bring-up */
+	int			 c_listen_fd;
+	char			*c_channel;
+	char			*c_profile;
+};
+TAILQ_HEAD(child_list, child);
+extern struct child_list	 children;
+
+void		 child_init(void);
+void		 child_start_singletons(void);
+struct child	*child_singleton(enum proc_role);
+/* Start a channel's broker on a listening socket (the broker owns it from
+ * here on); the event callback reports ready or down. */
+struct child	*child_broker_start(const char *channel, const char *segment,
+		    const char *profile, int listen_fd, child_event_cb,
+		    void *arg);
+void		 child_stop(struct child *);
+/* Send a request and get the reply through cb; fails at once when the
+ * child is not ready (cb is then not called and -1 is returned). */
+int		 child_request(struct child *, struct msgb *, child_reply_cb,
+		    void *arg);
+void		 child_reap(void);
+/* Shutdown: stop every child; returns the number still alive. */
+int		 child_stop_all(void);
+int		 child_count_alive(void);
+void		 child_kill_all(void);
+
+/* Resolve and check every helper's path (before the sandbox). */
+int		 child_find_helpers(void);
+
+#endif

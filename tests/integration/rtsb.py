@@ -1,0 +1,212 @@
+"""Helpers for the integration tests: a temporary installation of
+rtsandboxd (configuration, state directory, credential) started as the
+current, unprivileged user, and a JSON-RPC client of its control socket."""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+BUILD = os.environ.get("RTSANDBOX_BUILD", os.path.join(
+    os.path.dirname(__file__), "..", "..", "build"))
+RTSANDBOXD = os.path.join(BUILD, "supervisor", "rtsandboxd")
+RTSANDBOXCTL = os.path.join(BUILD, "ctl", "rtsandboxctl")
+HELPERS = {
+    "fsguard": os.path.join(BUILD, "fsguard", "rtsandbox-fsguard"),
+    "docker": os.path.join(BUILD, "dockerd-client", "rtsandbox-docker"),
+    "egress": os.path.join(BUILD, "egress", "rtsandbox-egress"),
+    "broker": os.path.join(BUILD, "broker", "rtsandbox-broker"),
+}
+
+
+def base_config(root):
+    """A valid configuration rooted in the directory root."""
+    return {
+        "state_dir": os.path.join(root, "state"),
+        "control_socket": os.path.join(root, "control.sock"),
+        "image": "rtsandbox-worker:latest",
+        "profiles": {"default": {"model": "claude-test"}},
+        "upstream": {"url": "https://127.0.0.1:8443",
+                     "credential_file": os.path.join(root, "credential")},
+        "tools": ["roll_dice"],
+    }
+
+
+class Daemon:
+    """rtsandboxd in the foreground with its own directory under /tmp (short,
+    so the broker socket path stays within 100 characters)."""
+
+    def __init__(self, config=None, helper_dir=None, extra_args=()):
+        self.root = tempfile.mkdtemp(prefix="rtsb-", dir="/tmp")
+        os.chmod(self.root, 0o700)
+        os.mkdir(os.path.join(self.root, "state"), 0o700)
+        cred = os.path.join(self.root, "credential")
+        with open(cred, "w") as f:
+            f.write("sk-test-real-token\n")
+        os.chmod(cred, 0o600)
+        self.config = base_config(self.root)
+        if config:
+            config(self.config)
+        self.config_path = os.path.join(self.root, "rtsandboxd.json")
+        with open(self.config_path, "w") as f:
+            json.dump(self.config, f)
+        self.socket = self.config["control_socket"]
+        self.log_path = os.path.join(self.root, "rtsandboxd.log")
+        self.helper_dir = helper_dir
+        self.extra_args = list(extra_args)
+        self.proc = None
+
+    def start(self, wait=True):
+        args = [RTSANDBOXD, "-d", "-f", self.config_path] + self.extra_args
+        if self.helper_dir:
+            args += ["-x", self.helper_dir]
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL,
+                                     stdout=self.log, stderr=self.log,
+                                     env={"PATH": "/usr/bin:/bin"})
+        if wait:
+            self.wait_ready()
+        return self
+
+    def wait_ready(self, timeout=10.0):
+        """Until the socket answers and the three singletons are ready."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError("rtsandboxd exited %d:\n%s" % (
+                    self.proc.returncode, self.read_log()))
+            if os.path.exists(self.socket):
+                try:
+                    with Client(self.socket) as c:
+                        procs = c.call("daemon.stats")["processes"]
+                        if all(p["state"] == "ready" for p in procs):
+                            return procs
+                except (ConnectionError, OSError):
+                    pass
+            time.sleep(0.05)
+        raise AssertionError("rtsandboxd not ready:\n" + self.read_log())
+
+    def read_log(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def stop(self, timeout=10.0):
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        finally:
+            self.log.close()
+
+    def cleanup(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        self.cleanup()
+
+
+class RpcError(Exception):
+    def __init__(self, code, message):
+        super().__init__("%d: %s" % (code, message))
+        self.code = code
+        self.message = message
+
+
+class Client:
+    """A line-oriented JSON-RPC client; call() waits for its own answer and
+    keeps notifications and other answers for later."""
+
+    def __init__(self, path, initialize=True, hooks=()):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(30)
+        self.sock.connect(path)
+        self.buf = b""
+        self.next_id = 0
+        self.pending = []
+        if initialize:
+            self.call("initialize", {"client": "tests", "hooks": list(hooks)})
+
+    def send_raw(self, data):
+        self.sock.sendall(data)
+
+    def read_message(self):
+        while b"\n" not in self.buf:
+            chunk = self.sock.recv(1 << 20)
+            if not chunk:
+                raise ConnectionError("connection closed")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def request(self, method, params=None):
+        self.next_id += 1
+        msg = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send_raw(json.dumps(msg).encode() + b"\n")
+        return self.next_id
+
+    def wait(self, rid):
+        for i, m in enumerate(self.pending):
+            if m.get("id") == rid:
+                return self._result(self.pending.pop(i))
+        while True:
+            m = self.read_message()
+            if m.get("id") == rid:
+                return self._result(m)
+            self.pending.append(m)
+
+    @staticmethod
+    def _result(m):
+        if "error" in m:
+            raise RpcError(m["error"]["code"], m["error"]["message"])
+        return m["result"]
+
+    def call(self, method, params=None):
+        return self.wait(self.request(method, params))
+
+    def close(self):
+        self.sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie is not alive for our purposes.
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def wait_until(pred, timeout=10.0, step=0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(step)
+    return pred()

@@ -1,0 +1,357 @@
+"""The process tree and the control socket of the real rtsandboxd, run as an
+unprivileged user."""
+
+import grp
+import json
+import os
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import rtsb  # noqa: E402
+from rtsb import Client, Daemon, RpcError, pid_alive, wait_until  # noqa: E402
+
+LINE_MAX = 128 * 1024 * 1024
+ROLES = {"fsguard": "rtsandbox-fsguard", "docker": "rtsandbox-docker",
+         "egress": "rtsandbox-egress"}
+
+
+def status_fields(pid):
+    out = {}
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            out[k] = v.strip()
+    return out
+
+
+def children_by_role(c):
+    return {p["role"]: p for p in c.call("daemon.stats")["processes"]}
+
+
+class ProcessTree(unittest.TestCase):
+    def setUp(self):
+        self.d = Daemon().start()
+        self.addCleanup(self.d.cleanup)
+        self.addCleanup(self.d.stop)
+
+    def test_helpers_are_sandboxed_processes(self):
+        with Client(self.d.socket) as c:
+            procs = children_by_role(c)
+        self.assertEqual(procs["supervisor"]["pid"], self.d.proc.pid)
+        pids = {procs[r]["pid"] for r in ROLES}
+        self.assertEqual(len(pids), 3)
+        self.assertNotIn(self.d.proc.pid, pids)
+        for role, binary in ROLES.items():
+            pid = procs[role]["pid"]
+            self.assertEqual(procs[role]["state"], "ready")
+            self.assertGreater(procs[role]["rss_kib"], 0)
+            self.assertEqual(
+                os.path.basename(os.readlink("/proc/%d/exe" % pid)), binary)
+            st = status_fields(pid)
+            self.assertEqual(int(st["PPid"]), self.d.proc.pid)
+            self.assertEqual(st["Seccomp"], "2", role)
+            self.assertEqual(st["NoNewPrivs"], "1", role)
+            for cap in ("CapInh", "CapPrm", "CapEff", "CapAmb"):
+                self.assertEqual(int(st[cap], 16), 0, (role, cap))
+            with open("/proc/%d/environ" % pid, "rb") as f:
+                self.assertEqual(f.read(), b"", role)
+            with open("/proc/%d/limits" % pid) as f:
+                core = [l for l in f if l.startswith("Max core file size")]
+            self.assertEqual(core[0].split()[4:6], ["0", "0"], role)
+        # the supervisor is confined too
+        st = status_fields(self.d.proc.pid)
+        self.assertEqual(st["Seccomp"], "2")
+        self.assertEqual(st["NoNewPrivs"], "1")
+
+    def test_killed_helpers_are_restarted(self):
+        with Client(self.d.socket) as c:
+            before = children_by_role(c)
+            for role in ROLES:
+                os.kill(before[role]["pid"], signal.SIGKILL)
+
+            def restarted():
+                now = children_by_role(c)
+                return all(now[r]["state"] == "ready" and
+                           now[r]["pid"] != before[r]["pid"] and
+                           now[r]["restarts"] >= 1 for r in ROLES) and now
+            now = wait_until(restarted, timeout=10)
+            self.assertTrue(now, self.d.read_log())
+            for r in ROLES:
+                self.assertFalse(pid_alive(before[r]["pid"]))
+            counters = c.call("daemon.stats")["counters"]
+            self.assertGreaterEqual(counters["child_restarts"], 3)
+        log = self.d.read_log()
+        self.assertIn("killed by signal 9", log)
+
+    def test_sigterm_takes_every_process(self):
+        with Client(self.d.socket) as c:
+            pids = [p["pid"] for p in c.call("daemon.stats")["processes"]]
+        self.assertEqual(self.d.stop(), 0)
+        for pid in pids:
+            self.assertTrue(wait_until(lambda: not pid_alive(pid), 5), pid)
+        self.assertFalse(os.path.exists(self.d.socket))
+
+    def test_helpers_die_with_the_supervisor(self):
+        with Client(self.d.socket) as c:
+            pids = [p["pid"] for p in c.call("daemon.stats")["processes"]
+                    if p["role"] != "supervisor"]
+        self.d.proc.kill()
+        self.d.proc.wait()
+        for pid in pids:
+            self.assertTrue(wait_until(lambda: not pid_alive(pid), 5), pid)
+
+
+class ControlSocket(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon().start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.stop()
+        cls.d.cleanup()
+
+    def raw(self, line, client=None):
+        c = client or Client(self.d.socket, initialize=False)
+        c.send_raw(line)
+        m = c.read_message()
+        if client is None:
+            c.close()
+        return m
+
+    def assertAlive(self):
+        with Client(self.d.socket) as c:
+            self.assertIn("processes", c.call("daemon.stats"))
+
+    def test_mode_0600(self):
+        st = os.stat(self.d.socket)
+        self.assertTrue(stat.S_ISSOCK(st.st_mode))
+        self.assertEqual(stat.S_IMODE(st.st_mode), 0o600)
+
+    def test_bad_json(self):
+        with Client(self.d.socket, initialize=False) as c:
+            m = self.raw(b"this is not json\n", c)
+            self.assertEqual(m["error"]["code"], -32700)
+            self.assertIsNone(m["id"])
+            m = self.raw(b'{"jsonrpc":"2.0","id":1,"method":"\xff"}\n', c)
+            self.assertEqual(m["error"]["code"], -32700)
+            # the connection goes on
+            m = self.raw(b'{"jsonrpc":"2.0","id":2,"method":"initialize",'
+                         b'"params":{"client":"x"}}\n', c)
+            self.assertIn("result", m)
+        self.assertAlive()
+
+    def test_invalid_requests(self):
+        for line in (b"[]", b"[1,2]", b"42", b'{"id":1,"method":"x"}',
+                     b'{"jsonrpc":"1.0","id":1,"method":"x"}',
+                     b'{"jsonrpc":"2.0","id":1,"method":7}',
+                     b'{"jsonrpc":"2.0","id":1.5,"method":"initialize"}',
+                     b'{"jsonrpc":"2.0","id":null,"method":"initialize"}',
+                     b'{"jsonrpc":"2.0","id":1,"method":"x","extra":1}',
+                     b'{"jsonrpc":"2.0","id":1,"id":2,"method":"x"}'):
+            m = self.raw(line + b"\n")
+            self.assertEqual(m["error"]["code"], -32600, line)
+        self.assertAlive()
+
+    def test_unknown_method(self):
+        with Client(self.d.socket) as c:
+            with self.assertRaises(RpcError) as e:
+                c.call("no.such.method")
+            self.assertEqual(e.exception.code, -32601)
+
+    def test_bad_params(self):
+        with Client(self.d.socket, initialize=False) as c:
+            for params in ([1], {"client": ""}, {"client": 5},
+                           {"client": "x" * 257},
+                           {"client": "x", "hooks": ["nope"]},
+                           {"client": "x", "hooks": "tool.call"},
+                           {"client": "x", "hooks": ["tool.call",
+                                                     "tool.call"]},
+                           {"client": "x", "other": 1}):
+                with self.assertRaises(RpcError) as e:
+                    c.call("initialize", params)
+                self.assertEqual(e.exception.code, -32602, params)
+            r = c.call("initialize", {"client": "x" * 256,
+                                      "hooks": ["tool.call",
+                                                "memory.block"]})
+            self.assertEqual(r["hooks"], ["tool.call", "memory.block"])
+            self.assertEqual(r["limits"]["line_bytes"], LINE_MAX)
+            with self.assertRaises(RpcError) as e:
+                c.call("daemon.stats", {"verbose": True})
+            self.assertEqual(e.exception.code, -32602)
+            with self.assertRaises(RpcError) as e:
+                c.call("initialize", {"client": "again"})
+            self.assertEqual(e.exception.code, -32600)
+
+    def test_initialize_first(self):
+        with Client(self.d.socket, initialize=False) as c:
+            with self.assertRaises(RpcError) as e:
+                c.call("daemon.stats")
+            self.assertEqual(e.exception.code, -32002)
+
+    def test_several_requests_in_flight(self):
+        with Client(self.d.socket) as c:
+            lines = b"".join(json.dumps({
+                "jsonrpc": "2.0", "id": "r%d" % i,
+                "method": "daemon.stats"}).encode() + b"\n"
+                for i in range(5))
+            c.send_raw(lines)
+            ids = sorted(c.read_message()["id"] for _ in range(5))
+            self.assertEqual(ids, ["r%d" % i for i in range(5)])
+
+    def test_notifications_get_no_answer(self):
+        with Client(self.d.socket) as c:
+            c.send_raw(b'{"jsonrpc":"2.0","method":"daemon.stats"}\n'
+                       b'{"jsonrpc":"2.0","method":"no.such"}\n')
+            self.assertIn("processes", c.call("daemon.stats"))
+            self.assertEqual(c.pending, [])
+
+    def test_cancel_request(self):
+        with Client(self.d.socket) as c:
+            self.assertEqual(c.call("$/cancelRequest", {"id": 12345}),
+                             {"cancelled": False})
+            for params in (None, {}, {"id": None}, {"id": 1, "x": 2}):
+                with self.assertRaises(RpcError) as e:
+                    c.call("$/cancelRequest", params)
+                self.assertEqual(e.exception.code, -32602)
+
+    def test_line_at_the_limit(self):
+        head = b'{"jsonrpc":"2.0","id":1,"method":"initialize",' \
+               b'"params":{"client":"x"}'
+        line = head + b" " * (LINE_MAX - len(head) - 1) + b"}"
+        self.assertEqual(len(line), LINE_MAX)
+        with Client(self.d.socket, initialize=False) as c:
+            m = self.raw(line + b"\n", c)
+            self.assertIn("result", m)
+
+    def test_line_past_the_limit(self):
+        line = b'{"jsonrpc":"2.0","id":1,"method":"initialize"' + \
+            b" " * LINE_MAX
+        c = Client(self.d.socket, initialize=False)
+        try:
+            c.send_raw(line[:LINE_MAX + 1])
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        m = c.read_message()
+        self.assertEqual(m["error"]["code"], -32600)
+        self.assertIn("longer than 134217728", m["error"]["message"])
+        with self.assertRaises((ConnectionError, OSError)):
+            while True:
+                c.read_message()
+        c.close()
+        self.assertAlive()
+
+    def test_client_disconnect_mid_line(self):
+        c = Client(self.d.socket, initialize=False)
+        c.send_raw(b'{"jsonrpc":"2.0","id":1,"met')
+        c.close()
+        self.assertAlive()
+
+    def test_rtsandboxctl(self):
+        r = subprocess.run([rtsb.RTSANDBOXCTL, "-s", self.d.socket, "stats"],
+                           capture_output=True, text=True, timeout=10)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for role in ("supervisor", "fsguard", "docker", "egress"):
+            self.assertIn(role, r.stdout)
+        self.assertIn("RSS KiB", r.stdout)
+        r = subprocess.run([rtsb.RTSANDBOXCTL, "-s", self.d.socket,
+                            "--json", "stats"],
+                           capture_output=True, text=True, timeout=10)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        stats = json.loads(r.stdout)
+        self.assertEqual(len(stats["processes"]), 4)
+        r = subprocess.run([rtsb.RTSANDBOXCTL, "-s", self.d.socket, "call",
+                            "no.such"], capture_output=True, text=True,
+                           timeout=10)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("-32601", r.stderr)
+
+
+class Startup(unittest.TestCase):
+    def test_backoff_of_a_helper_that_dies_at_once(self):
+        helpers = tempfile.mkdtemp(prefix="rtsb-x-", dir="/tmp")
+        self.addCleanup(shutil.rmtree, helpers, True)
+        for role, path in rtsb.HELPERS.items():
+            shutil.copy(path, helpers)
+        # a file guard that exits at once, every time
+        shutil.copy("/bin/false", os.path.join(helpers, "rtsandbox-fsguard"))
+        d = Daemon(helper_dir=helpers)
+        self.addCleanup(d.cleanup)
+        d.start(wait=False)
+        time.sleep(3.5)
+        with Client(d.socket) as c:
+            procs = children_by_role(c)
+        # 100 + 200 + 400 + 800 + 1600 ms: five restarts at most, not a spin
+        self.assertLessEqual(procs["fsguard"]["restarts"], 6)
+        self.assertGreaterEqual(procs["fsguard"]["restarts"], 3)
+        self.assertEqual(procs["egress"]["state"], "ready")
+        with open("/proc/%d/stat" % d.proc.pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        cpu_ticks = int(fields[11]) + int(fields[12])
+        self.assertLess(cpu_ticks, os.sysconf("SC_CLK_TCK") // 2)
+        self.assertIn("restarting fsguard in 800 ms", d.read_log())
+        self.assertEqual(d.stop(), 0)
+
+    def test_missing_helpers(self):
+        empty = tempfile.mkdtemp(prefix="rtsb-x-", dir="/tmp")
+        self.addCleanup(shutil.rmtree, empty, True)
+        d = Daemon(helper_dir=empty)
+        self.addCleanup(d.cleanup)
+        d.start(wait=False)
+        self.assertEqual(d.proc.wait(10), 1)
+        self.assertIn("rtsandbox-fsguard", d.read_log())
+
+    def test_check_only(self):
+        d = Daemon()
+        self.addCleanup(d.cleanup)
+        r = subprocess.run([rtsb.RTSANDBOXD, "-n", "-f", d.config_path],
+                           capture_output=True, text=True, timeout=10)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("configuration OK", r.stderr)
+        bad = dict(d.config)
+        bad["timeouts"] = {"start_ms": 999}
+        bad["image"] = "-bad"
+        with open(d.config_path, "w") as f:
+            json.dump(bad, f)
+        r = subprocess.run([rtsb.RTSANDBOXD, "-n", "-f", d.config_path],
+                           capture_output=True, text=True, timeout=10)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("timeouts.start_ms", r.stderr)
+        self.assertIn("image", r.stderr)
+
+    def test_control_group_mode(self):
+        group = grp.getgrgid(os.getgid()).gr_name
+
+        def conf(c):
+            c["control_group"] = group
+        with Daemon(config=conf) as d:
+            st = os.stat(d.socket)
+            self.assertEqual(stat.S_IMODE(st.st_mode), 0o660)
+            self.assertEqual(st.st_gid, os.getgid())
+
+    def test_stale_socket_and_second_daemon(self):
+        d = Daemon()
+        self.addCleanup(d.cleanup)
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(d.socket)
+        s.close()   # a stale socket from a daemon that died
+        d.start()
+        second = subprocess.run([rtsb.RTSANDBOXD, "-d", "-f", d.config_path],
+                                capture_output=True, text=True, timeout=10)
+        self.assertEqual(second.returncode, 1)
+        self.assertIn("another rtsandboxd", second.stderr)
+        with Client(d.socket) as c:
+            self.assertIn("processes", c.call("daemon.stats"))
+        self.assertEqual(d.stop(), 0)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,1132 @@
+/*
+ * rtsandbox-probe: the per-role syscall probe of DESIGN.md 11.
+ *
+ *   rtsandbox-probe ROLE allowed          the role's work in its sandbox
+ *   rtsandbox-probe ROLE forbidden CALL   CALL in it: must die of SIGSYS
+ *   rtsandbox-probe docker curl [SOCKET]  GET /version from Docker
+ *   rtsandbox-probe egress https          HTTPS to a local s_server
+ *   rtsandbox-probe supervisor spawn      every role started by
+ *                                         proc_spawn() under the
+ *                                         supervisor's sandbox
+ *
+ * Each sandbox is set up by the role's own sandbox_<role>() in a forked
+ * child; the parent reports how the child ended and exits 0 only when that
+ * is what was expected, 77 when the test cannot run here.
+ */
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <event2/event.h>
+#include <linux/openat2.h>
+
+#include "log.h"
+#include "proc.h"
+#include "../../common/sandbox.h"
+#include "../../broker/sandbox.h"
+#include "../../dockerd-client/sandbox.h"
+#include "../../egress/sandbox.h"
+#include "../../fsguard/sandbox.h"
+#include "../../supervisor/sandbox.h"
+
+#define PROBE_SKIP		77
+#define PROBE_NOT_KILLED	3
+#define DOCKER_SOCKET		"/var/run/docker.sock"
+
+/* What the roles are given: made by the parent before the fork. */
+struct probe_env {
+	char	 self[PATH_MAX];	/* this executable */
+	char	 state_dir[PATH_MAX];	/* fsguard's, a temp dir */
+	char	 docker_sock[PATH_MAX];
+	int	 docker_ok;		/* the socket accepts */
+	char	 tls_dir[PATH_MAX];	/* cert.pem, key.pem */
+	char	 ca_file[PATH_MAX];	/* the self-signed cert */
+	int	 tls_port;		/* 0: no s_server */
+	pid_t	 tls_pid;
+};
+
+static struct probe_env	 env;
+static char		 outbuf[4096];
+
+/*
+ * The event loop every role runs: a timer writes to one end of a socket
+ * pair made before the sandbox, a read event on the other end counts.
+ */
+struct probe_loop {
+	struct event_base	*base;
+	struct event		*timer, *reader;
+	int			 sp[2];
+	int			 ticks, reads;
+};
+
+static void
+probe_loop_read(evutil_socket_t fd, short ev, void *arg)
+{
+	struct probe_loop	*pl = arg;
+	char			 buf[16];
+
+	if (read(fd, buf, sizeof(buf)) > 0)
+		pl->reads++;
+}
+
+static void
+probe_loop_tick(evutil_socket_t fd, short ev, void *arg)
+{
+	struct probe_loop	*pl = arg;
+	struct timeval		 tv = { 0, 5000 };
+
+	if (write(pl->sp[1], "x", 1) != 1)
+		fatal("%s: write", __func__);
+	if (++pl->ticks < 3)
+		evtimer_add(pl->timer, &tv);
+	else
+		event_base_loopexit(pl->base, &tv);
+}
+
+static void
+probe_loop_prepare(struct probe_loop *pl)
+{
+	memset(pl, 0, sizeof(*pl));
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0,
+	    pl->sp) == -1)
+		fatal("socketpair");
+}
+
+static void
+probe_loop_run(struct probe_loop *pl, struct event_base *base)
+{
+	struct timeval	 tv = { 0, 5000 };
+
+	pl->base = base;
+	if ((pl->timer = evtimer_new(base, probe_loop_tick, pl)) == NULL ||
+	    (pl->reader = event_new(base, pl->sp[0], EV_READ | EV_PERSIST,
+	    probe_loop_read, pl)) == NULL ||
+	    event_add(pl->reader, NULL) == -1 ||
+	    evtimer_add(pl->timer, &tv) == -1)
+		fatalx("cannot set up the loop");
+	if (event_base_dispatch(base) == -1)
+		fatalx("event_base_dispatch");
+	if (pl->ticks != 3 || pl->reads < 1)
+		fatalx("loop: %d ticks, %d reads", pl->ticks, pl->reads);
+	event_free(pl->timer);
+	event_free(pl->reader);
+}
+
+/*
+ * libcurl's multi interface on the libevent loop, the way the Docker client
+ * and egress drive it.
+ */
+struct probe_curl {
+	struct event_base	*base;
+	CURLM			*multi;
+	struct event		*timer;
+	CURLcode		 result;
+	int			 done;
+};
+
+static void probe_curl_check(struct probe_curl *);
+
+static void
+probe_curl_event(evutil_socket_t fd, short what, void *arg)
+{
+	struct probe_curl	*pc = arg;
+	int			 running, flags = 0;
+
+	if (what & EV_READ)
+		flags |= CURL_CSELECT_IN;
+	if (what & EV_WRITE)
+		flags |= CURL_CSELECT_OUT;
+	curl_multi_socket_action(pc->multi, fd, flags, &running);
+	probe_curl_check(pc);
+}
+
+static void
+probe_curl_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct probe_curl	*pc = arg;
+	int			 running;
+
+	curl_multi_socket_action(pc->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+	probe_curl_check(pc);
+}
+
+static int
+probe_curl_socket(CURL *e, curl_socket_t s, int what, void *userp,
+    void *socketp)
+{
+	struct probe_curl	*pc = userp;
+	struct event		*ev = socketp;
+	short			 kind = EV_PERSIST;
+
+	if (ev != NULL)
+		event_free(ev);
+	if (what == CURL_POLL_REMOVE) {
+		curl_multi_assign(pc->multi, s, NULL);
+		return 0;
+	}
+	if (what & CURL_POLL_IN)
+		kind |= EV_READ;
+	if (what & CURL_POLL_OUT)
+		kind |= EV_WRITE;
+	if ((ev = event_new(pc->base, s, kind, probe_curl_event, pc)) == NULL ||
+	    event_add(ev, NULL) == -1)
+		fatalx("curl socket event");
+	curl_multi_assign(pc->multi, s, ev);
+	return 0;
+}
+
+static int
+probe_curl_timer(CURLM *multi, long ms, void *userp)
+{
+	struct probe_curl	*pc = userp;
+	struct timeval		 tv;
+
+	if (ms < 0)
+		return evtimer_del(pc->timer);
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	return evtimer_add(pc->timer, &tv);
+}
+
+static void
+probe_curl_check(struct probe_curl *pc)
+{
+	CURLMsg	*msg;
+	int	 left;
+
+	while ((msg = curl_multi_info_read(pc->multi, &left)) != NULL)
+		if (msg->msg == CURLMSG_DONE) {
+			pc->result = msg->data.result;
+			pc->done = 1;
+			event_base_loopbreak(pc->base);
+		}
+}
+
+/* Run one transfer; the body is kept in buf (NUL-terminated, cut). */
+struct probe_body {
+	char	 buf[4096];
+	size_t	 len;
+};
+
+static size_t
+probe_curl_write(char *p, size_t size, size_t nmemb, void *arg)
+{
+	struct probe_body	*b = arg;
+	size_t			 n = size * nmemb, room;
+
+	room = sizeof(b->buf) - 1 - b->len;
+	memcpy(b->buf + b->len, p, n < room ? n : room);
+	b->len += n < room ? n : room;
+	b->buf[b->len] = '\0';
+	return n;
+}
+
+static void
+probe_curl_run(struct event_base *base, CURL *easy, const char *what)
+{
+	struct probe_curl	 pc;
+	long			 code = 0;
+
+	memset(&pc, 0, sizeof(pc));
+	pc.base = base;
+	if ((pc.multi = curl_multi_init()) == NULL ||
+	    (pc.timer = evtimer_new(base, probe_curl_timeout, &pc)) == NULL)
+		fatalx("curl_multi_init");
+	curl_multi_setopt(pc.multi, CURLMOPT_SOCKETFUNCTION,
+	    probe_curl_socket);
+	curl_multi_setopt(pc.multi, CURLMOPT_SOCKETDATA, &pc);
+	curl_multi_setopt(pc.multi, CURLMOPT_TIMERFUNCTION, probe_curl_timer);
+	curl_multi_setopt(pc.multi, CURLMOPT_TIMERDATA, &pc);
+	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, 20000L);
+	curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+	if (curl_multi_add_handle(pc.multi, easy) != CURLM_OK)
+		fatalx("curl_multi_add_handle");
+	if (event_base_dispatch(base) == -1)
+		fatalx("event_base_dispatch");
+	if (!pc.done)
+		fatalx("%s: the loop ended before the transfer", what);
+	if (pc.result != CURLE_OK)
+		fatalx("%s: %s", what, curl_easy_strerror(pc.result));
+	curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &code);
+	if (code != 200)
+		fatalx("%s: HTTP status %ld", what, code);
+	curl_multi_remove_handle(pc.multi, easy);
+	curl_multi_cleanup(pc.multi);
+	event_free(pc.timer);
+}
+
+static void
+probe_docker_version(struct event_base *base)
+{
+	struct probe_body	 body;
+	CURL			*easy;
+
+	memset(&body, 0, sizeof(body));
+	if ((easy = curl_easy_init()) == NULL)
+		fatalx("curl_easy_init");
+	curl_easy_setopt(easy, CURLOPT_UNIX_SOCKET_PATH, env.docker_sock);
+	curl_easy_setopt(easy, CURLOPT_URL, "http://localhost/v1.41/version");
+	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, probe_curl_write);
+	curl_easy_setopt(easy, CURLOPT_WRITEDATA, &body);
+	probe_curl_run(base, easy, "docker version");
+	curl_easy_cleanup(easy);
+	if (strstr(body.buf, "\"ApiVersion\"") == NULL)
+		fatalx("docker version: unexpected answer");
+	printf("docker: %.60s...\n", body.buf);
+}
+
+static void
+probe_egress_https(struct event_base *base)
+{
+	struct probe_body	 body;
+	char			 url[64];
+	CURL			*easy;
+
+	memset(&body, 0, sizeof(body));
+	/* A name, so that libcurl's threaded resolver runs. */
+	snprintf(url, sizeof(url), "https://localhost:%d/", env.tls_port);
+	if ((easy = curl_easy_init()) == NULL)
+		fatalx("curl_easy_init");
+	curl_easy_setopt(easy, CURLOPT_URL, url);
+	curl_easy_setopt(easy, CURLOPT_CAINFO, env.ca_file);
+	curl_easy_setopt(easy, CURLOPT_CAPATH, NULL);
+	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, probe_curl_write);
+	curl_easy_setopt(easy, CURLOPT_WRITEDATA, &body);
+	probe_curl_run(base, easy, "https");
+	curl_easy_cleanup(easy);
+	if (body.len == 0)
+		fatalx("https: empty answer");
+	printf("egress: %zu bytes over TLS from %s\n", body.len, url);
+}
+
+/*
+ * Each role's work inside its sandbox.
+ */
+
+static void
+probe_work_broker(void)
+{
+	struct probe_loop	 pl;
+	struct sockaddr_un	 sun;
+	socklen_t		 len = sizeof(sun);
+	struct event_base	*base;
+	int			 lfd, cfd, afd;
+	char			 buf[8];
+
+	/* A listener and a pending connection, as the file guard hands
+	 * over (an abstract name: no file needed). */
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if ((lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+	    0)) == -1 || bind(lfd, (struct sockaddr *)&sun,
+	    sizeof(sa_family_t)) == -1 || listen(lfd, 4) == -1 ||
+	    getsockname(lfd, (struct sockaddr *)&sun, &len) == -1)
+		fatal("listener");
+	if ((cfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
+	    connect(cfd, (struct sockaddr *)&sun, len) == -1 ||
+	    write(cfd, "ping", 4) != 4)
+		fatal("client");
+	probe_loop_prepare(&pl);
+
+	base = sandbox_broker();
+	if ((afd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC |
+	    SOCK_NONBLOCK)) == -1)
+		fatal("accept4");
+	if (read(afd, buf, sizeof(buf)) != 4 || shutdown(afd, SHUT_RDWR) == -1)
+		fatal("accepted connection");
+	close(afd);
+	probe_loop_run(&pl, base);
+}
+
+static void
+probe_work_fsguard(void)
+{
+	struct open_how		 how;
+	struct probe_loop	 pl;
+	struct sockaddr_un	 sun;
+	struct event_base	*base;
+	struct stat		 st;
+	char			 dents[1024];
+	int			 dfd, fd, sfd;
+
+	probe_loop_prepare(&pl);
+	base = sandbox_fsguard(env.state_dir);
+
+	if ((dfd = open(env.state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC |
+	    O_NOFOLLOW)) == -1)
+		fatal("state dir");
+	memset(&how, 0, sizeof(how));
+	how.flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC;
+	how.mode = 0600;
+	how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS;
+	if ((fd = syscall(SYS_openat2, dfd, "file", &how, sizeof(how))) == -1)
+		fatal("openat2");
+	if (write(fd, "data", 4) != 4 || fsync(fd) == -1 ||
+	    ftruncate(fd, 2) == -1 || fchmod(fd, 0600) == -1)
+		fatal("file");
+	close(fd);
+	if (mkdirat(dfd, "dir", 0700) == -1 ||
+	    renameat(dfd, "file", dfd, "dir/file") == -1 ||
+	    fstatat(dfd, "dir/file", &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    st.st_size != 2)
+		fatal("directory");
+	if ((fd = openat(dfd, "dir", O_RDONLY | O_DIRECTORY | O_CLOEXEC |
+	    O_NOFOLLOW)) == -1 ||
+	    syscall(SYS_getdents64, fd, dents, sizeof(dents)) <= 0)
+		fatal("listing");
+	close(fd);
+	if (unlinkat(dfd, "dir/file", 0) == -1 ||
+	    unlinkat(dfd, "dir", AT_REMOVEDIR) == -1)
+		fatal("removal");
+
+	/* A broker's socket. */
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/broker.sock",
+	    env.state_dir) >= (int)sizeof(sun.sun_path))
+		fatalx("state directory path too long");
+	if ((sfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
+	    bind(sfd, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
+	    listen(sfd, 16) == -1 ||
+	    fchmodat(dfd, "broker.sock", 0600, 0) == -1 ||
+	    unlinkat(dfd, "broker.sock", 0) == -1)
+		fatal("broker socket");
+	close(sfd);
+
+	/* Nothing outside the state directory. */
+	if (open("/etc/passwd", O_RDONLY | O_CLOEXEC) != -1 ||
+	    errno != EACCES)
+		fatalx("/etc/passwd readable");
+	close(dfd);
+	probe_loop_run(&pl, base);
+}
+
+static void
+probe_work_docker(int request)
+{
+	struct probe_loop	 pl;
+	struct event_base	*base;
+
+	probe_loop_prepare(&pl);
+	if (curl_global_init(CURL_GLOBAL_NOTHING) != CURLE_OK)
+		fatalx("curl_global_init");
+	base = sandbox_docker(env.docker_sock);
+	if (request)
+		probe_docker_version(base);
+	probe_loop_run(&pl, base);
+}
+
+/* getaddrinfo() the way libcurl's threaded resolver calls it. */
+static void *
+probe_resolve(void *arg)
+{
+	struct addrinfo	 hints, *res;
+	int		*rc = arg;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_ADDRCONFIG;
+	if ((*rc = getaddrinfo("localhost", "443", &hints, &res)) == 0)
+		freeaddrinfo(res);
+	return NULL;
+}
+
+static void
+probe_work_egress(int request)
+{
+	const char		*files[1];
+	struct probe_loop	 pl;
+	struct event_base	*base;
+	pthread_t		 t;
+	size_t			 n = 0;
+	int			 rc = -1;
+
+	probe_loop_prepare(&pl);
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		fatalx("curl_global_init");
+	if (env.ca_file[0] != '\0')
+		files[n++] = env.ca_file;
+	base = sandbox_egress(files, n);
+
+	/* The resolver from /etc/hosts, with the netlink query, in a thread
+	 * (libcurl resolves "localhost" itself, so the request below does
+	 * not show that). */
+	if (pthread_create(&t, NULL, probe_resolve, &rc) != 0 ||
+	    pthread_join(t, NULL) != 0)
+		fatalx("resolver thread");
+	if (rc != 0)
+		fatalx("getaddrinfo: %s", gai_strerror(rc));
+	if (request)
+		probe_egress_https(base);
+	probe_loop_run(&pl, base);
+}
+
+static void
+probe_supervisor_rules(struct sandbox_fs_rule *rules, size_t *n,
+    char *selfdir, size_t len)
+{
+	char	*slash;
+
+	snprintf(selfdir, len, "%s", env.self);
+	if ((slash = strrchr(selfdir, '/')) != NULL)
+		*slash = '\0';
+	*n = 0;
+	rules[(*n)++] = (struct sandbox_fs_rule){ selfdir,
+	    SB_FS_READ | SB_FS_EXEC };
+	rules[(*n)++] = (struct sandbox_fs_rule){ env.state_dir,
+	    SB_FS_READ | SB_FS_WRITE | SB_FS_SOCK };
+	if (env.ca_file[0] != '\0')
+		rules[(*n)++] = (struct sandbox_fs_rule){ env.ca_file,
+		    SB_FS_READ | SB_FS_PARENT };
+}
+
+static void
+probe_work_supervisor(void)
+{
+	struct sandbox_fs_rule	 rules[4];
+	struct probe_loop	 pl;
+	struct sockaddr_un	 sun;
+	struct event_base	*base;
+	char			 selfdir[PATH_MAX];
+	size_t			 n;
+	int			 lfd, cfd, afd;
+
+	probe_supervisor_rules(rules, &n, selfdir, sizeof(selfdir));
+	probe_loop_prepare(&pl);
+	base = sandbox_supervisor(rules, n);
+
+	/* A control socket in its directory: bind, mode, stale check. */
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/control.sock",
+	    env.state_dir) >= (int)sizeof(sun.sun_path))
+		fatalx("state directory path too long");
+	if ((lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+	    0)) == -1 ||
+	    bind(lfd, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
+	    chmod(sun.sun_path, 0600) == -1 || listen(lfd, 4) == -1)
+		fatal("control socket");
+	if ((cfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
+	    connect(cfd, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
+	    (afd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) == -1)
+		fatal("control connection");
+	close(afd);
+	close(cfd);
+	close(lfd);
+	if (unlink(sun.sun_path) == -1)
+		fatal("unlink");
+	if (proc_rss_kib(getpid()) <= 0 || proc_pss_kib(getpid()) <= 0)
+		fatalx("no RSS or PSS from /proc");
+	probe_loop_run(&pl, base);
+}
+
+/*
+ * The spawn test: the supervisor's sandbox starts every role, each of which
+ * checks its descriptors, applies its own sandbox and does its work.
+ */
+
+struct probe_spawned {
+	const char	*role;
+	pid_t		 pid;
+	int		 pipe;
+	int		 status;
+	int		 done;
+};
+
+static struct probe_spawned	 spawned[] = {
+	{ "fsguard", -1, -1, 0, 0 },
+	{ "docker", -1, -1, 0, 0 },
+	{ "egress", -1, -1, 0, 0 },
+	{ "broker", -1, -1, 0, 0 },
+};
+#define NSPAWNED	(sizeof(spawned) / sizeof(spawned[0]))
+
+static void
+probe_spawn_reap(evutil_socket_t sig, short ev, void *arg)
+{
+	struct event_base	*base = arg;
+	size_t			 i, left = 0;
+	pid_t			 pid;
+	int			 status;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+		for (i = 0; i < NSPAWNED; i++)
+			if (spawned[i].pid == pid) {
+				spawned[i].status = status;
+				spawned[i].done = 1;
+			}
+	for (i = 0; i < NSPAWNED; i++)
+		if (!spawned[i].done)
+			left++;
+	if (left == 0)
+		event_base_loopbreak(base);
+}
+
+static void
+probe_spawn_timeout(evutil_socket_t fd, short ev, void *arg)
+{
+	size_t	 i;
+
+	for (i = 0; i < NSPAWNED; i++)
+		if (!spawned[i].done)
+			kill(spawned[i].pid, SIGKILL);
+}
+
+static void
+probe_work_spawn(void)
+{
+	struct sandbox_fs_rule	 rules[4];
+	struct event_base	*base;
+	struct event		*sigchld, *timeout;
+	struct timeval		 tv = { 60, 0 };
+	struct pollfd		 pfd;
+	char			 selfdir[PATH_MAX], port[16], c;
+	char			*argv[12];
+	size_t			 n, i;
+	long			 rss, pss;
+	int			 sp[2], ep[2], fds[2], nfds, rc, bad = 0;
+
+	probe_supervisor_rules(rules, &n, selfdir, sizeof(selfdir));
+	base = sandbox_supervisor(rules, n);
+	if ((sigchld = evsignal_new(base, SIGCHLD, probe_spawn_reap,
+	    base)) == NULL || evsignal_add(sigchld, NULL) == -1 ||
+	    (timeout = evtimer_new(base, probe_spawn_timeout, NULL)) == NULL ||
+	    evtimer_add(timeout, &tv) == -1)
+		fatalx("spawn events");
+
+	snprintf(port, sizeof(port), "%d", env.tls_port);
+	for (i = 0; i < NSPAWNED; i++) {
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
+		    sp) == -1)
+			fatal("socketpair");
+		fds[0] = sp[1];
+		nfds = 1;
+		ep[0] = ep[1] = -1;
+		if (strcmp(spawned[i].role, "broker") == 0) {
+			if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
+			    ep) == -1)
+				fatal("socketpair");
+			fds[nfds++] = ep[1];
+		}
+		argv[0] = "rtsandbox-probe";
+		argv[1] = "child";
+		argv[2] = (char *)spawned[i].role;
+		argv[3] = env.state_dir;
+		argv[4] = env.docker_sock;
+		argv[5] = env.docker_ok ? "1" : "0";
+		argv[6] = env.ca_file[0] != '\0' ? env.ca_file : "-";
+		argv[7] = port;
+		argv[8] = NULL;
+		/* The children and this process share stderr and stdout. */
+		fflush(stdout);
+		if ((spawned[i].pid = proc_spawn(env.self, argv, fds,
+		    nfds)) == -1)
+			fatal("proc_spawn %s", spawned[i].role);
+		close(sp[1]);
+		if (ep[1] != -1)
+			close(ep[1]);
+		/* ep[0] stays open until the end: EOF would mean egress is
+		 * gone. */
+		spawned[i].pipe = sp[0];
+	}
+
+	/* Each child says when its work is done and waits: its memory is
+	 * read from /proc across both Landlock domains meanwhile. */
+	for (i = 0; i < NSPAWNED; i++) {
+		pfd.fd = spawned[i].pipe;
+		pfd.events = POLLIN;
+		/* SIGCHLD of the children let go before interrupts poll. */
+		while ((rc = poll(&pfd, 1, 60000)) == -1 && errno == EINTR)
+			;
+		if (rc != 1 || read(spawned[i].pipe, &c, 1) != 1 || c != 'R') {
+			printf("spawn: %s never reported\n", spawned[i].role);
+			bad = 1;
+			continue;
+		}
+		rss = proc_rss_kib(spawned[i].pid);
+		pss = proc_pss_kib(spawned[i].pid);
+		printf("spawn: %s RSS %ld KiB, PSS %ld KiB\n", spawned[i].role,
+		    rss, pss);
+		if (rss <= 0 || pss <= 0)
+			bad = 1;
+		if (write(spawned[i].pipe, "Q", 1) != 1)
+			fatal("write to %s", spawned[i].role);
+	}
+	if (event_base_dispatch(base) == -1)
+		fatalx("event_base_dispatch");
+	for (i = 0; i < NSPAWNED; i++) {
+		if (!spawned[i].done) {
+			printf("spawn: %s never ended\n", spawned[i].role);
+			bad = 1;
+		} else if (WIFSIGNALED(spawned[i].status)) {
+			printf("spawn: %s killed by signal %d (%s)\n",
+			    spawned[i].role, WTERMSIG(spawned[i].status),
+			    strsignal(WTERMSIG(spawned[i].status)));
+			bad = 1;
+		} else if (WEXITSTATUS(spawned[i].status) != 0) {
+			printf("spawn: %s exited %d\n", spawned[i].role,
+			    WEXITSTATUS(spawned[i].status));
+			bad = 1;
+		} else
+			printf("spawn: %s did its work in its sandbox\n",
+			    spawned[i].role);
+	}
+	log_info("work done in the sandbox");
+	exit(bad ? 1 : 0);
+}
+
+/* A child started by the spawn test: argv as built above. */
+static void __attribute__((noreturn))
+probe_child_main(int argc, char *argv[])
+{
+	const char	*role;
+	char		 c;
+	int		 broker;
+
+	if (argc != 8)
+		fatalx("child: bad arguments");
+	role = argv[2];
+	broker = strcmp(role, "broker") == 0;
+	log_setname(role);
+	proc_child_check_fds(broker ? 2 : 1);
+	snprintf(env.state_dir, sizeof(env.state_dir), "%s", argv[3]);
+	snprintf(env.docker_sock, sizeof(env.docker_sock), "%s", argv[4]);
+	env.docker_ok = strcmp(argv[5], "1") == 0;
+	if (strcmp(argv[6], "-") != 0)
+		snprintf(env.ca_file, sizeof(env.ca_file), "%s", argv[6]);
+	env.tls_port = atoi(argv[7]);
+
+	/* The inherited pipes are the role's; the work needs none. */
+	if (strcmp(role, "fsguard") == 0)
+		probe_work_fsguard();
+	else if (strcmp(role, "docker") == 0)
+		probe_work_docker(env.docker_ok);
+	else if (strcmp(role, "egress") == 0)
+		probe_work_egress(env.tls_port != 0);
+	else if (broker)
+		probe_work_broker();
+	else
+		fatalx("child: unknown role %s", role);
+	/* The log and exit() with its atexit handlers (OpenSSL's) are part
+	 * of the work. */
+	log_info("work done in the sandbox");
+	if (write(FD_PARENT, "R", 1) != 1 || read(FD_PARENT, &c, 1) != 1)
+		fatalx("child: no word from the supervisor");
+	exit(0);
+}
+
+/*
+ * Forbidden calls.  Raw system calls, so that no libc wrapper does
+ * something else first.
+ */
+
+static long
+probe_call(const char *call)
+{
+	char *const	 nargv[] = { "/bin/true", NULL };
+	char *const	 nenvp[] = { NULL };
+
+	if (strcmp(call, "openat") == 0)
+		return syscall(SYS_openat, AT_FDCWD, "/",
+		    O_RDONLY | O_DIRECTORY);
+	if (strcmp(call, "open-write") == 0)
+		return syscall(SYS_openat, AT_FDCWD, "/tmp/rtsandbox-probe",
+		    O_WRONLY | O_CREAT, 0600);
+	if (strcmp(call, "socket-inet") == 0)
+		return syscall(SYS_socket, AF_INET, SOCK_STREAM, 0);
+	if (strcmp(call, "socket-unix") == 0)
+		return syscall(SYS_socket, AF_UNIX, SOCK_STREAM, 0);
+	if (strcmp(call, "connect") == 0)
+		return syscall(SYS_connect, -1, NULL, 0);
+	if (strcmp(call, "execve") == 0)
+		return syscall(SYS_execve, nargv[0], nargv, nenvp);
+	if (strcmp(call, "fork") == 0)
+		return syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+	if (strcmp(call, "kill") == 0)
+		return syscall(SYS_kill, 1, 0);
+	if (strcmp(call, "mmap-exec") == 0)
+		return syscall(SYS_mmap, NULL, 4096, PROT_READ | PROT_EXEC,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (strcmp(call, "ioctl-tiocsti") == 0)
+		return syscall(SYS_ioctl, STDERR_FILENO, TIOCSTI, "x");
+	if (strcmp(call, "mkdirat") == 0)
+		return syscall(SYS_mkdirat, AT_FDCWD, "/tmp/rtsandbox-probe",
+		    0700);
+	if (strcmp(call, "unlinkat") == 0)
+		return syscall(SYS_unlinkat, AT_FDCWD, "/tmp/rtsandbox-probe",
+		    0);
+	if (strcmp(call, "symlinkat") == 0)
+		return syscall(SYS_symlinkat, "/", AT_FDCWD,
+		    "/tmp/rtsandbox-probe");
+	if (strcmp(call, "linkat") == 0)
+		return syscall(SYS_linkat, AT_FDCWD, "/tmp/a", AT_FDCWD,
+		    "/tmp/b", 0);
+	if (strcmp(call, "mknodat") == 0)
+		return syscall(SYS_mknodat, AT_FDCWD, "/tmp/rtsandbox-probe",
+		    S_IFIFO | 0600, 0);
+	if (strcmp(call, "ptrace") == 0)
+		return syscall(SYS_ptrace, PTRACE_TRACEME, 0, 0, 0);
+	if (strcmp(call, "mount") == 0)
+		return syscall(SYS_mount, "none", "/tmp", "tmpfs", 0, NULL);
+	if (strcmp(call, "unshare") == 0)
+		return syscall(SYS_unshare, CLONE_NEWUSER);
+	if (strcmp(call, "clone-newuser") == 0)
+		return syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0);
+	fatalx("unknown call %s", call);
+}
+
+static void
+probe_sandbox_only(const char *role)
+{
+	struct sandbox_fs_rule	 rules[4];
+	const char		*files[1];
+	char			 selfdir[PATH_MAX];
+	size_t			 n;
+
+	if (strcmp(role, "broker") == 0)
+		sandbox_broker();
+	else if (strcmp(role, "fsguard") == 0)
+		sandbox_fsguard(env.state_dir);
+	else if (strcmp(role, "docker") == 0) {
+		if (curl_global_init(CURL_GLOBAL_NOTHING) != CURLE_OK)
+			fatalx("curl_global_init");
+		sandbox_docker(env.docker_sock);
+	} else if (strcmp(role, "egress") == 0) {
+		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+			fatalx("curl_global_init");
+		files[0] = env.self;
+		sandbox_egress(files, 1);
+	} else if (strcmp(role, "supervisor") == 0) {
+		probe_supervisor_rules(rules, &n, selfdir, sizeof(selfdir));
+		sandbox_supervisor(rules, n);
+	} else
+		fatalx("unknown role %s", role);
+}
+
+/*
+ * The parent side.
+ */
+
+static int
+probe_run_program(char *const argv[], int quiet)
+{
+	pid_t	 pid;
+	int	 status, fd;
+
+	switch ((pid = fork())) {
+	case -1:
+		fatal("fork");
+	case 0:
+		if (quiet && (fd = open("/dev/null", O_WRONLY)) != -1) {
+			dup2(fd, STDOUT_FILENO);
+			dup2(fd, STDERR_FILENO);
+		}
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) == -1)
+		fatal("waitpid");
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int
+probe_free_port(void)
+{
+	struct sockaddr_in	 sin;
+	socklen_t		 len = sizeof(sin);
+	int			 fd, port;
+
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if ((fd = socket(AF_INET, SOCK_STREAM, 0)) == -1 ||
+	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
+	    getsockname(fd, (struct sockaddr *)&sin, &len) == -1)
+		fatal("free port");
+	port = ntohs(sin.sin_port);
+	close(fd);
+	return port;
+}
+
+static int
+probe_tcp_connects(int port)
+{
+	struct sockaddr_in	 sin;
+	int			 fd, rc;
+
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sin.sin_port = htons(port);
+	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		fatal("socket");
+	rc = connect(fd, (struct sockaddr *)&sin, sizeof(sin));
+	close(fd);
+	return rc == 0;
+}
+
+/* A self-signed certificate for localhost and openssl s_server -www on a
+ * loopback port; 0 when openssl is not there. */
+static int
+probe_tls_start(void)
+{
+	char	 cert[PATH_MAX + 16], key[PATH_MAX + 16], accept[32];
+	char	 san[] = "subjectAltName=DNS:localhost,IP:127.0.0.1";
+	char	 subj[] = "/CN=localhost";
+	int	 i, fd;
+
+	snprintf(env.tls_dir, sizeof(env.tls_dir), "/tmp/rtsandbox-tls.XXXXXX");
+	if (mkdtemp(env.tls_dir) == NULL)
+		fatal("mkdtemp");
+	snprintf(cert, sizeof(cert), "%s/cert.pem", env.tls_dir);
+	snprintf(key, sizeof(key), "%s/key.pem", env.tls_dir);
+	{
+		char *const argv[] = { "openssl", "req", "-x509", "-newkey",
+		    "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+		    "-keyout", key, "-out", cert, "-days", "1", "-subj", subj,
+		    "-addext", san, NULL };
+
+		if (probe_run_program(argv, 1) != 0) {
+			printf("openssl cannot make a certificate\n");
+			return 0;
+		}
+	}
+	if (snprintf(env.ca_file, sizeof(env.ca_file), "%s", cert) >=
+	    (int)sizeof(env.ca_file))
+		fatalx("certificate path too long");
+	env.tls_port = probe_free_port();
+	snprintf(accept, sizeof(accept), "127.0.0.1:%d", env.tls_port);
+	switch ((env.tls_pid = fork())) {
+	case -1:
+		fatal("fork");
+	case 0:
+		/* Never outlive the test. */
+		prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
+		if ((fd = open("/dev/null", O_RDWR)) != -1) {
+			dup2(fd, STDIN_FILENO);
+			dup2(fd, STDOUT_FILENO);
+			dup2(fd, STDERR_FILENO);
+		}
+		execlp("openssl", "openssl", "s_server", "-accept", accept,
+		    "-cert", cert, "-key", key, "-www", "-quiet", (char *)NULL);
+		_exit(127);
+	}
+	for (i = 0; i < 100; i++) {
+		if (probe_tcp_connects(env.tls_port))
+			return 1;
+		usleep(50000);
+	}
+	fatalx("openssl s_server did not start");
+}
+
+static void
+probe_tls_stop(void)
+{
+	char	 path[PATH_MAX + 16];
+
+	if (env.tls_pid > 0) {
+		kill(env.tls_pid, SIGTERM);
+		waitpid(env.tls_pid, NULL, 0);
+	}
+	if (env.tls_dir[0] == '\0')
+		return;
+	snprintf(path, sizeof(path), "%s/cert.pem", env.tls_dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/key.pem", env.tls_dir);
+	unlink(path);
+	rmdir(env.tls_dir);
+}
+
+static int
+probe_have_openssl(void)
+{
+	char *const	 argv[] = { "openssl", "version", NULL };
+
+	return probe_run_program(argv, 1) == 0;
+}
+
+static int
+probe_docker_connects(const char *path)
+{
+	struct sockaddr_un	 sun;
+	int			 fd, rc;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if ((size_t)snprintf(sun.sun_path, sizeof(sun.sun_path), "%s",
+	    path) >= sizeof(sun.sun_path))
+		return 0;
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		fatal("socket");
+	rc = connect(fd, (struct sockaddr *)&sun, sizeof(sun));
+	close(fd);
+	return rc == 0;
+}
+
+static void
+probe_cleanup(void)
+{
+	probe_tls_stop();
+	if (env.state_dir[0] != '\0')
+		rmdir(env.state_dir);
+}
+
+/* Wait for the child; 0 when it ended as expected. */
+static int
+probe_judge(pid_t pid, int expect_sigsys, const char *what)
+{
+	int	 status;
+
+	if (waitpid(pid, &status, 0) == -1)
+		fatal("waitpid");
+	if (WIFSIGNALED(status)) {
+		printf("%s: killed by signal %d (%s)\n", what,
+		    WTERMSIG(status), strsignal(WTERMSIG(status)));
+		return expect_sigsys && WTERMSIG(status) == SIGSYS ? 0 : 1;
+	}
+	if (WEXITSTATUS(status) == PROBE_NOT_KILLED)
+		printf("%s: the call returned, the process lives\n", what);
+	else
+		printf("%s: exited %d\n", what, WEXITSTATUS(status));
+	if (WEXITSTATUS(status) == PROBE_SKIP)
+		return PROBE_SKIP;
+	return !expect_sigsys && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
+static void __attribute__((noreturn))
+usage(void)
+{
+	fprintf(stderr, "usage: rtsandbox-probe role allowed\n"
+	    "       rtsandbox-probe role forbidden call\n"
+	    "       rtsandbox-probe docker curl [socket]\n"
+	    "       rtsandbox-probe egress https\n"
+	    "       rtsandbox-probe supervisor spawn\n");
+	exit(2);
+}
+
+int
+main(int argc, char *argv[])
+{
+	const char	*role, *mode, *call = NULL;
+	char		 what[128];
+	ssize_t		 n;
+	pid_t		 pid;
+	int		 rc;
+
+	log_init("probe", 0);
+	/* A buffer of our own: glibc would fstat stdout and ask the terminal
+	 * on first use, inside a sandbox. */
+	setvbuf(stdout, outbuf, _IOLBF, sizeof(outbuf));
+	if (argc >= 2 && strcmp(argv[1], "child") == 0)
+		probe_child_main(argc, argv);
+	if (argc < 3)
+		usage();
+	role = argv[1];
+	mode = argv[2];
+	if (strcmp(mode, "forbidden") == 0) {
+		if (argc != 4)
+			usage();
+		call = argv[3];
+	} else if (strcmp(mode, "curl") == 0) {
+		if (argc > 4 || strcmp(role, "docker") != 0)
+			usage();
+	} else if (argc != 3)
+		usage();
+
+	if ((n = readlink("/proc/self/exe", env.self,
+	    sizeof(env.self) - 1)) == -1)
+		fatal("readlink /proc/self/exe");
+	env.self[n] = '\0';
+	snprintf(env.state_dir, sizeof(env.state_dir),
+	    "/tmp/rtsandbox-probe.XXXXXX");
+	if (mkdtemp(env.state_dir) == NULL)
+		fatal("mkdtemp");
+	snprintf(env.docker_sock, sizeof(env.docker_sock), "%s",
+	    argc == 4 && strcmp(mode, "curl") == 0 ? argv[3] : DOCKER_SOCKET);
+	env.docker_ok = probe_docker_connects(env.docker_sock);
+
+	if (strcmp(mode, "curl") == 0 && !env.docker_ok) {
+		printf("docker curl: %s does not accept connections, "
+		    "skipped\n", env.docker_sock);
+		probe_cleanup();
+		return PROBE_SKIP;
+	}
+	if ((strcmp(mode, "https") == 0 || strcmp(mode, "spawn") == 0) &&
+	    probe_have_openssl() && !probe_tls_start())
+		env.tls_port = 0;
+	if (strcmp(mode, "https") == 0 && env.tls_port == 0) {
+		printf("egress https: no openssl, skipped\n");
+		probe_cleanup();
+		return PROBE_SKIP;
+	}
+
+	if (call != NULL)
+		snprintf(what, sizeof(what), "%s forbidden %s", role, call);
+	else
+		snprintf(what, sizeof(what), "%s %s", role, mode);
+	fflush(stdout);
+	switch ((pid = fork())) {
+	case -1:
+		fatal("fork");
+	case 0:
+		log_setname(role);
+		if (call != NULL) {
+			probe_sandbox_only(role);
+			probe_call(call);
+			_exit(PROBE_NOT_KILLED);
+		}
+		if (strcmp(mode, "spawn") == 0 &&
+		    strcmp(role, "supervisor") == 0)
+			probe_work_spawn();
+		else if (strcmp(mode, "curl") == 0)
+			probe_work_docker(1);
+		else if (strcmp(mode, "https") == 0 &&
+		    strcmp(role, "egress") == 0)
+			probe_work_egress(1);
+		else if (strcmp(mode, "allowed") != 0)
+			usage();
+		else if (strcmp(role, "broker") == 0)
+			probe_work_broker();
+		else if (strcmp(role, "fsguard") == 0)
+			probe_work_fsguard();
+		else if (strcmp(role, "docker") == 0)
+			probe_work_docker(0);
+		else if (strcmp(role, "egress") == 0)
+			probe_work_egress(0);
+		else if (strcmp(role, "supervisor") == 0)
+			probe_work_supervisor();
+		else
+			usage();
+		log_info("work done in the sandbox");
+		exit(0);
+	}
+	rc = probe_judge(pid, call != NULL, what);
+	probe_cleanup();
+	printf("%s: %s\n", what, rc == 0 ? "as expected" :
+	    rc == PROBE_SKIP ? "skipped" : "NOT as expected");
+	return rc;
+}
