@@ -62,12 +62,12 @@ broker_dispatch_supervisor(struct role_parent *rp, struct msg *m, void *arg)
 	}
 }
 
-static int
+static const char *
 broker_configured(struct role_parent *rp, void *arg)
 {
 	struct broker	*br = arg;
 
-	return br->br_channel == NULL ? -1 : 0;
+	return br->br_channel == NULL ? "no configuration" : NULL;
 }
 
 static void

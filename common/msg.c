@@ -79,12 +79,15 @@ msg_type_name(enum msg_type t)
 	return (md = msg_def(t)) == NULL ? NULL : md->md_name;
 }
 
-/* A type is a reply when some row names it as its reply. */
-static int
+/* A type is a reply when some row names it as its reply; "error" answers
+ * any request. */
+int
 msg_is_reply(enum msg_type t)
 {
 	int	 i;
 
+	if (t == MSG_ERROR)
+		return 1;
 	for (i = MSG_NONE + 1; i < MSG__COUNT; i++)
 		if (msg_defs[i].md_reply == t)
 			return 1;

@@ -39,9 +39,31 @@
 	X(EGRESS_ATTACH,   "egress_attach",   R_SUP, R_EGR,  1, 0, NONE) \
 	X(CONFIG_DONE,     "config_done",     R_SUP, R_CHILD, 0, 0, NONE) \
 	X(READY,           "ready",           R_CHILD, R_SUP, 0, 0, NONE) \
+	/* instead of ready: the child cannot work with what it was given */ \
+	X(REFUSED,         "refused",         R_CHILD, R_SUP, 0, 0, NONE) \
+	/* the failure answer to any request: {id, error} */ \
+	X(ERROR,           "error",           R_CHILD, R_SUP, 0, 0, NONE) \
 	/* liveness: the supervisor asks, the child answers with its id */ \
 	X(PING,            "ping",            R_SUP, R_CHILD, 0, 0, PONG) \
-	X(PONG,            "pong",            R_CHILD, R_SUP, 0, 0, NONE)
+	X(PONG,            "pong",            R_CHILD, R_SUP, 0, 0, NONE) \
+	/* file guard: every operation re-checks the channel key first */ \
+	X(FSG_PREPARE,     "fsg_prepare",     R_SUP, R_FSG, 0, 0, FSG_PREPARED) \
+	X(FSG_PREPARED,    "fsg_prepared",    R_FSG, R_SUP, 0, 0, NONE) \
+	X(FSG_BIND,        "fsg_bind",        R_SUP, R_FSG, 0, 0, FSG_BOUND) \
+	X(FSG_BOUND,       "fsg_bound",       R_FSG, R_SUP, 1, 0, NONE) \
+	X(FSG_FRESH,       "fsg_fresh",       R_SUP, R_FSG, 0, 0, FSG_FRESHENED) \
+	X(FSG_FRESHENED,   "fsg_freshened",   R_FSG, R_SUP, 0, 0, NONE) \
+	X(FSG_ATTACH,      "fsg_attach",      R_SUP, R_FSG, 0, 1, FSG_ATTACHED) \
+	X(FSG_ATTACHED,    "fsg_attached",    R_FSG, R_SUP, 0, 0, NONE) \
+	/* Docker client */ \
+	X(DOCK_STATUS,     "dock_status",     R_SUP, R_DOCK, 0, 0, DOCK_STATE) \
+	X(DOCK_STATE,      "dock_state",      R_DOCK, R_SUP, 0, 0, NONE) \
+	X(DOCK_ENSURE,     "dock_ensure",     R_SUP, R_DOCK, 0, 0, DOCK_ENSURED) \
+	X(DOCK_ENSURED,    "dock_ensured",    R_DOCK, R_SUP, 0, 0, NONE) \
+	X(DOCK_REMOVE,     "dock_remove",     R_SUP, R_DOCK, 0, 0, DOCK_REMOVED) \
+	X(DOCK_REMOVED,    "dock_removed",    R_DOCK, R_SUP, 0, 0, NONE) \
+	X(DOCK_LIST,       "dock_list",       R_SUP, R_DOCK, 0, 0, DOCK_LISTED) \
+	X(DOCK_LISTED,     "dock_listed",     R_DOCK, R_SUP, 0, 0, NONE)
 
 enum msg_type {
 	MSG_NONE = 0,
@@ -63,6 +85,8 @@ struct msg_def {
 const struct msg_def	*msg_def(enum msg_type);
 enum msg_type		 msg_type_from_name(const char *);
 const char		*msg_type_name(enum msg_type);
+/* Whether t answers a request (carries the request's id). */
+int			 msg_is_reply(enum msg_type);
 
 struct cJSON;
 struct msg_mem;

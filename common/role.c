@@ -1,3 +1,4 @@
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,14 +117,37 @@ role_parent_err(struct frame_conn *fc, enum frame_err err, void *arg)
 	fatalx("pipe to supervisor: %s", frame_err_to_string(err));
 }
 
+void
+role_send(struct role_parent *rp, struct msgb *mb)
+{
+	enum msg_type	 t = mb->mb_type;
+
+	if (msg_send(rp->rp_conn, mb) == -1)
+		fatalx("cannot queue %s", msg_type_name(t));
+}
+
+void
+role_error(struct role_parent *rp, uint64_t id, const char *fmt, ...)
+{
+	struct msgb	 mb;
+	char		 err[512];
+	va_list		 ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, sizeof(err), fmt, ap);
+	va_end(ap);
+	msgb_init(&mb, MSG_ERROR, id);
+	msg_add_str(&mb, "error", err);
+	role_send(rp, &mb);
+}
+
 static void
 role_reply(struct role_parent *rp, enum msg_type t, uint64_t id)
 {
 	struct msgb	 mb;
 
 	msgb_init(&mb, t, id);
-	if (msg_send(rp->rp_conn, &mb) == -1)
-		fatalx("cannot queue %s", msg_type_name(t));
+	role_send(rp, &mb);
 }
 
 static void
@@ -131,6 +155,7 @@ role_parent_frame(struct frame_conn *fc, struct frame *f, void *arg)
 {
 	struct role_parent	*rp = arg;
 	struct msg		 m;
+	const char		*why;
 
 	if (msg_parse(&m, PROC_SUPERVISOR, rp->rp_role, f) == -1)
 		fatalx("protocol violation from supervisor: %s", m.m_err);
@@ -147,8 +172,17 @@ role_parent_frame(struct frame_conn *fc, struct frame *f, void *arg)
 		if (rp->rp_configured)
 			fatalx("config_done received twice");
 		if (rp->rp_configured_cb != NULL &&
-		    rp->rp_configured_cb(rp, rp->rp_arg) == -1)
-			fatalx("configuration refused");
+		    (why = rp->rp_configured_cb(rp, rp->rp_arg)) != NULL) {
+			struct msgb	 mb;
+
+			log_warnx("refusing to work: %s", why);
+			msgb_init(&mb, MSG_REFUSED, 0);
+			msg_add_str(&mb, "error", why);
+			role_send(rp, &mb);
+			/* frame_conn_send() writes an empty queue at once, so
+			 * the refusal is in the pipe before it closes. */
+			exit(1);
+		}
 		rp->rp_configured = 1;
 		role_reply(rp, MSG_READY, 0);
 		log_debug("configured, ready");

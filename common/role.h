@@ -40,12 +40,18 @@ struct role_parent;
  * protocol violation, which ends the child).  The message is freed after.
  */
 typedef int	(*role_dispatch_fn)(struct role_parent *, struct msg *, void *);
-/* Called once after config_done, before ready is sent; -1 refuses. */
-typedef int	(*role_configured_fn)(struct role_parent *, void *);
+/* Called once after config_done: NULL to answer ready, or the reason the
+ * child refuses to work (sent as "refused"; the child then exits). */
+typedef const char *(*role_configured_fn)(struct role_parent *, void *);
 
 struct role_parent *role_parent_open(struct event_base *, enum proc_role,
 		    role_dispatch_fn, role_configured_fn, void *arg);
 struct frame_conn  *role_parent_conn(struct role_parent *);
 int		    role_parent_configured(const struct role_parent *);
+/* Queue a message to the supervisor; fatal when the pipe is gone. */
+void		    role_send(struct role_parent *, struct msgb *);
+/* Answer request id with "error"; the text goes to the host log only. */
+void		    role_error(struct role_parent *, uint64_t id,
+		    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #endif

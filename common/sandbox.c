@@ -428,12 +428,19 @@ const struct sandbox_syscall sandbox_base_table[] = {
 	SB_ALLOW(rt_sigaction),
 	SB_ALLOW(rt_sigprocmask),
 	SB_ALLOW(rt_sigreturn),
+	/* the sanitizer runtimes set up alternate signal stacks */
+	SB_ALLOW(sigaltstack),
 
 	/* Time (the vDSO's fallbacks) and identity for logs. */
 	SB_ALLOW(clock_gettime),
 	SB_ALLOW(gettimeofday),
 	SB_ALLOW(getpid),
 	SB_ALLOW(gettid),
+	/* ownership checks compare with our own ids */
+	SB_ALLOW(getuid),
+	SB_ALLOW(geteuid),
+	SB_ALLOW(getgid),
+	SB_ALLOW(getegid),
 
 	/* The event loop, and waiting on one descriptor outside it. */
 	SB_ALLOW(epoll_wait),
@@ -537,3 +544,27 @@ sandbox_seccomp(const struct sandbox_syscall *table, size_t n)
 		fatalx("%s: seccomp_load: %s", __func__, strerror(-rc));
 	seccomp_release(ctx);
 }
+
+#if defined(__SANITIZE_ADDRESS__)
+#define RTSANDBOX_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RTSANDBOX_ASAN 1
+#endif
+#endif
+
+/* Fuzz targets run unsandboxed and keep their leak checks. */
+#if defined(RTSANDBOX_ASAN) && !defined(RTSANDBOX_FUZZING)
+const char	*__asan_default_options(void);
+
+/*
+ * A sandboxed process cannot run LeakSanitizer's exit-time scan (it stops
+ * the world with clone, ptrace and prctl, all outside the tables), and its
+ * children get an empty environment: so the default is set here.
+ */
+const char *
+__asan_default_options(void)
+{
+	return "detect_leaks=0";
+}
+#endif

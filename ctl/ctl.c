@@ -26,6 +26,15 @@ usage(FILE *f)
 	    "commands:\n"
 	    "  stats                  processes (pid, memory), uptime and "
 	    "counters\n"
+	    "  start CHANNEL [-p PROFILE]\n"
+	    "                         start the channel's container and broker "
+	    "(profile\n"
+	    "                         \"default\" unless given)\n"
+	    "  status CHANNEL         container state, image, profile, broker\n"
+	    "  paths CHANNEL          host paths of sessions/ and attachments/\n"
+	    "  stop CHANNEL           remove the container, stop the broker\n"
+	    "  fresh CHANNEL          stop, then archive the session files\n"
+	    "  ps                     the managed containers\n"
 	    "  call METHOD [PARAMS]   send one JSON-RPC request, print its "
 	    "result\n"
 	    "\n"
@@ -147,12 +156,160 @@ cmd_call(struct ctl_opts *o, int argc, char *argv[])
 	return 0;
 }
 
+/* One request with {"channel": key} and maybe {"profile": p}; prints the
+ * result as JSON or through show(). */
+static int
+channel_call(struct ctl_opts *o, const char *method, const char *key,
+    const char *profile, void (*show)(const char *, const cJSON *))
+{
+	struct rpc	*r;
+	cJSON		*params, *res;
+	int		 code;
+
+	if ((params = cJSON_CreateObject()) == NULL)
+		return 1;
+	if (key != NULL)
+		cJSON_AddStringToObject(params, "channel", key);
+	if (profile != NULL)
+		cJSON_AddStringToObject(params, "profile", profile);
+	if ((r = rpc_open(o->socket, NULL)) == NULL) {
+		cJSON_Delete(params);
+		return 1;
+	}
+	res = rpc_call(r, method, params, &code);
+	rpc_close(r);
+	if (res == NULL)
+		return 1;
+	if (o->json)
+		print_json(res);
+	else
+		show(key, res);
+	cJSON_Delete(res);
+	return 0;
+}
+
+static void
+show_status(const char *key, const cJSON *res)
+{
+	printf("channel %s: container %s", key, str(res, "state"));
+	if (*str(res, "image") != '\0')
+		printf(" (image %s, profile %s)", str(res, "image"),
+		    str(res, "profile"));
+	printf(", broker %s\n", str(res, "broker"));
+}
+
+static void
+show_paths(const char *key, const cJSON *res)
+{
+	printf("sessions     %s\nattachments  %s\n", str(res, "sessions"),
+	    str(res, "attachments"));
+}
+
+static void
+show_stopped(const char *key, const cJSON *res)
+{
+	printf("channel %s stopped\n", key);
+}
+
+static void
+show_fresh(const char *key, const cJSON *res)
+{
+	printf("channel %s: %.0f session file(s) archived%s%s\n", key,
+	    num(res, "archived"), *str(res, "folder") ? " in archive/" : "",
+	    str(res, "folder"));
+}
+
+static void
+show_started(const char *key, const cJSON *res)
+{
+	printf("channel %s started\n", key);
+}
+
+static void
+show_ps(const char *key, const cJSON *res)
+{
+	const cJSON	*c;
+
+	printf("%-40s %-10s %-16s %s\n", "CONTAINER", "STATE", "PROFILE",
+	    "CHANNEL");
+	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(res,
+	    "containers"))
+		printf("%-40s %-10s %-16s %s\n", str(c, "name"),
+		    str(c, "state"), str(c, "profile"), str(c, "channel"));
+}
+
+static int
+cmd_channel(struct ctl_opts *o, int argc, char *argv[])
+{
+	static const struct {
+		const char	*cmd, *method;
+		void		(*show)(const char *, const cJSON *);
+	} t[] = {
+		{ "status",	"channel.status",	show_status },
+		{ "paths",	"channel.paths",	show_paths },
+		{ "stop",	"channel.stop",		show_stopped },
+		{ "fresh",	"channel.fresh",	show_fresh },
+	};
+	size_t	 i;
+
+	if (argc != 2) {
+		usage(stderr);
+		return 2;
+	}
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		if (strcmp(argv[0], t[i].cmd) == 0)
+			return channel_call(o, t[i].method, argv[1], NULL,
+			    t[i].show);
+	return 2;
+}
+
+static int
+cmd_start(struct ctl_opts *o, int argc, char *argv[])
+{
+	const char	*profile = "default";
+	int		 ch;
+
+	optind = 0;	/* glibc: start over after the global options */
+	while ((ch = getopt(argc, argv, "p:")) != -1) {
+		switch (ch) {
+		case 'p':
+			profile = optarg;
+			break;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (argc - optind != 1) {
+		usage(stderr);
+		return 2;
+	}
+	return channel_call(o, "channel.start", argv[optind], profile,
+	    show_started);
+}
+
+static int
+cmd_ps(struct ctl_opts *o, int argc, char *argv[])
+{
+	if (argc != 1) {
+		usage(stderr);
+		return 2;
+	}
+	return channel_call(o, "channel.list", NULL, NULL, show_ps);
+}
+
 static const struct {
 	const char	*name;
 	int		(*fn)(struct ctl_opts *, int, char *[]);
 } commands[] = {
 	{ "stats",	cmd_stats },
 	{ "call",	cmd_call },
+	{ "start",	cmd_start },
+	{ "status",	cmd_channel },
+	{ "paths",	cmd_channel },
+	{ "stop",	cmd_channel },
+	{ "fresh",	cmd_channel },
+	{ "ps",		cmd_ps },
 };
 
 int

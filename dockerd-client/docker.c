@@ -8,24 +8,22 @@
 #include <curl/curl.h>
 #include <event2/event.h>
 
+#include "dockapi.h"
 #include "docker.h"
+#include "dockops.h"
 #include "limits.h"
 #include "log.h"
 #include "role.h"
 #include "sandbox.h"
 
+/* Containers reported by one list answer. */
+#define DOCK_LIST_MAX	4096
+
 struct docker {
-	const char	*dk_socket_arg;	/* from argv: what the sandbox allows */
-	char		*dk_socket;
-	char		*dk_prefix;
-	char		*dk_label_channel;
-	char		*dk_label_profile;
-	char		*dk_image;
-	char		*dk_state_dir;
-	char		*dk_time_zone;
-	uint64_t	 dk_uid, dk_gid;
-	uint64_t	 dk_memory_mib, dk_nano_cpus, dk_pids;
-	int		 dk_have_config;
+	const char		*dk_socket_arg;	/* from argv: the sandbox's */
+	struct dock_config	 dk_conf;
+	struct dock_api		*dk_api;
+	int			 dk_have_config;
 };
 
 static char *
@@ -41,22 +39,23 @@ xstrdup(const char *s)
 static int
 docker_config(struct docker *dk, struct msg *m)
 {
-	const char	*sock, *prefix, *lc, *lp, *image, *state, *tz;
+	struct dock_config	*c = &dk->dk_conf;
+	const char		*sock, *prefix, *lc, *lp, *image, *state, *tz;
 
 	if (msg_get_str(m, "socket", PATH_BYTES_MAX, &sock) == -1 ||
-	    msg_get_str(m, "container_prefix", 64, &prefix) == -1 ||
-	    msg_get_str(m, "label_channel", 128, &lc) == -1 ||
-	    msg_get_str(m, "label_profile", 128, &lp) == -1 ||
-	    msg_get_str(m, "image", 1024, &image) == -1 ||
+	    msg_get_str(m, "container_prefix", CONTAINER_PREFIX_MAX, &prefix) ==
+	    -1 ||
+	    msg_get_str(m, "label_channel", DOCK_LABEL_MAX, &lc) == -1 ||
+	    msg_get_str(m, "label_profile", DOCK_LABEL_MAX, &lp) == -1 ||
+	    msg_get_str(m, "image", DOCK_IMAGE_MAX, &image) == -1 ||
 	    msg_get_str(m, "state_dir", PATH_BYTES_MAX, &state) == -1 ||
-	    msg_get_str(m, "time_zone", 64, &tz) == -1 ||
-	    msg_get_uint(m, "uid", 1, UINT32_MAX - 1, &dk->dk_uid) == -1 ||
-	    msg_get_uint(m, "gid", 1, UINT32_MAX - 1, &dk->dk_gid) == -1 ||
-	    msg_get_uint(m, "memory_mib", 1, UINT32_MAX,
-	    &dk->dk_memory_mib) == -1 ||
-	    msg_get_uint(m, "nano_cpus", 1, UINT64_C(1) << 50,
-	    &dk->dk_nano_cpus) == -1 ||
-	    msg_get_uint(m, "pids", 1, UINT32_MAX, &dk->dk_pids) == -1 ||
+	    msg_get_str(m, "time_zone", DOCK_TIME_ZONE_MAX, &tz) == -1 ||
+	    msg_get_uint(m, "uid", 1, UINT32_MAX - 1, &c->uid) == -1 ||
+	    msg_get_uint(m, "gid", 1, UINT32_MAX - 1, &c->gid) == -1 ||
+	    msg_get_uint(m, "memory_mib", 1, UINT32_MAX, &c->memory_mib) == -1 ||
+	    msg_get_uint(m, "nano_cpus", 1, DOCK_NUMBER_MAX, &c->nano_cpus) ==
+	    -1 ||
+	    msg_get_uint(m, "pids", 1, UINT32_MAX, &c->pids) == -1 ||
 	    msg_end(m) == -1)
 		return -1;
 	if (strcmp(sock, dk->dk_socket_arg) != 0) {
@@ -64,14 +63,174 @@ docker_config(struct docker *dk, struct msg *m)
 		    sock, dk->dk_socket_arg);
 		return -1;
 	}
-	dk->dk_socket = xstrdup(sock);
-	dk->dk_prefix = xstrdup(prefix);
-	dk->dk_label_channel = xstrdup(lc);
-	dk->dk_label_profile = xstrdup(lp);
-	dk->dk_image = xstrdup(image);
-	dk->dk_state_dir = xstrdup(state);
-	dk->dk_time_zone = xstrdup(tz);
+	c->prefix = xstrdup(prefix);
+	c->label_channel = xstrdup(lc);
+	c->label_profile = xstrdup(lp);
+	c->image = xstrdup(image);
+	c->state_dir = xstrdup(state);
+	c->time_zone = xstrdup(tz);
 	dk->dk_have_config = 1;
+	return 0;
+}
+
+/* Failures go to the host log in full and back to the supervisor, which
+ * passes them only to the operator's client, never to a guest. */
+static void
+docker_fail(struct docker *dk, struct role_parent *rp, uint64_t id,
+    const char *what, const char *channel, enum dock_err e)
+{
+	const char	*detail = dock_api_last_error(dk->dk_api);
+
+	if (detail != NULL && *detail != '\0') {
+		log_warnx("%s %s: %s: %s", what, channel, dock_err_to_string(e),
+		    detail);
+		role_error(rp, id, "%s: %s", dock_err_to_string(e), detail);
+	} else {
+		log_warnx("%s %s: %s", what, channel, dock_err_to_string(e));
+		role_error(rp, id, "%s", dock_err_to_string(e));
+	}
+}
+
+static const char *
+docker_state_name(enum dock_state s)
+{
+	switch (s) {
+	case DOCK_RUNNING:
+		return "running";
+	case DOCK_STOPPED:
+		return "stopped";
+	case DOCK_MISSING:
+		break;
+	}
+	return "missing";
+}
+
+static int
+docker_status(struct docker *dk, struct role_parent *rp, struct msg *m)
+{
+	struct dock_status	 st;
+	struct msgb		 mb;
+	const char		*channel;
+	enum dock_err		 e;
+
+	if (msg_get_str(m, "channel", CHANNEL_KEY_BYTES_MAX, &channel) == -1 ||
+	    msg_end(m) == -1)
+		return -1;
+	if ((e = dock_status(dk->dk_api, &dk->dk_conf, channel, &st)) !=
+	    DOCK_OK) {
+		docker_fail(dk, rp, m->m_id, "status", channel, e);
+		return 0;
+	}
+	msgb_init(&mb, MSG_DOCK_STATE, m->m_id);
+	msg_add_str(&mb, "state", docker_state_name(st.state));
+	if (st.state != DOCK_MISSING) {
+		msg_add_str(&mb, "image", st.image);
+		msg_add_str(&mb, "profile", st.profile);
+		msg_add_str(&mb, "container", st.id);
+	}
+	role_send(rp, &mb);
+	return 0;
+}
+
+static int
+docker_ensure(struct docker *dk, struct role_parent *rp, struct msg *m)
+{
+	struct dock_spec	 spec;
+	struct msgb		 mb;
+	char			 id[80];
+	int			 recreated = 0;
+	enum dock_err		 e;
+
+	memset(&spec, 0, sizeof(spec));
+	if (msg_get_str(m, "channel", CHANNEL_KEY_BYTES_MAX, &spec.channel) ==
+	    -1 ||
+	    msg_get_str(m, "profile", PROFILE_NAME_MAX, &spec.profile) == -1 ||
+	    msg_get_str(m, "run_dir", PATH_BYTES_MAX, &spec.run_dir) == -1 ||
+	    msg_get_str(m, "workspace_dir", PATH_BYTES_MAX,
+	    &spec.workspace_dir) == -1 ||
+	    msg_end(m) == -1)
+		return -1;
+	/* Re-checked here whatever the supervisor checked before. */
+	if ((e = dock_check_spec(&dk->dk_conf, &spec)) != DOCK_OK) {
+		log_warnx("ensure %s: refused: %s", spec.channel,
+		    dock_err_to_string(e));
+		role_error(rp, m->m_id, "refused: %s", dock_err_to_string(e));
+		return 0;
+	}
+	id[0] = '\0';
+	if ((e = dock_ensure_running(dk->dk_api, &dk->dk_conf, &spec,
+	    &recreated, id, sizeof(id))) != DOCK_OK) {
+		docker_fail(dk, rp, m->m_id, "ensure", spec.channel, e);
+		return 0;
+	}
+	if (recreated)
+		log_info("container for %s created (%.12s, profile %s)",
+		    spec.channel, id, spec.profile);
+	msgb_init(&mb, MSG_DOCK_ENSURED, m->m_id);
+	msg_add_bool(&mb, "recreated", recreated);
+	msg_add_str(&mb, "container", id);
+	role_send(rp, &mb);
+	return 0;
+}
+
+static int
+docker_remove(struct docker *dk, struct role_parent *rp, struct msg *m)
+{
+	struct msgb		 mb;
+	const char		*channel;
+	enum dock_err		 e;
+
+	if (msg_get_str(m, "channel", CHANNEL_KEY_BYTES_MAX, &channel) == -1 ||
+	    msg_end(m) == -1)
+		return -1;
+	if ((e = dock_remove(dk->dk_api, &dk->dk_conf, channel)) != DOCK_OK) {
+		docker_fail(dk, rp, m->m_id, "remove", channel, e);
+		return 0;
+	}
+	msgb_init(&mb, MSG_DOCK_REMOVED, m->m_id);
+	role_send(rp, &mb);
+	return 0;
+}
+
+static int
+docker_list(struct docker *dk, struct role_parent *rp, struct msg *m)
+{
+	struct dock_entry	*ents = NULL;
+	struct msgb		 mb;
+	const char		**v[5];
+	size_t			 n = 0, i, k;
+	enum dock_err		 e;
+
+	if (msg_end(m) == -1)
+		return -1;
+	if ((e = dock_list(dk->dk_api, &dk->dk_conf, &ents, &n)) != DOCK_OK) {
+		docker_fail(dk, rp, m->m_id, "list", "containers", e);
+		return 0;
+	}
+	if (n > DOCK_LIST_MAX)
+		n = DOCK_LIST_MAX;
+	for (k = 0; k < 5; k++)
+		if ((v[k] = calloc(n + 1, sizeof(char *))) == NULL)
+			fatal("%s", __func__);
+	for (i = 0; i < n; i++) {
+		/* Docker spells names with a leading '/' */
+		v[0][i] = ents[i].name[0] == '/' ? ents[i].name + 1 :
+		    ents[i].name;
+		v[1][i] = ents[i].channel;
+		v[2][i] = ents[i].profile;
+		v[3][i] = ents[i].state;
+		v[4][i] = ents[i].image;
+	}
+	msgb_init(&mb, MSG_DOCK_LISTED, m->m_id);
+	msg_add_strv(&mb, "names", v[0], n);
+	msg_add_strv(&mb, "channels", v[1], n);
+	msg_add_strv(&mb, "profiles", v[2], n);
+	msg_add_strv(&mb, "states", v[3], n);
+	msg_add_strv(&mb, "images", v[4], n);
+	role_send(rp, &mb);
+	for (k = 0; k < 5; k++)
+		free(v[k]);
+	free(ents);
 	return 0;
 }
 
@@ -80,22 +239,39 @@ docker_dispatch_supervisor(struct role_parent *rp, struct msg *m, void *arg)
 {
 	struct docker	*dk = arg;
 
-	switch (m->m_type) {
-	case MSG_CONFIG_DOCKER:
+	if (m->m_type == MSG_CONFIG_DOCKER) {
 		if (role_parent_configured(rp) || dk->dk_have_config)
 			return -1;
 		return docker_config(dk, m);
+	}
+	if (!role_parent_configured(rp))
+		return -1;
+	/* XXX one call at a time, each at most 15 s: channels wait for
+	 * each other's Docker calls. */
+	switch (m->m_type) {
+	case MSG_DOCK_STATUS:
+		return docker_status(dk, rp, m);
+	case MSG_DOCK_ENSURE:
+		return docker_ensure(dk, rp, m);
+	case MSG_DOCK_REMOVE:
+		return docker_remove(dk, rp, m);
+	case MSG_DOCK_LIST:
+		return docker_list(dk, rp, m);
 	default:
 		return -1;
 	}
 }
 
-static int
+static const char *
 docker_configured(struct role_parent *rp, void *arg)
 {
 	struct docker	*dk = arg;
 
-	return dk->dk_have_config ? 0 : -1;
+	if (!dk->dk_have_config)
+		return "no configuration";
+	if ((dk->dk_api = dock_api_new(dk->dk_socket_arg)) == NULL)
+		return "cannot set up the Docker API client";
+	return NULL;
 }
 
 void

@@ -181,12 +181,12 @@ egress_dispatch_supervisor(struct role_parent *rp, struct msg *m, void *arg)
 	}
 }
 
-static int
+static const char *
 egress_configured(struct role_parent *rp, void *arg)
 {
 	struct egress	*eg = arg;
 
-	return eg->eg_have_config ? 0 : -1;
+	return !eg->eg_have_config ? "no configuration" : NULL;
 }
 
 void

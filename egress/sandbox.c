@@ -41,6 +41,8 @@ static const struct sandbox_syscall sandbox_egress_table[] = {
 	SB_ALLOW_MASK(clone, 0, CLONE_THREAD, CLONE_THREAD),
 	SB_ALLOW(set_robust_list),
 	SB_ALLOW(rseq),
+	/* the sanitizer runtimes size thread pools by it */
+	SB_ALLOW(sched_getaffinity),
 
 	/* Polite denies: glibc tries clone3 before clone, and getaddrinfo
 	 * asks nscd over a Unix socket before reading the files itself. */

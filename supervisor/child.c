@@ -17,6 +17,7 @@
 
 #include "buildconf.h"
 #include "config.h"
+#include "control.h"
 #include "limits.h"
 #include "log.h"
 #include "msg.h"
@@ -211,17 +212,6 @@ child_became_ready(struct child *c)
 		c->c_event_cb(c, 1, c->c_event_arg);
 }
 
-static int
-child_is_reply(enum msg_type t)
-{
-	int	 i;
-
-	for (i = 1; i < MSG__COUNT; i++)
-		if (msg_def(i)->md_reply == t)
-			return 1;
-	return 0;
-}
-
 static void
 child_frame(struct frame_conn *fc, struct frame *f, void *arg)
 {
@@ -243,11 +233,32 @@ child_frame(struct frame_conn *fc, struct frame *f, void *arg)
 		msg_free(&m);
 		return;
 	}
-	if (child_is_reply(m.m_type)) {
+	if (m.m_type == MSG_REFUSED) {
+		const char	*why = "?";
+
+		if (msg_get_str(&m, "error", 1024, &why) == -1 ||
+		    msg_end(&m) == -1 || c->c_state != CHILD_STARTING) {
+			child_violation(c, m.m_failed ? m.m_err :
+			    "refused when not starting");
+			msg_free(&m);
+			return;
+		}
+		if (c->c_singleton) {
+			/* It will refuse again: nothing to serve without it. */
+			control_close();
+			fatalx("%s refused to start: %s", child_label(c), why);
+		}
+		log_warnx("%s refused to start: %s", child_label(c), why);
+		child_violation(c, "refused");
+		msg_free(&m);
+		return;
+	}
+	if (msg_is_reply(m.m_type)) {
 		TAILQ_FOREACH(cr, &c->c_reqs, cr_entry)
 			if (cr->cr_id == m.m_id)
 				break;
-		if (cr == NULL || cr->cr_reply != m.m_type) {
+		if (cr == NULL || (cr->cr_reply != m.m_type &&
+		    m.m_type != MSG_ERROR)) {
 			child_violation(c, "reply to no request of ours");
 			msg_free(&m);
 			return;

@@ -21,6 +21,8 @@ struct ctl_client;
 #define RPC_INTERNAL_ERROR	-32603
 #define RPC_NOT_INITIALIZED	-32002
 #define RPC_REQUEST_CANCELLED	-32800
+/* An operation that was valid but failed; the message says why. */
+#define RPC_APP_ERROR		-32000
 
 /* params is the request's "params" (NULL when absent); the method does not
  * own it beyond its call. */

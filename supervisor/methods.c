@@ -187,6 +187,7 @@ daemon_stats(void)
 		    child_state_to_string(c->c_state), c->c_restarts));
 	}
 	cJSON_AddNumberToObject(res, "brokers", brokers);
+	cJSON_AddNumberToObject(res, "channels", chan_count());
 	cJSON_AddNumberToObject(cnt, "control_clients", control_clients());
 	cJSON_AddNumberToObject(cnt, "control_connections",
 	    k->sc_connections);
@@ -214,5 +215,11 @@ method_daemon_stats(struct ctl_req *cr, cJSON *params)
 const struct ctl_method ctl_methods[] = {
 	{ "initialize",		method_initialize,	1 },
 	{ "daemon.stats",	method_daemon_stats,	0 },
+	{ "channel.start",	method_channel_start,	0 },
+	{ "channel.stop",	method_channel_stop,	0 },
+	{ "channel.fresh",	method_channel_fresh,	0 },
+	{ "channel.paths",	method_channel_paths,	0 },
+	{ "channel.status",	method_channel_status,	0 },
+	{ "channel.list",	method_channel_list,	0 },
 	{ NULL,			NULL,			0 }
 };

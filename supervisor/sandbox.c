@@ -42,6 +42,11 @@ static const struct sandbox_syscall sandbox_supervisor_table[] = {
 	SB_ALLOW(dup3),
 	SB_ALLOW(close_range),
 	SB_ALLOW(execve),
+	/* a sanitizer runtime reads its binary and maps at start-up, with the
+	 * old system calls */
+	SB_ALLOW(open),
+	SB_ALLOW(readlink),
+	SB_ALLOW(readlinkat),
 
 	/* Pipes to children; the control socket, its stale check, its mode
 	 * and group. */
@@ -80,6 +85,8 @@ static const struct sandbox_syscall sandbox_supervisor_table[] = {
 	SB_ALLOW(set_tid_address),
 	SB_ALLOW(set_robust_list),
 	SB_ALLOW(rseq),
+	/* the sanitizer runtimes size thread pools by it */
+	SB_ALLOW(sched_getaffinity),
 	SB_ALLOW(access),
 	SB_ALLOW(pread64),
 	SB_ALLOW(sysinfo),

@@ -113,6 +113,16 @@ int		 child_stop_all(void);
 int		 child_count_alive(void);
 void		 child_kill_all(void);
 
+/* channel.c: the channel.* methods of the control socket */
+struct ctl_req;
+uint64_t	 chan_count(void);
+void		 method_channel_start(struct ctl_req *, struct cJSON *);
+void		 method_channel_stop(struct ctl_req *, struct cJSON *);
+void		 method_channel_fresh(struct ctl_req *, struct cJSON *);
+void		 method_channel_paths(struct ctl_req *, struct cJSON *);
+void		 method_channel_status(struct ctl_req *, struct cJSON *);
+void		 method_channel_list(struct ctl_req *, struct cJSON *);
+
 /* Resolve and check every helper's path (before the sandbox). */
 int		 child_find_helpers(void);
 

@@ -154,12 +154,13 @@ START_TEST(table_names)
 }
 END_TEST
 
+/* Requests and replies carry ids; "error" answers any request. */
 static int
 needs_id(enum msg_type t)
 {
 	int	 u;
 
-	if (msg_def(t)->md_reply != MSG_NONE)
+	if (msg_def(t)->md_reply != MSG_NONE || t == MSG_ERROR)
 		return 1;
 	for (u = MSG_NONE + 1; u < MSG__COUNT; u++)
 		if (msg_def(u)->md_reply == t)

@@ -1,0 +1,773 @@
+/*
+ * Channel lifecycle (DESIGN.md 6): start, stop, fresh and paths run one at
+ * a time per channel, in the order they came; a start that finds another
+ * start of the same profile queued last joins it instead.  Each step is a
+ * request to the file guard or the Docker client, continued in its reply.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "control.h"
+#include "limits.h"
+#include "log.h"
+#include "supervisor.h"
+#include "validate.h"
+
+enum chop_kind {
+	CHOP_START,
+	CHOP_STOP,
+	CHOP_FRESH,
+	CHOP_PATHS,
+};
+
+struct chan_waiter {
+	TAILQ_ENTRY(chan_waiter)	 w_entry;
+	struct ctl_req			*w_req;
+	struct chan_op			*w_op;
+};
+
+struct chan_op {
+	TAILQ_ENTRY(chan_op)		 op_entry;
+	struct channel			*op_chan;
+	enum chop_kind			 op_kind;
+	char				*op_profile;
+	int				 op_running;
+	TAILQ_HEAD(, chan_waiter)	 op_waiters;
+	char				*op_run_dir;
+	char				*op_ws_dir;
+	char				*op_sessions;
+	char				*op_attachments;
+	uint64_t			 op_archived;
+};
+
+struct channel {
+	TAILQ_ENTRY(channel)		 ch_entry;
+	char				*ch_key;
+	char				 ch_segment[SEGMENT_MAX + 1];
+	struct child			*ch_broker;
+	char				*ch_broker_profile;
+	int				 ch_broker_ready;
+	struct chan_op			*ch_broker_wait;	/* op waiting */
+	TAILQ_HEAD(chan_op_list, chan_op) ch_ops;
+};
+
+static TAILQ_HEAD(, channel)	 channels = TAILQ_HEAD_INITIALIZER(channels);
+
+static void	chan_op_run(struct chan_op *);
+static void	chan_step_ensure(struct chan_op *);
+static void	chan_freshened(struct child *, struct msg *, void *);
+
+static char *
+xstrdup(const char *s)
+{
+	char	*p;
+
+	if ((p = strdup(s)) == NULL)
+		fatal("strdup");
+	return p;
+}
+
+static struct channel *
+chan_find(const char *key)
+{
+	struct channel	*ch;
+
+	TAILQ_FOREACH(ch, &channels, ch_entry)
+		if (strcmp(ch->ch_key, key) == 0)
+			return ch;
+	return NULL;
+}
+
+static struct channel *
+chan_get(const char *key)
+{
+	struct channel	*ch;
+
+	if ((ch = chan_find(key)) != NULL)
+		return ch;
+	if ((ch = calloc(1, sizeof(*ch))) == NULL)
+		fatal("%s", __func__);
+	ch->ch_key = xstrdup(key);
+	if (channel_segment(key, strlen(key), ch->ch_segment,
+	    sizeof(ch->ch_segment)) == -1)
+		fatalx("%s: unchecked channel key", __func__);
+	TAILQ_INIT(&ch->ch_ops);
+	TAILQ_INSERT_TAIL(&channels, ch, ch_entry);
+	return ch;
+}
+
+/* A channel with nothing queued and no broker is forgotten. */
+static void
+chan_gc(struct channel *ch)
+{
+	if (!TAILQ_EMPTY(&ch->ch_ops) || ch->ch_broker != NULL)
+		return;
+	TAILQ_REMOVE(&channels, ch, ch_entry);
+	free(ch->ch_broker_profile);
+	free(ch->ch_key);
+	free(ch);
+}
+
+uint64_t
+chan_count(void)
+{
+	struct channel	*ch;
+	uint64_t	 n = 0;
+
+	TAILQ_FOREACH(ch, &channels, ch_entry)
+		n++;
+	return n;
+}
+
+static void
+chan_waiter_cancel(struct ctl_req *req, void *arg)
+{
+	struct chan_waiter	*w = arg;
+
+	/* The client let go; the operation itself goes on. */
+	TAILQ_REMOVE(&w->w_op->op_waiters, w, w_entry);
+	free(w);
+}
+
+static void
+chan_op_free(struct chan_op *op)
+{
+	free(op->op_profile);
+	free(op->op_run_dir);
+	free(op->op_ws_dir);
+	free(op->op_sessions);
+	free(op->op_attachments);
+	free(op);
+}
+
+/* Answer every waiter with a copy of result (or the error), then run the
+ * next operation of the channel. */
+static void
+chan_op_done(struct chan_op *op, cJSON *result, const char *err)
+{
+	struct channel		*ch = op->op_chan;
+	struct chan_waiter	*w;
+	cJSON			*copy;
+
+	while ((w = TAILQ_FIRST(&op->op_waiters)) != NULL) {
+		TAILQ_REMOVE(&op->op_waiters, w, w_entry);
+		ctl_set_cancel(w->w_req, NULL, NULL);
+		if (err != NULL)
+			ctl_error(w->w_req, RPC_APP_ERROR, "%s", err);
+		else {
+			if ((copy = cJSON_Duplicate(result, 1)) == NULL)
+				fatalx("%s: out of memory", __func__);
+			ctl_reply(w->w_req, copy);
+		}
+		free(w);
+	}
+	cJSON_Delete(result);
+	if (ch->ch_broker_wait == op)
+		ch->ch_broker_wait = NULL;
+	TAILQ_REMOVE(&ch->ch_ops, op, op_entry);
+	chan_op_free(op);
+	if ((op = TAILQ_FIRST(&ch->ch_ops)) != NULL)
+		chan_op_run(op);
+	else
+		chan_gc(ch);
+}
+
+static void __attribute__((format(printf, 2, 3)))
+chan_op_fail(struct chan_op *op, const char *fmt, ...)
+{
+	char	 err[600];
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, sizeof(err), fmt, ap);
+	va_end(ap);
+	log_warnx("channel %s: %s", op->op_chan->ch_segment, err);
+	sv->sv_count.sc_failures++;
+	chan_op_done(op, NULL, err);
+}
+
+/* The text of a failed reply: the child died, or it answered "error". */
+static const char *
+chan_reply_error(struct msg *m, const char *who)
+{
+	static char	 buf[600];
+	const char	*e;
+
+	if (m == NULL) {
+		snprintf(buf, sizeof(buf), "%s stopped before it answered",
+		    who);
+		return buf;
+	}
+	if (m->m_type != MSG_ERROR)
+		return NULL;
+	if (msg_get_str(m, "error", 512, &e) == -1 || msg_end(m) == -1)
+		e = "unreadable error";
+	snprintf(buf, sizeof(buf), "%s: %s", who, e);
+	return buf;
+}
+
+static int
+chan_request(struct chan_op *op, enum proc_role role, struct msgb *mb,
+    child_reply_cb cb)
+{
+	struct child	*c = child_singleton(role);
+
+	if (c == NULL || child_request(c, mb, cb, op) == -1) {
+		if (c == NULL)
+			msgb_free(mb);
+		chan_op_fail(op, "%s is not running", role == PROC_FSGUARD ?
+		    "the file guard" : "the Docker client");
+		return -1;
+	}
+	return 0;
+}
+
+static void
+chan_broker_stop(struct channel *ch)
+{
+	if (ch->ch_broker == NULL)
+		return;
+	log_debug("channel %s: stopping its broker", ch->ch_segment);
+	child_stop(ch->ch_broker);
+	ch->ch_broker = NULL;
+	ch->ch_broker_ready = 0;
+	free(ch->ch_broker_profile);
+	ch->ch_broker_profile = NULL;
+}
+
+static void
+chan_broker_event(struct child *c, int ready, void *arg)
+{
+	struct channel	*ch = arg;
+	struct chan_op	*op = ch->ch_broker_wait;
+
+	if (ready) {
+		ch->ch_broker_ready = 1;
+		if (op != NULL) {
+			ch->ch_broker_wait = NULL;
+			chan_step_ensure(op);
+		}
+		return;
+	}
+	log_warnx("channel %s: broker gone", ch->ch_segment);
+	ch->ch_broker = NULL;
+	ch->ch_broker_ready = 0;
+	free(ch->ch_broker_profile);
+	ch->ch_broker_profile = NULL;
+	if (op != NULL) {
+		ch->ch_broker_wait = NULL;
+		chan_op_fail(op, "the broker stopped before it was ready");
+	} else
+		chan_gc(ch);
+}
+
+static void
+chan_ensured(struct child *c, struct msg *m, void *arg)
+{
+	struct chan_op	*op = arg;
+	const char	*err, *id;
+	int		 recreated;
+
+	if ((err = chan_reply_error(m, "Docker")) != NULL) {
+		chan_op_fail(op, "%s", err);
+		return;
+	}
+	if (msg_get_bool(m, "recreated", &recreated) == -1 ||
+	    msg_get_str(m, "container", 128, &id) == -1 || msg_end(m) == -1) {
+		chan_op_fail(op, "Docker client: %s", m->m_err);
+		return;
+	}
+	log_info("channel %s: container %.12s %s (profile %s)",
+	    op->op_chan->ch_segment, id, recreated ? "created" : "kept",
+	    op->op_profile);
+	chan_op_done(op, cJSON_CreateObject(), NULL);
+}
+
+static void
+chan_step_ensure(struct chan_op *op)
+{
+	struct msgb	 mb;
+
+	msgb_init(&mb, MSG_DOCK_ENSURE, 0);
+	msg_add_str(&mb, "channel", op->op_chan->ch_key);
+	msg_add_str(&mb, "profile", op->op_profile);
+	msg_add_str(&mb, "run_dir", op->op_run_dir);
+	msg_add_str(&mb, "workspace_dir", op->op_ws_dir);
+	chan_request(op, PROC_DOCKER, &mb, chan_ensured);
+}
+
+static void
+chan_bound(struct child *c, struct msg *m, void *arg)
+{
+	struct chan_op	*op = arg;
+	struct channel	*ch = op->op_chan;
+	const char	*err;
+	int		 fd;
+
+	if ((err = chan_reply_error(m, "file guard")) != NULL) {
+		chan_op_fail(op, "%s", err);
+		return;
+	}
+	if (msg_get_fd(m, &fd) == -1 || msg_end(m) == -1) {
+		chan_op_fail(op, "file guard: %s", m->m_err);
+		return;
+	}
+	ch->ch_broker_profile = xstrdup(op->op_profile);
+	ch->ch_broker_ready = 0;
+	ch->ch_broker_wait = op;
+	ch->ch_broker = child_broker_start(ch->ch_key, ch->ch_segment,
+	    op->op_profile, fd, chan_broker_event, ch);
+}
+
+static void
+chan_status_for_start(struct child *c, struct msg *m, void *arg)
+{
+	struct chan_op	*op = arg;
+	struct channel	*ch = op->op_chan;
+	const char	*err, *state, *image = NULL, *profile = NULL, *id;
+	struct msgb	 mb;
+	int		 recreate;
+
+	if ((err = chan_reply_error(m, "Docker")) != NULL) {
+		chan_op_fail(op, "%s", err);
+		return;
+	}
+	if (msg_get_str(m, "state", 16, &state) == -1 ||
+	    msg_get_str_opt(m, "image", 256, &image) == -1 ||
+	    msg_get_str_opt(m, "profile", 128, &profile) == -1 ||
+	    msg_get_str_opt(m, "container", 128, &id) == -1 ||
+	    msg_end(m) == -1) {
+		chan_op_fail(op, "Docker client: %s", m->m_err);
+		return;
+	}
+	recreate = strcmp(state, "running") != 0 || image == NULL ||
+	    strcmp(image, sv->sv_conf->image) != 0 || profile == NULL ||
+	    strcmp(profile, op->op_profile) != 0;
+	/* A new container or another profile needs a new broker. */
+	if (ch->ch_broker != NULL && !recreate &&
+	    strcmp(ch->ch_broker_profile, op->op_profile) == 0) {
+		if (ch->ch_broker_ready)
+			chan_step_ensure(op);
+		else
+			ch->ch_broker_wait = op;
+		return;
+	}
+	chan_broker_stop(ch);
+	msgb_init(&mb, MSG_FSG_BIND, 0);
+	msg_add_str(&mb, "channel", ch->ch_key);
+	chan_request(op, PROC_FSGUARD, &mb, chan_bound);
+}
+
+static void
+chan_removed(struct child *c, struct msg *m, void *arg)
+{
+	struct chan_op	*op = arg;
+	struct msgb	 mb;
+	const char	*err;
+
+	if ((err = chan_reply_error(m, "Docker")) != NULL) {
+		chan_op_fail(op, "%s", err);
+		return;
+	}
+	if (msg_end(m) == -1) {
+		chan_op_fail(op, "Docker client: %s", m->m_err);
+		return;
+	}
+	log_info("channel %s: container removed", op->op_chan->ch_segment);
+	if (op->op_kind == CHOP_STOP) {
+		chan_op_done(op, cJSON_CreateObject(), NULL);
+		return;
+	}
+	msgb_init(&mb, MSG_FSG_FRESH, 0);
+	msg_add_str(&mb, "channel", op->op_chan->ch_key);
+	chan_request(op, PROC_FSGUARD, &mb, chan_freshened);
+}
+
+static void
+chan_freshened(struct child *c, struct msg *m, void *arg)
+{
+	struct chan_op	*op = arg;
+	const char	*err, *folder;
+	uint64_t	 n;
+	cJSON		*res;
+
+	if ((err = chan_reply_error(m, "file guard")) != NULL) {
+		chan_op_fail(op, "%s", err);
+		return;
+	}
+	if (msg_get_uint(m, "archived", 0, UINT32_MAX, &n) == -1 ||
+	    msg_get_str(m, "folder", 64, &folder) == -1 || msg_end(m) == -1) {
+		chan_op_fail(op, "file guard: %s", m->m_err);
+		return;
+	}
+	if ((res = cJSON_CreateObject()) == NULL ||
+	    cJSON_AddNumberToObject(res, "archived", (double)n) == NULL)
+		fatalx("%s: out of memory", __func__);
+	if (n > 0)
+		cJSON_AddStringToObject(res, "folder", folder);
+	chan_op_done(op, res, NULL);
+}
+
+static void
+chan_prepared(struct child *c, struct msg *m, void *arg)
+{
+	struct chan_op	*op = arg;
+	struct channel	*ch = op->op_chan;
+	const char	*err, *seg, *run, *ws, *sess, *att;
+	struct msgb	 mb;
+	cJSON		*res;
+
+	if ((err = chan_reply_error(m, "file guard")) != NULL) {
+		chan_op_fail(op, "%s", err);
+		return;
+	}
+	if (msg_get_str(m, "segment", SEGMENT_MAX, &seg) == -1 ||
+	    msg_get_str(m, "run_dir", PATH_BYTES_MAX, &run) == -1 ||
+	    msg_get_str(m, "workspace_dir", PATH_BYTES_MAX, &ws) == -1 ||
+	    msg_get_str(m, "sessions", PATH_BYTES_MAX, &sess) == -1 ||
+	    msg_get_str(m, "attachments", PATH_BYTES_MAX, &att) == -1 ||
+	    msg_end(m) == -1) {
+		chan_op_fail(op, "file guard: %s", m->m_err);
+		return;
+	}
+	if (strcmp(seg, ch->ch_segment) != 0) {
+		chan_op_fail(op, "file guard answered for segment %s", seg);
+		return;
+	}
+	op->op_run_dir = xstrdup(run);
+	op->op_ws_dir = xstrdup(ws);
+	op->op_sessions = xstrdup(sess);
+	op->op_attachments = xstrdup(att);
+
+	switch (op->op_kind) {
+	case CHOP_PATHS:
+		if ((res = cJSON_CreateObject()) == NULL ||
+		    cJSON_AddStringToObject(res, "sessions", sess) == NULL ||
+		    cJSON_AddStringToObject(res, "attachments", att) == NULL)
+			fatalx("%s: out of memory", __func__);
+		chan_op_done(op, res, NULL);
+		return;
+	case CHOP_START:
+		msgb_init(&mb, MSG_DOCK_STATUS, 0);
+		msg_add_str(&mb, "channel", ch->ch_key);
+		chan_request(op, PROC_DOCKER, &mb, chan_status_for_start);
+		return;
+	case CHOP_STOP:
+	case CHOP_FRESH:
+		chan_broker_stop(ch);
+		msgb_init(&mb, MSG_DOCK_REMOVE, 0);
+		msg_add_str(&mb, "channel", ch->ch_key);
+		chan_request(op, PROC_DOCKER, &mb, chan_removed);
+		return;
+	}
+}
+
+/* Every operation starts with the file guard's key check. */
+static void
+chan_op_run(struct chan_op *op)
+{
+	struct msgb	 mb;
+
+	op->op_running = 1;
+	msgb_init(&mb, MSG_FSG_PREPARE, 0);
+	msg_add_str(&mb, "channel", op->op_chan->ch_key);
+	chan_request(op, PROC_FSGUARD, &mb, chan_prepared);
+}
+
+static void
+chan_submit(struct ctl_req *req, const char *key, enum chop_kind kind,
+    const char *profile)
+{
+	struct channel		*ch = chan_get(key);
+	struct chan_op		*op, *last;
+	struct chan_waiter	*w;
+
+	last = TAILQ_LAST(&ch->ch_ops, chan_op_list);
+	if (kind == CHOP_START && last != NULL && last->op_kind == CHOP_START &&
+	    strcmp(last->op_profile, profile) == 0)
+		op = last;	/* concurrent starts share one attempt */
+	else {
+		if ((op = calloc(1, sizeof(*op))) == NULL)
+			fatal("%s", __func__);
+		op->op_chan = ch;
+		op->op_kind = kind;
+		if (profile != NULL)
+			op->op_profile = xstrdup(profile);
+		TAILQ_INIT(&op->op_waiters);
+		TAILQ_INSERT_TAIL(&ch->ch_ops, op, op_entry);
+	}
+	if ((w = calloc(1, sizeof(*w))) == NULL)
+		fatal("%s", __func__);
+	w->w_req = req;
+	w->w_op = op;
+	TAILQ_INSERT_TAIL(&op->op_waiters, w, w_entry);
+	ctl_set_cancel(req, chan_waiter_cancel, w);
+	if (TAILQ_FIRST(&ch->ch_ops) == op && !op->op_running)
+		chan_op_run(op);
+}
+
+/* Parameters: channel (1-256 chars), profile where asked. */
+static int
+chan_params(struct ctl_req *req, cJSON *params, int want_profile,
+    const char **key, const char **profile)
+{
+	const cJSON	*it, *k = NULL, *p = NULL;
+	char		 seg[SEGMENT_MAX + 1];
+
+	cJSON_ArrayForEach(it, params) {
+		if (strcmp(it->string, "channel") == 0)
+			k = it;
+		else if (want_profile && strcmp(it->string, "profile") == 0)
+			p = it;
+		else {
+			ctl_error(req, RPC_INVALID_PARAMS,
+			    "Invalid params: unknown field \"%.64s\"",
+			    it->string);
+			return -1;
+		}
+	}
+	if (!cJSON_IsString(k) || channel_segment(k->valuestring,
+	    strlen(k->valuestring), seg, sizeof(seg)) == -1) {
+		ctl_error(req, RPC_INVALID_PARAMS, "Invalid params: channel "
+		    "must be a string of 1 to %u chars of valid UTF-8",
+		    CHANNEL_KEY_MAX);
+		return -1;
+	}
+	*key = k->valuestring;
+	if (!want_profile)
+		return 0;
+	if (!cJSON_IsString(p)) {
+		ctl_error(req, RPC_INVALID_PARAMS,
+		    "Invalid params: profile must be a string");
+		return -1;
+	}
+	if (config_profile(sv->sv_conf, p->valuestring) == NULL) {
+		ctl_error(req, RPC_INVALID_PARAMS, "Invalid params: unknown "
+		    "profile \"%.100s\"", p->valuestring);
+		return -1;
+	}
+	*profile = p->valuestring;
+	return 0;
+}
+
+void
+method_channel_start(struct ctl_req *req, cJSON *params)
+{
+	const char	*key, *profile;
+
+	if (chan_params(req, params, 1, &key, &profile) == 0)
+		chan_submit(req, key, CHOP_START, profile);
+}
+
+void
+method_channel_stop(struct ctl_req *req, cJSON *params)
+{
+	const char	*key;
+
+	if (chan_params(req, params, 0, &key, NULL) == 0)
+		chan_submit(req, key, CHOP_STOP, NULL);
+}
+
+void
+method_channel_fresh(struct ctl_req *req, cJSON *params)
+{
+	const char	*key;
+
+	if (chan_params(req, params, 0, &key, NULL) == 0)
+		chan_submit(req, key, CHOP_FRESH, NULL);
+}
+
+void
+method_channel_paths(struct ctl_req *req, cJSON *params)
+{
+	const char	*key;
+
+	if (chan_params(req, params, 0, &key, NULL) == 0)
+		chan_submit(req, key, CHOP_PATHS, NULL);
+}
+
+/* Read-only requests to the Docker client carry their ctl_req; a client
+ * that goes away first leaves a request with no one to answer. */
+struct chan_query {
+	struct ctl_req	*q_req;
+	char		*q_key;
+};
+
+static void
+chan_query_cancel(struct ctl_req *req, void *arg)
+{
+	struct chan_query	*q = arg;
+
+	q->q_req = NULL;
+}
+
+static struct chan_query *
+chan_query_new(struct ctl_req *req, const char *key)
+{
+	struct chan_query	*q;
+
+	if ((q = calloc(1, sizeof(*q))) == NULL)
+		fatal("%s", __func__);
+	q->q_req = req;
+	if (key != NULL)
+		q->q_key = xstrdup(key);
+	ctl_set_cancel(req, chan_query_cancel, q);
+	return q;
+}
+
+static void
+chan_query_free(struct chan_query *q)
+{
+	if (q->q_req != NULL)
+		ctl_set_cancel(q->q_req, NULL, NULL);
+	free(q->q_key);
+	free(q);
+}
+
+static int
+chan_query_send(struct chan_query *q, struct msgb *mb, child_reply_cb cb)
+{
+	struct child	*c = child_singleton(PROC_DOCKER);
+
+	if (c == NULL || child_request(c, mb, cb, q) == -1) {
+		if (c == NULL)
+			msgb_free(mb);
+		ctl_error(q->q_req, RPC_APP_ERROR,
+		    "the Docker client is not running");
+		q->q_req = NULL;
+		chan_query_free(q);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+chan_status_answer(struct child *c, struct msg *m, void *arg)
+{
+	struct chan_query	*q = arg;
+	struct channel		*ch;
+	const char		*err, *state, *image = NULL, *profile = NULL;
+	const char		*id = NULL;
+	cJSON			*res;
+
+	if (q->q_req == NULL)
+		goto done;
+	if ((err = chan_reply_error(m, "Docker")) != NULL) {
+		ctl_error(q->q_req, RPC_APP_ERROR, "%s", err);
+		q->q_req = NULL;
+		goto done;
+	}
+	if (msg_get_str(m, "state", 16, &state) == -1 ||
+	    msg_get_str_opt(m, "image", 256, &image) == -1 ||
+	    msg_get_str_opt(m, "profile", 128, &profile) == -1 ||
+	    msg_get_str_opt(m, "container", 128, &id) == -1 ||
+	    msg_end(m) == -1) {
+		ctl_error(q->q_req, RPC_APP_ERROR, "Docker client: %s",
+		    m->m_err);
+		q->q_req = NULL;
+		goto done;
+	}
+	ch = chan_find(q->q_key);
+	if ((res = cJSON_CreateObject()) == NULL)
+		fatalx("%s: out of memory", __func__);
+	cJSON_AddStringToObject(res, "state", state);
+	if (image != NULL)
+		cJSON_AddStringToObject(res, "image", image);
+	if (profile != NULL)
+		cJSON_AddStringToObject(res, "profile", profile);
+	if (id != NULL)
+		cJSON_AddStringToObject(res, "container", id);
+	cJSON_AddStringToObject(res, "broker", ch == NULL ||
+	    ch->ch_broker == NULL ? "none" : ch->ch_broker_ready ? "ready" :
+	    "starting");
+	cJSON_AddBoolToObject(res, "busy", 0);
+	ctl_set_cancel(q->q_req, NULL, NULL);
+	ctl_reply(q->q_req, res);
+	q->q_req = NULL;
+ done:
+	chan_query_free(q);
+}
+
+void
+method_channel_status(struct ctl_req *req, cJSON *params)
+{
+	struct chan_query	*q;
+	struct msgb		 mb;
+	const char		*key;
+
+	if (chan_params(req, params, 0, &key, NULL) == -1)
+		return;
+	q = chan_query_new(req, key);
+	msgb_init(&mb, MSG_DOCK_STATUS, 0);
+	msg_add_str(&mb, "channel", key);
+	chan_query_send(q, &mb, chan_status_answer);
+}
+
+static void
+chan_list_answer(struct child *c, struct msg *m, void *arg)
+{
+	struct chan_query	*q = arg;
+	const char		**v[5];
+	const char		*names[] = { "names", "channels", "profiles",
+	    "states", "images" };
+	size_t			 n[5], i, k;
+	const char		*err;
+	cJSON			*res, *arr, *o;
+
+	if (q->q_req == NULL)
+		goto done;
+	if ((err = chan_reply_error(m, "Docker")) != NULL) {
+		ctl_error(q->q_req, RPC_APP_ERROR, "%s", err);
+		q->q_req = NULL;
+		goto done;
+	}
+	for (k = 0; k < 5; k++)
+		if (msg_get_strv(m, names[k], 4096, 1024, &v[k], &n[k]) == -1)
+			break;
+	if (k < 5 || msg_end(m) == -1 || n[1] != n[0] || n[2] != n[0] ||
+	    n[3] != n[0] || n[4] != n[0]) {
+		ctl_error(q->q_req, RPC_APP_ERROR, "Docker client: %s",
+		    m->m_failed ? m->m_err : "lists of different lengths");
+		q->q_req = NULL;
+		goto done;
+	}
+	if ((res = cJSON_CreateObject()) == NULL ||
+	    (arr = cJSON_AddArrayToObject(res, "containers")) == NULL)
+		fatalx("%s: out of memory", __func__);
+	for (i = 0; i < n[0]; i++) {
+		if ((o = cJSON_CreateObject()) == NULL)
+			fatalx("%s: out of memory", __func__);
+		cJSON_AddStringToObject(o, "name", v[0][i]);
+		cJSON_AddStringToObject(o, "channel", v[1][i]);
+		cJSON_AddStringToObject(o, "profile", v[2][i]);
+		cJSON_AddStringToObject(o, "state", v[3][i]);
+		cJSON_AddStringToObject(o, "image", v[4][i]);
+		cJSON_AddItemToArray(arr, o);
+	}
+	ctl_set_cancel(q->q_req, NULL, NULL);
+	ctl_reply(q->q_req, res);
+	q->q_req = NULL;
+ done:
+	chan_query_free(q);
+}
+
+void
+method_channel_list(struct ctl_req *req, cJSON *params)
+{
+	struct chan_query	*q;
+	struct msgb		 mb;
+
+	if (params != NULL && cJSON_GetArraySize(params) != 0) {
+		ctl_error(req, RPC_INVALID_PARAMS,
+		    "Invalid params: channel.list takes none");
+		return;
+	}
+	q = chan_query_new(req, NULL);
+	msgb_init(&mb, MSG_DOCK_LIST, 0);
+	chan_query_send(q, &mb, chan_list_answer);
+}
