@@ -1077,12 +1077,9 @@ class Containers(DockerTest):
         self.assertEqual(r.returncode, 1)
         self.assertIn("-32602", r.stderr)
 
-    # rtsandboxctl bug: the usage text says "start CHANNEL [-p PROFILE]",
-    # but cmd_start() resets getopt with optind = 1 after main()'s
-    # getopt_long("+s:jh"); glibc keeps the REQUIRE_ORDER mode of the first
-    # call (only optind = 0 reinitialises), so getopt stops at CHANNEL and
-    # "start CHANNEL -p PROFILE" exits 2 with the usage text.
-    @unittest.expectedFailure
+    # The form of the usage text, "start CHANNEL [-p PROFILE]": cmd_start()
+    # must restart getopt with optind = 0 after main()'s getopt_long("+..."),
+    # or glibc keeps stopping at the first non-option (CHANNEL).
     def test_rtsandboxctl_start_profile_after_channel(self):
         def conf(c):
             c["profiles"]["second"] = {"model": "claude-other"}
