@@ -1,34 +1,891 @@
 /*
  * The broker: one per started channel, the worker's only way out.  It holds
- * its listening socket and its two pipes, and nothing else.
+ * its listening socket and its two pipes, and nothing else.  It routes every
+ * request of PROTOCOL.md 3 in its order of precedence, keeps the worker's
+ * turn state, and hands credential-bearing calls to egress and host tool
+ * calls to the supervisor.
  */
+#include <sys/queue.h>
+
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
 #include <event2/event.h>
 
+#include "bodies.h"
 #include "broker.h"
+#include "http.h"
 #include "limits.h"
 #include "log.h"
+#include "rebuild.h"
 #include "role.h"
 #include "sandbox.h"
+#include "validate.h"
+
+#define MCP_SERVERS_PER_PROFILE	32
+#define MCP_TOOLS_PER_SERVER	128
+#define HOST_TOOLS_MAX		64
+/* Egress may run this far ahead of what the worker has read. */
+#define BROKER_ACK_LOWAT	(256u * 1024)
+
+struct scope {
+	int		 sc_refs;	/* the broker's, and each call's */
+	int		 sc_turn;	/* a bound turn, else the startup window */
+	int		 sc_ended;
+	uint64_t	 sc_calls_left;
+	unsigned	 sc_inflight;
+	uint64_t	 sc_deadline;	/* monotonic ms */
+	char		*sc_turn_id;
+	enum rebuild_level sc_level;
+};
+
+struct mcp_server {
+	char		*ms_name;
+	char		**ms_tools;
+	size_t		 ms_ntools;
+};
+
+enum call_kind {
+	CALL_MODEL,
+	CALL_MCP,
+	CALL_TOOL,
+};
+
+struct call {
+	TAILQ_ENTRY(call)	 cl_entry;
+	struct broker		*cl_broker;
+	uint64_t		 cl_id;
+	enum call_kind		 cl_kind;
+	struct http_conn	*cl_conn;	/* NULL once the worker left */
+	struct scope		*cl_scope;
+	int			 cl_streaming;
+	int			 cl_nobody;	/* 204/205: head only */
+	uint64_t		 cl_unacked;	/* bytes egress sent, not acked */
+	struct timespec		 cl_start;
+};
+
+/* What a connection is doing, for on_close. */
+enum conn_role {
+	CONN_OTHER,
+	CONN_POLL,
+	CONN_RESULT,
+	CONN_CALL,
+};
+
+struct conn_state {
+	enum conn_role		 cs_role;
+	struct call		*cs_call;
+};
 
 struct broker {
 	struct event_base	*br_base;
+	struct role_parent	*br_parent;
+	struct frame_conn	*br_egress;
+	struct http_server	*br_http;
 	char			*br_channel;
 	char			*br_profile;
 	char			*br_model;
 	uint64_t		 br_max_calls;
 	uint64_t		 br_max_output_tokens;
 	int			 br_listen_fd;
-	struct frame_conn	*br_egress;
+	char			**br_tools;
+	size_t			 br_ntools;
+	struct mcp_server	 br_mcp[MCP_SERVERS_PER_PROFILE];
+	size_t			 br_nmcp;
+
+	/* the worker */
+	int			 br_ready;
+	struct http_conn	*br_poll;
+	struct http_conn	*br_receiving;
+	char			*br_turn_id;	/* the pending turn */
+	char			*br_turn_json;
+	size_t			 br_turn_len;
+	int			 br_turn_delivered;
+	int			 br_turn_cancelled;
+
+	/* scopes */
+	struct scope		*br_scope;	/* bound turn or window */
+	uint64_t		 br_window_armed;	/* monotonic ms, 0 never */
+
+	/* calls to egress and to the supervisor */
+	TAILQ_HEAD(, call)	 br_calls;
+	uint64_t		 br_next_id;
 };
+
+static uint64_t
+now_ms(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static char *
+xstrdup(const char *s)
+{
+	char	*p;
+
+	if ((p = strdup(s)) == NULL)
+		fatal("strdup");
+	return p;
+}
+
+/* Scopes */
+
+static struct scope *
+scope_new(int turn, uint64_t calls, uint64_t deadline)
+{
+	struct scope	*sc;
+
+	if ((sc = calloc(1, sizeof(*sc))) == NULL)
+		fatal("%s", __func__);
+	sc->sc_refs = 1;
+	sc->sc_turn = turn;
+	sc->sc_calls_left = calls;
+	sc->sc_deadline = deadline;
+	return sc;
+}
+
+static void
+scope_unref(struct scope *sc)
+{
+	if (sc == NULL || --sc->sc_refs > 0)
+		return;
+	free(sc->sc_turn_id);
+	free(sc);
+}
+
+/* The current scope, or NULL when none is in force. */
+static struct scope *
+scope_current(struct broker *br)
+{
+	struct scope	*sc = br->br_scope;
+
+	if (sc == NULL || sc->sc_ended)
+		return NULL;
+	if (sc->sc_deadline != 0 && now_ms() >= sc->sc_deadline)
+		return NULL;
+	return sc;
+}
+
+static int
+window_used_up(const struct scope *sc)
+{
+	return sc->sc_ended || sc->sc_calls_left == 0 ||
+	    (sc->sc_deadline != 0 && now_ms() >= sc->sc_deadline);
+}
+
+/*
+ * Re-arm the startup window (PROTOCOL.md 3.4): only with no turn bound,
+ * when the window is absent, expired or used up, and more than 10 s after
+ * it was last armed.
+ */
+static void
+window_rearm(struct broker *br)
+{
+	struct scope	*sc = br->br_scope;
+	uint64_t	 now = now_ms();
+
+	if (sc != NULL && sc->sc_turn)
+		return;
+	if (sc != NULL && !window_used_up(sc))
+		return;
+	if (br->br_window_armed != 0 &&
+	    now - br->br_window_armed <= STARTUP_REARM_MS)
+		return;
+	scope_unref(br->br_scope);
+	br->br_scope = scope_new(0, STARTUP_CALLS, now + STARTUP_WINDOW_MS);
+	br->br_window_armed = now;
+	log_debug("startup window armed");
+}
+
+/* Answers */
+
+static void
+respond_text(struct http_conn *c, int status, const char *text)
+{
+	if (http_respond_text(c, status, text) == -1)
+		http_conn_kill(c);
+}
+
+static void
+respond_json(struct http_conn *c, int status, const char *json, size_t len)
+{
+	if (http_respond(c, status, "application/json", json, len) == -1)
+		http_conn_kill(c);
+}
+
+static struct conn_state *
+conn_state(struct http_conn *c)
+{
+	struct conn_state	*cs = http_conn_get_data(c);
+
+	if (cs == NULL) {
+		if ((cs = calloc(1, sizeof(*cs))) == NULL)
+			fatal("%s", __func__);
+		http_conn_set_data(c, cs);
+	}
+	return cs;
+}
+
+static void
+sup_event(struct broker *br, const char *kind, const char *route, int status)
+{
+	struct msgb	 mb;
+
+	msgb_init(&mb, MSG_BRK_EVENT, 0);
+	msg_add_str(&mb, "kind", kind);
+	msg_add_str(&mb, "route", route);
+	msg_add_uint(&mb, "status", status);
+	role_send(br->br_parent, &mb);
+}
+
+/* Worker routes (PROTOCOL.md 3.1) */
+
+static void
+turn_deliver(struct broker *br, struct http_conn *c)
+{
+	struct msgb	 mb;
+
+	br->br_turn_delivered = 1;
+	respond_json(c, 200, br->br_turn_json, br->br_turn_len);
+	msgb_init(&mb, MSG_BRK_DELIVERED, 0);
+	msg_add_str(&mb, "turn_id", br->br_turn_id);
+	role_send(br->br_parent, &mb);
+	log_debug("turn %s delivered", br->br_turn_id);
+}
+
+static void
+poll_timeout(struct http_conn *c, void *arg)
+{
+	struct broker	*br = arg;
+
+	if (br->br_poll == c)
+		br->br_poll = NULL;
+	conn_state(c)->cs_role = CONN_OTHER;
+	respond_text(c, 408, "Retry");
+}
+
+static void
+worker_next(struct broker *br, struct http_conn *c)
+{
+	if (br->br_poll != NULL) {
+		respond_text(c, 429, "Already waiting");
+		return;
+	}
+	if (br->br_turn_id != NULL && !br->br_turn_delivered &&
+	    !br->br_turn_cancelled) {
+		turn_deliver(br, c);
+		return;
+	}
+	br->br_poll = c;
+	conn_state(c)->cs_role = CONN_POLL;
+	http_conn_set_timer(c, BROKER_POLL_MS, poll_timeout);
+}
+
+static void
+result_body(struct http_conn *c, const char *body, size_t len, void *arg)
+{
+	struct broker	*br = arg;
+	struct msgb	 mb;
+	cJSON		*result = NULL;
+	char		 err[256], *json;
+	int		 status;
+
+	br->br_receiving = NULL;
+	conn_state(c)->cs_role = CONN_OTHER;
+	/* The turn may have settled or changed while the body came in. */
+	if (br->br_turn_id == NULL || br->br_turn_cancelled ||
+	    !br->br_turn_delivered) {
+		respond_text(c, 409, "No matching turn");
+		return;
+	}
+	status = body_check_result(body, len, br->br_turn_id, &result, err,
+	    sizeof(err));
+	if (status != 200) {
+		log_info("result refused (%d): %s", status, err);
+		respond_text(c, status, status == 409 ? "No matching turn" :
+		    "Invalid result");
+		cJSON_Delete(result);
+		return;
+	}
+	if ((json = cJSON_PrintUnformatted(result)) == NULL)
+		fatalx("%s: out of memory", __func__);
+	cJSON_Delete(result);
+	msgb_init(&mb, MSG_BRK_RESULT, 0);
+	msg_add_str(&mb, "turn_id", br->br_turn_id);
+	msg_add_data(&mb, json, strlen(json));
+	role_send(br->br_parent, &mb);
+	free(json);
+	log_info("turn %s: result accepted", br->br_turn_id);
+	/* Complete: a second post finds no pending turn. */
+	free(br->br_turn_id);
+	free(br->br_turn_json);
+	br->br_turn_id = br->br_turn_json = NULL;
+	respond_text(c, 200, "Accepted");
+}
+
+static void
+result_body_err(struct http_conn *c, enum http_body_err e, void *arg)
+{
+	struct broker	*br = arg;
+
+	br->br_receiving = NULL;
+	conn_state(c)->cs_role = CONN_OTHER;
+	if (e == HTTP_BODY_TOO_LARGE || e == HTTP_BODY_INVALID)
+		respond_text(c, 400, "Invalid result");
+}
+
+static void
+worker_result(struct broker *br, struct http_conn *c)
+{
+	/* Decided before reading the body. */
+	if (br->br_turn_id == NULL || !br->br_turn_delivered ||
+	    br->br_turn_cancelled) {
+		respond_text(c, 409, "No matching turn");
+		return;
+	}
+	if (br->br_receiving != NULL) {
+		respond_text(c, 429, "Already receiving");
+		return;
+	}
+	br->br_receiving = c;
+	conn_state(c)->cs_role = CONN_RESULT;
+	if (http_read_body(c, RESULT_BODY_MAX, result_body,
+	    result_body_err) == -1) {
+		br->br_receiving = NULL;
+		http_conn_kill(c);
+	}
+}
+
+static void
+worker_route(struct broker *br, struct http_conn *c,
+    const struct http_head *h)
+{
+	const char	*m = h->h_method, *p = h->h_path;
+
+	if (strcmp(p, "/worker/ready") == 0 && strcmp(m, "POST") == 0) {
+		if (!br->br_ready)
+			log_info("worker ready");
+		br->br_ready = 1;
+		window_rearm(br);
+		sup_event(br, "worker_ready", p, 200);
+		respond_text(c, 200, "Ready");
+	} else if (strcmp(p, "/worker/next") == 0 && strcmp(m, "GET") == 0)
+		worker_next(br, c);
+	else if (strcmp(p, "/worker/result") == 0 && strcmp(m, "POST") == 0)
+		worker_result(br, c);
+	else
+		respond_text(c, 404, "Not found");
+}
+
+static void
+mcp_tools(struct broker *br, struct http_conn *c)
+{
+	cJSON	*res, *servers, *s, *tools;
+	char	*json;
+	size_t	 i, j;
+
+	window_rearm(br);
+	if ((res = cJSON_CreateObject()) == NULL ||
+	    (servers = cJSON_AddArrayToObject(res, "servers")) == NULL)
+		fatalx("%s: out of memory", __func__);
+	for (i = 0; i < br->br_nmcp; i++) {
+		if ((s = cJSON_CreateObject()) == NULL ||
+		    cJSON_AddStringToObject(s, "name",
+		    br->br_mcp[i].ms_name) == NULL ||
+		    (tools = cJSON_AddArrayToObject(s, "tools")) == NULL)
+			fatalx("%s: out of memory", __func__);
+		for (j = 0; j < br->br_mcp[i].ms_ntools; j++)
+			cJSON_AddItemToArray(tools,
+			    cJSON_CreateString(br->br_mcp[i].ms_tools[j]));
+		cJSON_AddItemToArray(servers, s);
+	}
+	if ((json = cJSON_PrintUnformatted(res)) == NULL)
+		fatalx("%s: out of memory", __func__);
+	respond_json(c, 200, json, strlen(json));
+	free(json);
+	cJSON_Delete(res);
+}
+
+/* Calls */
+
+static struct call *
+call_new(struct broker *br, enum call_kind kind, struct http_conn *c,
+    struct scope *sc)
+{
+	struct call		*cl;
+	struct conn_state	*cs;
+
+	if ((cl = calloc(1, sizeof(*cl))) == NULL)
+		fatal("%s", __func__);
+	cl->cl_broker = br;
+	cl->cl_id = ++br->br_next_id;
+	cl->cl_kind = kind;
+	cl->cl_conn = c;
+	cl->cl_scope = sc;
+	sc->sc_refs++;
+	sc->sc_inflight++;
+	clock_gettime(CLOCK_MONOTONIC, &cl->cl_start);
+	TAILQ_INSERT_TAIL(&br->br_calls, cl, cl_entry);
+	cs = conn_state(c);
+	cs->cs_role = CONN_CALL;
+	cs->cs_call = cl;
+	return cl;
+}
+
+static void
+call_free(struct call *cl)
+{
+	struct broker	*br = cl->cl_broker;
+
+	if (cl->cl_conn != NULL) {
+		struct conn_state *cs = http_conn_get_data(cl->cl_conn);
+
+		if (cs != NULL) {
+			cs->cs_role = CONN_OTHER;
+			cs->cs_call = NULL;
+		}
+	}
+	cl->cl_scope->sc_inflight--;
+	scope_unref(cl->cl_scope);
+	TAILQ_REMOVE(&br->br_calls, cl, cl_entry);
+	free(cl);
+}
+
+static struct call *
+call_find(struct broker *br, uint64_t id)
+{
+	struct call	*cl;
+
+	TAILQ_FOREACH(cl, &br->br_calls, cl_entry)
+		if (cl->cl_id == id)
+			return cl;
+	return NULL;
+}
+
+static void
+call_fail(struct call *cl, int status, const char *text)
+{
+	if (cl->cl_conn != NULL) {
+		if (cl->cl_streaming)
+			http_conn_kill(cl->cl_conn);
+		else
+			respond_text(cl->cl_conn, status, text);
+	}
+	call_free(cl);
+}
+
+/* Worker headers egress may copy (it re-applies every rule). */
+static const char *const model_hdrs[] = {
+	"anthropic-version", "anthropic-beta", "content-type", "accept",
+	"user-agent", "x-app", NULL
+};
+static const char *const mcp_hdrs[] = {
+	"mcp-session-id", "mcp-protocol-version", NULL
+};
+
+static void
+egress_send_call(struct call *cl, const struct http_head *h,
+    const char *kind, const char *path, const char *server,
+    const char *body, size_t len)
+{
+	struct broker		*br = cl->cl_broker;
+	const char *const	*names = cl->cl_kind == CALL_MODEL ? model_hdrs :
+	    mcp_hdrs;
+	const char		*hn[8], *hv[8], *v;
+	size_t			 n = 0, i;
+	struct msgb		 mb;
+
+	for (i = 0; names[i] != NULL; i++)
+		if ((v = http_head_get(h, names[i])) != NULL) {
+			hn[n] = names[i];
+			hv[n++] = v;
+		}
+	msgb_init(&mb, MSG_EGR_CALL, 0);
+	msg_add_uint(&mb, "call", cl->cl_id);
+	msg_add_str(&mb, "kind", kind);
+	msg_add_str(&mb, "path", path);
+	if (h->h_has_query)
+		msg_add_str(&mb, "query", h->h_query);
+	if (server != NULL)
+		msg_add_str(&mb, "server", server);
+	msg_add_strv(&mb, "hnames", hn, n);
+	msg_add_strv(&mb, "hvalues", hv, n);
+	msg_add_data(&mb, body, len);
+	if (msg_send(br->br_egress, &mb) == -1)
+		fatalx("cannot queue a call for egress");
+}
+
+static struct mcp_server *
+mcp_find(struct broker *br, const char *name)
+{
+	size_t	 i;
+
+	for (i = 0; i < br->br_nmcp; i++)
+		if (strcmp(br->br_mcp[i].ms_name, name) == 0)
+			return &br->br_mcp[i];
+	return NULL;
+}
+
+static int
+tool_allowed(struct broker *br, const char *name)
+{
+	size_t	 i;
+
+	for (i = 0; i < br->br_ntools; i++)
+		if (strcmp(br->br_tools[i], name) == 0)
+			return 1;
+	return 0;
+}
+
+/* The body of a credential-bearing call, read; the slot was taken at
+ * admission and goes with the call. */
+static void
+call_body(struct http_conn *c, const char *body, size_t len, void *arg)
+{
+	struct broker		*br = arg;
+	struct conn_state	*cs = conn_state(c);
+	struct call		*cl = cs->cs_call;
+	const struct http_head	*h = http_conn_head(c);
+	struct mcp_server	*ms;
+	struct rebuild_params	 rp;
+	struct msgb		 mb;
+	cJSON			*input;
+	const char		*why;
+	char			 err[512], *out = NULL, *eb, *json;
+	size_t			 outlen, eblen;
+	int			 rc;
+
+	switch (cl->cl_kind) {
+	case CALL_MODEL:
+		memset(&rp, 0, sizeof(rp));
+		rp.model = br->br_model;
+		rp.level = cl->cl_scope->sc_level;
+		rp.max_output_tokens = br->br_max_output_tokens;
+		rp.count_tokens = strcmp(h->h_path,
+		    "/anthropic/v1/messages/count_tokens") == 0;
+		if (rebuild_model_request(body, len, &rp, &out, &outlen, err,
+		    sizeof(err)) == -1) {
+			log_info("model request refused: %s", err);
+			if ((eb = rebuild_error_body(err, &eblen)) == NULL)
+				fatalx("%s: out of memory", __func__);
+			respond_json(c, 400, eb, eblen);
+			free(eb);
+			call_free(cl);
+			return;
+		}
+		egress_send_call(cl, h, "model", h->h_path +
+		    strlen("/anthropic"), NULL, out, outlen);
+		free(out);
+		return;
+	case CALL_MCP:
+		ms = mcp_find(br, h->h_path + strlen("/mcp/"));
+		rc = rebuild_mcp_request(body, len,
+		    (const char *const *)ms->ms_tools, ms->ms_ntools,
+		    !cl->cl_scope->sc_turn, &out, &outlen, err, sizeof(err));
+		if (rc != 0) {
+			log_info("MCP request refused: %s", err);
+			respond_text(c, rc == REBUILD_MCP_REFUSED ? 403 : 400,
+			    rc == REBUILD_MCP_REFUSED ? "MCP method refused" :
+			    "Invalid input");
+			call_free(cl);
+			return;
+		}
+		egress_send_call(cl, h, "mcp", "", ms->ms_name, out, outlen);
+		free(out);
+		return;
+	case CALL_TOOL:
+		if (body_tool_input(body, len, &input, &why, err,
+		    sizeof(err)) != BODY_OK) {
+			respond_text(c, 400, why);
+			call_free(cl);
+			return;
+		}
+		json = cJSON_PrintUnformatted(input);
+		cJSON_Delete(input);
+		if (json == NULL)
+			fatalx("%s: out of memory", __func__);
+		/* Identity fields the worker sent are not passed on: the
+		 * supervisor adds the bound ones. */
+		msgb_init(&mb, MSG_BRK_TOOL_CALL, cl->cl_id);
+		msg_add_str(&mb, "turn_id", cl->cl_scope->sc_turn_id);
+		msg_add_str(&mb, "name", h->h_path + strlen("/tools/"));
+		msg_add_data(&mb, json, strlen(json));
+		role_send(br->br_parent, &mb);
+		free(json);
+		sup_event(br, "tool_call", h->h_path, 0);
+		return;
+	}
+}
+
+static void
+call_body_err(struct http_conn *c, enum http_body_err e, void *arg)
+{
+	struct conn_state	*cs = conn_state(c);
+	struct call		*cl = cs->cs_call;
+
+	if (cl == NULL)
+		return;
+	if (e == HTTP_BODY_TOO_LARGE || e == HTTP_BODY_INVALID) {
+		respond_text(c, 400, cl->cl_kind == CALL_TOOL ?
+		    BODY_INVALID_INPUT : "Invalid input");
+		cl->cl_conn = c;
+	}
+	call_free(cl);
+}
+
+static int
+is_model_path(const char *p)
+{
+	return strcmp(p, "/anthropic/v1/messages") == 0 ||
+	    strcmp(p, "/anthropic/v1/messages/count_tokens") == 0;
+}
+
+static void
+broker_on_head(struct http_conn *c, const struct http_head *h, void *arg)
+{
+	struct broker	*br = arg;
+	struct scope	*sc;
+	struct call	*cl;
+	const char	*p = h->h_path;
+	enum call_kind	 kind;
+	int		 mcp_known, tool_known, model;
+	size_t		 max;
+
+	/* 1. fragments, and queries other than ?beta=true */
+	if (h->h_has_fragment || (h->h_has_query &&
+	    strcmp(h->h_query, "beta=true") != 0)) {
+		respond_text(c, 404, "Not found");
+		return;
+	}
+	/* 2. the worker's own routes */
+	if (strncmp(p, "/worker/", 8) == 0 && !h->h_has_query) {
+		worker_route(br, c, h);
+		return;
+	}
+	/* 3. discovery */
+	if (strcmp(p, "/mcp-tools") == 0 && strcmp(h->h_method, "GET") == 0 &&
+	    !h->h_has_query) {
+		mcp_tools(br, c);
+		return;
+	}
+	/* 4. a scope in force */
+	if ((sc = scope_current(br)) == NULL) {
+		respond_text(c, 410, "Turn ended");
+		return;
+	}
+	mcp_known = strncmp(p, "/mcp/", 5) == 0 && mcp_find(br, p + 5) != NULL;
+	tool_known = strncmp(p, "/tools/", 7) == 0 && tool_allowed(br, p + 7);
+	model = is_model_path(p);
+	/* 5. the startup window serves MCP metadata only */
+	if (!sc->sc_turn && !mcp_known) {
+		respond_text(c, 410, "Turn ended");
+		return;
+	}
+	/* 6. what is not a call */
+	if (strcmp(h->h_method, "POST") != 0 ||
+	    (!model && !mcp_known && !tool_known) ||
+	    (h->h_has_query && !model)) {
+		respond_text(c, 404, "Not found");
+		return;
+	}
+	/* 7. the budget */
+	if (sc->sc_calls_left == 0 || sc->sc_inflight >= SCOPE_INFLIGHT_MAX) {
+		respond_text(c, 429, "Broker budget exhausted");
+		return;
+	}
+	/* 8. consume one call and dispatch */
+	sc->sc_calls_left--;
+	if (model) {
+		kind = CALL_MODEL;
+		max = MODEL_BODY_MAX;
+	} else if (mcp_known) {
+		kind = CALL_MCP;
+		max = MCP_BODY_MAX;
+	} else {
+		kind = CALL_TOOL;
+		max = TOOL_BODY_MAX;
+	}
+	cl = call_new(br, kind, c, sc);
+	if (http_read_body(c, max, call_body, call_body_err) == -1) {
+		call_free(cl);
+		http_conn_kill(c);
+	}
+}
+
+static void
+broker_on_close(struct http_conn *c, void *arg)
+{
+	struct broker		*br = arg;
+	struct conn_state	*cs = http_conn_get_data(c);
+	struct call		*cl;
+	struct msgb		 mb;
+
+	if (br->br_poll == c)
+		br->br_poll = NULL;
+	if (br->br_receiving == c)
+		br->br_receiving = NULL;
+	if (cs != NULL && cs->cs_role == CONN_CALL &&
+	    (cl = cs->cs_call) != NULL) {
+		/* The worker left: the call goes on no more. */
+		cl->cl_conn = NULL;
+		if (cl->cl_kind != CALL_TOOL) {
+			msgb_init(&mb, MSG_EGR_CANCEL, 0);
+			msg_add_uint(&mb, "call", cl->cl_id);
+			if (msg_send(br->br_egress, &mb) == -1)
+				fatalx("cannot queue a cancel for egress");
+			call_free(cl);
+		}
+		/* A tool call is freed when its answer comes. */
+	}
+	free(cs);
+	http_conn_set_data(c, NULL);
+}
+
+/* From egress */
+
+/* Tell egress the worker took these bytes, so it may send more. */
+static void
+call_ack(struct broker *br, struct call *cl)
+{
+	struct msgb	 mb;
+
+	if (cl->cl_unacked == 0)
+		return;
+	msgb_init(&mb, MSG_EGR_ACK, 0);
+	msg_add_uint(&mb, "call", cl->cl_id);
+	msg_add_uint(&mb, "bytes", cl->cl_unacked);
+	cl->cl_unacked = 0;
+	if (msg_send(br->br_egress, &mb) == -1)
+		fatalx("cannot queue an ack for egress");
+}
+
+static void
+call_drained(struct http_conn *c, void *arg)
+{
+	struct conn_state	*cs = http_conn_get_data(c);
+
+	if (cs != NULL && cs->cs_call != NULL)
+		call_ack(arg, cs->cs_call);
+}
+
+static int
+egress_head(struct broker *br, struct call *cl, struct msg *m)
+{
+	const char	**hn, **hv;
+	struct http_hdr	 hdrs[32];
+	size_t		 n, nv, i;
+	uint64_t	 status;
+
+	if (msg_get_uint(m, "status", 200, 599, &status) == -1 ||
+	    msg_get_strv(m, "hnames", 32, 128, &hn, &n) == -1 ||
+	    msg_get_strv(m, "hvalues", 32, 1024, &hv, &nv) == -1 ||
+	    msg_end(m) == -1 || n != nv)
+		return -1;
+	if (cl->cl_conn == NULL)
+		return 0;
+	for (i = 0; i < n; i++) {
+		hdrs[i].name = hn[i];
+		hdrs[i].value = hv[i];
+	}
+	if (status == 204 || status == 205 || status == 304) {
+		cl->cl_nobody = 1;
+		if (http_respond_hdrs(cl->cl_conn, status, hdrs, n, NULL, 0) ==
+		    -1)
+			http_conn_kill(cl->cl_conn);
+		return 0;
+	}
+	if (http_stream_start(cl->cl_conn, status, hdrs, n) == -1) {
+		http_conn_kill(cl->cl_conn);
+		return 0;
+	}
+	cl->cl_streaming = 1;
+	http_conn_set_drain(cl->cl_conn, BROKER_ACK_LOWAT, call_drained);
+	return 0;
+}
+
+static void
+broker_dispatch_egress(struct frame_conn *fc, struct frame *f, void *arg)
+{
+	struct broker	*br = arg;
+	struct call	*cl;
+	struct msg	 m;
+	const uint8_t	*data;
+	const char	*err = NULL;
+	size_t		 len;
+	uint64_t	 id, status = 502;
+	int		 ok, have;
+
+	if (msg_parse(&m, PROC_EGRESS, PROC_BROKER, f) == -1 ||
+	    msg_get_uint(&m, "call", 1, UINT64_C(1) << 53, &id) == -1)
+		fatalx("protocol violation from egress: %s", m.m_err);
+	if ((cl = call_find(br, id)) == NULL || cl->cl_kind == CALL_TOOL) {
+		/* cancelled meanwhile: what was in flight is dropped */
+		msg_free(&m);
+		return;
+	}
+	switch (m.m_type) {
+	case MSG_EGR_HEAD:
+		if (cl->cl_streaming || cl->cl_nobody ||
+		    egress_head(br, cl, &m) == -1)
+			fatalx("egress: bad head for call %llu: %s",
+			    (unsigned long long)id, m.m_err);
+		break;
+	case MSG_EGR_DATA:
+		if (msg_get_data(&m, &data, &len) == -1 || msg_end(&m) == -1 ||
+		    (!cl->cl_streaming && !cl->cl_nobody))
+			fatalx("egress: bad data for call %llu",
+			    (unsigned long long)id);
+		cl->cl_unacked += len;
+		if (cl->cl_streaming && cl->cl_conn != NULL &&
+		    http_stream_write(cl->cl_conn, data, len) == -1)
+			http_conn_kill(cl->cl_conn);
+		if (cl->cl_conn == NULL || cl->cl_nobody ||
+		    http_conn_pending(cl->cl_conn) <= BROKER_ACK_LOWAT)
+			call_ack(br, cl);
+		break;
+	case MSG_EGR_END:
+		if (msg_get_bool(&m, "ok", &ok) == -1 ||
+		    msg_get_uint_opt(&m, "status", 400, 599, &status, &have) ==
+		    -1 || msg_get_str_opt(&m, "error", 512, &err) == -1 ||
+		    msg_end(&m) == -1)
+			fatalx("egress: bad end: %s", m.m_err);
+		if (ok) {
+			if (cl->cl_streaming && cl->cl_conn != NULL)
+				http_stream_end(cl->cl_conn);
+			call_free(cl);
+		} else
+			call_fail(cl, (int)status, "Broker call failed");
+		break;
+	default:
+		fatalx("protocol violation from egress: %s",
+		    msg_type_name(m.m_type));
+	}
+	msg_free(&m);
+}
+
+static void
+broker_egress_err(struct frame_conn *fc, enum frame_err err, void *arg)
+{
+	/* Without egress the broker cannot serve; the supervisor restarts
+	 * the channel. */
+	fatalx("pipe to egress: %s", frame_err_to_string(err));
+}
+
+/* From the supervisor */
 
 static int
 broker_config(struct broker *br, struct msg *m)
 {
-	const char	*channel, *profile, *model;
+	const char	*channel, *profile, *model, **tools;
+	size_t		 n, i;
 
 	if (msg_get_str(m, "channel", CHANNEL_KEY_BYTES_MAX, &channel) == -1 ||
 	    msg_get_str(m, "profile", PROFILE_NAME_MAX, &profile) == -1 ||
@@ -37,13 +894,163 @@ broker_config(struct broker *br, struct msg *m)
 	    &br->br_max_calls) == -1 ||
 	    msg_get_uint(m, "max_output_tokens", MAX_OUTPUT_TOKENS_MIN,
 	    MAX_OUTPUT_TOKENS_MAX, &br->br_max_output_tokens) == -1 ||
+	    msg_get_strv(m, "tools", HOST_TOOLS_MAX, HOST_TOOL_NAME_MAX,
+	    &tools, &n) == -1 ||
 	    msg_get_fd(m, &br->br_listen_fd) == -1 ||
 	    msg_end(m) == -1)
 		return -1;
-	if ((br->br_channel = strdup(channel)) == NULL ||
-	    (br->br_profile = strdup(profile)) == NULL ||
-	    (br->br_model = strdup(model)) == NULL)
+	br->br_channel = xstrdup(channel);
+	br->br_profile = xstrdup(profile);
+	br->br_model = xstrdup(model);
+	if ((br->br_tools = calloc(n + 1, sizeof(char *))) == NULL)
 		fatal("%s", __func__);
+	for (i = 0; i < n; i++) {
+		if (!valid_host_tool_name(tools[i], strlen(tools[i])))
+			return -1;
+		br->br_tools[i] = xstrdup(tools[i]);
+	}
+	br->br_ntools = n;
+	return 0;
+}
+
+static int
+broker_config_mcp(struct broker *br, struct msg *m)
+{
+	struct mcp_server	*ms;
+	const char		*name, **tools;
+	size_t			 n, i;
+
+	if (br->br_nmcp == MCP_SERVERS_PER_PROFILE ||
+	    msg_get_str(m, "name", MCP_SERVER_NAME_MAX, &name) == -1 ||
+	    msg_get_strv(m, "tools", MCP_TOOLS_PER_SERVER, TOOL_USE_NAME_MAX,
+	    &tools, &n) == -1 || msg_end(m) == -1 ||
+	    !valid_mcp_server_name(name, strlen(name)))
+		return -1;
+	ms = &br->br_mcp[br->br_nmcp++];
+	ms->ms_name = xstrdup(name);
+	if ((ms->ms_tools = calloc(n + 1, sizeof(char *))) == NULL)
+		fatal("%s", __func__);
+	for (i = 0; i < n; i++)
+		ms->ms_tools[i] = xstrdup(tools[i]);
+	ms->ms_ntools = n;
+	return 0;
+}
+
+static int
+broker_bind(struct broker *br, struct msg *m)
+{
+	const char	*turn_id, *thinking;
+	uint64_t	 deadline_ms, calls;
+	enum rebuild_level level;
+	struct scope	*sc;
+
+	if (msg_get_str(m, "turn_id", UTF8_BYTES_MAX(SAFE_NAME_MAX),
+	    &turn_id) == -1 ||
+	    msg_get_str(m, "thinking", 8, &thinking) == -1 ||
+	    msg_get_uint(m, "deadline_ms", 1, TIMEOUT_MS_MAX,
+	    &deadline_ms) == -1 ||
+	    msg_get_uint(m, "max_calls", MAX_CALLS_MIN, MAX_CALLS_MAX,
+	    &calls) == -1 ||
+	    msg_end(m) == -1 || rebuild_level_parse(thinking, &level) == -1)
+		return -1;
+	sc = scope_new(1, calls, now_ms() + deadline_ms);
+	sc->sc_turn_id = xstrdup(turn_id);
+	sc->sc_level = level;
+	/* The first bind removes the startup window. */
+	if (br->br_scope != NULL)
+		br->br_scope->sc_ended = 1;
+	scope_unref(br->br_scope);
+	br->br_scope = sc;
+	log_debug("turn %s bound (%s, %llu ms)", turn_id, thinking,
+	    (unsigned long long)deadline_ms);
+	return 0;
+}
+
+static int
+broker_unbind(struct broker *br, struct msg *m)
+{
+	const char	*turn_id;
+
+	if (msg_get_str(m, "turn_id", UTF8_BYTES_MAX(SAFE_NAME_MAX),
+	    &turn_id) == -1 || msg_end(m) == -1)
+		return -1;
+	if (br->br_scope != NULL && br->br_scope->sc_turn &&
+	    strcmp(br->br_scope->sc_turn_id, turn_id) == 0) {
+		br->br_scope->sc_ended = 1;
+		scope_unref(br->br_scope);
+		br->br_scope = NULL;
+	}
+	if (br->br_turn_id != NULL && strcmp(br->br_turn_id, turn_id) == 0) {
+		free(br->br_turn_id);
+		free(br->br_turn_json);
+		br->br_turn_id = br->br_turn_json = NULL;
+	}
+	log_debug("turn %s unbound", turn_id);
+	return 0;
+}
+
+static int
+broker_submit(struct broker *br, struct msg *m)
+{
+	const char	*turn_id;
+	const uint8_t	*data;
+	size_t		 len;
+
+	if (msg_get_str(m, "turn_id", UTF8_BYTES_MAX(SAFE_NAME_MAX),
+	    &turn_id) == -1 || msg_get_data(m, &data, &len) == -1 ||
+	    msg_end(m) == -1 || br->br_turn_id != NULL)
+		return -1;
+	br->br_turn_id = xstrdup(turn_id);
+	if ((br->br_turn_json = malloc(len)) == NULL)
+		fatal("%s", __func__);
+	memcpy(br->br_turn_json, data, len);
+	br->br_turn_len = len;
+	br->br_turn_delivered = 0;
+	br->br_turn_cancelled = 0;
+	if (br->br_poll != NULL) {
+		struct http_conn	*c = br->br_poll;
+
+		br->br_poll = NULL;
+		conn_state(c)->cs_role = CONN_OTHER;
+		http_conn_set_timer(c, 0, NULL);
+		turn_deliver(br, c);
+	}
+	return 0;
+}
+
+static int
+broker_cancel(struct broker *br, struct msg *m)
+{
+	const char	*turn_id;
+
+	if (msg_get_str(m, "turn_id", UTF8_BYTES_MAX(SAFE_NAME_MAX),
+	    &turn_id) == -1 || msg_end(m) == -1)
+		return -1;
+	if (br->br_turn_id != NULL && strcmp(br->br_turn_id, turn_id) == 0)
+		br->br_turn_cancelled = 1;
+	return 0;
+}
+
+static int
+broker_tool_answer(struct broker *br, struct msg *m)
+{
+	struct call	*cl;
+	const uint8_t	*data;
+	size_t		 len;
+	int		 ok;
+
+	if (msg_get_bool(m, "ok", &ok) == -1 ||
+	    msg_get_data(m, &data, &len) == -1 || msg_end(m) == -1)
+		return -1;
+	if ((cl = call_find(br, m->m_id)) == NULL || cl->cl_kind != CALL_TOOL)
+		return -1;
+	if (cl->cl_conn != NULL) {
+		if (ok)
+			respond_json(cl->cl_conn, 200, (const char *)data, len);
+		else
+			respond_text(cl->cl_conn, 502, "Broker call failed");
+	}
+	call_free(cl);
 	return 0;
 }
 
@@ -57,6 +1064,26 @@ broker_dispatch_supervisor(struct role_parent *rp, struct msg *m, void *arg)
 		if (role_parent_configured(rp) || br->br_channel != NULL)
 			return -1;
 		return broker_config(br, m);
+	case MSG_CONFIG_BROKER_MCP:
+		if (role_parent_configured(rp) || br->br_channel == NULL)
+			return -1;
+		return broker_config_mcp(br, m);
+	default:
+		break;
+	}
+	if (!role_parent_configured(rp))
+		return -1;
+	switch (m->m_type) {
+	case MSG_BRK_BIND:
+		return broker_bind(br, m);
+	case MSG_BRK_UNBIND:
+		return broker_unbind(br, m);
+	case MSG_BRK_SUBMIT:
+		return broker_submit(br, m);
+	case MSG_BRK_CANCEL:
+		return broker_cancel(br, m);
+	case MSG_BRK_TOOL_ANSWER:
+		return broker_tool_answer(br, m);
 	default:
 		return -1;
 	}
@@ -65,28 +1092,21 @@ broker_dispatch_supervisor(struct role_parent *rp, struct msg *m, void *arg)
 static const char *
 broker_configured(struct role_parent *rp, void *arg)
 {
+	static const struct http_server_cbs cbs = {
+		broker_on_head, broker_on_close
+	};
 	struct broker	*br = arg;
 
-	return br->br_channel == NULL ? "no configuration" : NULL;
-}
-
-static void
-broker_dispatch_egress(struct frame_conn *fc, struct frame *f, void *arg)
-{
-	struct msg	 m;
-
-	if (msg_parse(&m, PROC_EGRESS, PROC_BROKER, f) == -1 ||
-	    msg_end(&m) == -1)
-		fatalx("protocol violation from egress: %s", m.m_err);
-	msg_free(&m);
-}
-
-static void
-broker_egress_err(struct frame_conn *fc, enum frame_err err, void *arg)
-{
-	/* Without egress the broker cannot serve; the supervisor restarts
-	 * the channel. */
-	fatalx("pipe to egress: %s", frame_err_to_string(err));
+	if (br->br_channel == NULL)
+		return "no configuration";
+	br->br_http = http_server_new(br->br_base, br->br_listen_fd, &cbs, br,
+	    NULL);
+	if (br->br_http == NULL)
+		return "cannot serve the listening socket";
+	/* The startup window exists when the broker starts. */
+	window_rearm(br);
+	log_info("serving %s (profile %s)", br->br_channel, br->br_profile);
+	return NULL;
 }
 
 void
@@ -101,10 +1121,11 @@ broker_main(int argc, char *argv[])
 		fatalx("takes no -p path");
 	memset(&br, 0, sizeof(br));
 	br.br_listen_fd = -1;
+	TAILQ_INIT(&br.br_calls);
 
 	br.br_base = sandbox_broker();
-	role_parent_open(br.br_base, PROC_BROKER, broker_dispatch_supervisor,
-	    broker_configured, &br);
+	br.br_parent = role_parent_open(br.br_base, PROC_BROKER,
+	    broker_dispatch_supervisor, broker_configured, &br);
 	br.br_egress = frame_conn_new(br.br_base, FD_EGRESS,
 	    edge_limits(PROC_EGRESS, PROC_BROKER),
 	    edge_limits(PROC_BROKER, PROC_EGRESS),

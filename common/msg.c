@@ -16,6 +16,7 @@
 
 #include "frame.h"
 #include "log.h"
+#include "bodies.h"
 #include "msg.h"
 #include "validate.h"
 
@@ -236,10 +237,10 @@ msg_parse(struct msg *m, enum proc_role from, enum proc_role to,
     struct frame *f)
 {
 	const struct msg_def	*md;
-	const char		*json = (const char *)f->f_json, *end;
+	const char		*json = (const char *)f->f_json;
 	cJSON			*t, *id;
 	int64_t			 v;
-	char			 q[48];
+	char			 q[48], err[160];
 	int			 i;
 
 	memset(m, 0, sizeof(*m));
@@ -262,12 +263,11 @@ msg_parse(struct msg *m, enum proc_role from, enum proc_role to,
 		return -1;
 	if ((m->m_used = cJSON_CreateArray()) == NULL)
 		return msg_fail(m, "out of memory");
-	m->m_obj = cJSON_ParseWithLengthOpts(json, f->f_json_len, &end, 0);
-	if (m->m_obj == NULL)
-		return msg_fail(m, "message is not valid JSON");
-	for (; end < json + f->f_json_len; end++)
-		if (*end != ' ' && *end != '\t' && *end != '\n' && *end != '\r')
-			return msg_fail(m, "message has bytes after the JSON");
+	/* The strict lexer first: cJSON alone reads a bad \u escape as NUL
+	 * and cuts the string there. */
+	if (body_parse(json, f->f_json_len, &m->m_obj, err, sizeof(err)) !=
+	    BODY_OK)
+		return msg_fail(m, "message is not valid JSON: %s", err);
 	if (!cJSON_IsObject(m->m_obj))
 		return msg_fail(m, "message is not a JSON object");
 	if (msg_check_dups(m) == -1)
@@ -446,14 +446,16 @@ int
 msg_get_uint_opt(struct msg *m, const char *key, uint64_t min, uint64_t max,
     uint64_t *out, int *present)
 {
-	*present = 0;
+	if (present != NULL)
+		*present = 0;
 	if (m->m_failed)
 		return -1;
 	if (msg_absent(m, key))
 		return 0;
 	if (msg_get_uint(m, key, min, max, out) == -1)
 		return -1;
-	*present = 1;
+	if (present != NULL)
+		*present = 1;
 	return 0;
 }
 

@@ -35,6 +35,7 @@
 	X(CONFIG_EGRESS,   "config_egress",   R_SUP, R_EGR,  0, 0, NONE) \
 	X(CONFIG_EGRESS_MCP, "config_egress_mcp", R_SUP, R_EGR, 0, 0, NONE) \
 	X(CONFIG_BROKER,   "config_broker",   R_SUP, R_BRK,  1, 0, NONE) \
+	X(CONFIG_BROKER_MCP, "config_broker_mcp", R_SUP, R_BRK, 0, 0, NONE) \
 	/* a broker's or research job's pipe, the other end of its FD_EGRESS */ \
 	X(EGRESS_ATTACH,   "egress_attach",   R_SUP, R_EGR,  1, 0, NONE) \
 	X(CONFIG_DONE,     "config_done",     R_SUP, R_CHILD, 0, 0, NONE) \
@@ -63,7 +64,25 @@
 	X(DOCK_REMOVE,     "dock_remove",     R_SUP, R_DOCK, 0, 0, DOCK_REMOVED) \
 	X(DOCK_REMOVED,    "dock_removed",    R_DOCK, R_SUP, 0, 0, NONE) \
 	X(DOCK_LIST,       "dock_list",       R_SUP, R_DOCK, 0, 0, DOCK_LISTED) \
-	X(DOCK_LISTED,     "dock_listed",     R_DOCK, R_SUP, 0, 0, NONE)
+	X(DOCK_LISTED,     "dock_listed",     R_DOCK, R_SUP, 0, 0, NONE) \
+	/* broker and supervisor: the worker's readiness, turns, host tools */ \
+	X(BRK_WORKER_READY, "brk_worker_ready", R_BRK, R_SUP, 0, 0, NONE) \
+	X(BRK_BIND,        "brk_bind",        R_SUP, R_BRK, 0, 0, NONE) \
+	X(BRK_UNBIND,      "brk_unbind",      R_SUP, R_BRK, 0, 0, NONE) \
+	X(BRK_SUBMIT,      "brk_submit",      R_SUP, R_BRK, 0, 1, NONE) \
+	X(BRK_CANCEL,      "brk_cancel",      R_SUP, R_BRK, 0, 0, NONE) \
+	X(BRK_DELIVERED,   "brk_delivered",   R_BRK, R_SUP, 0, 0, NONE) \
+	X(BRK_RESULT,      "brk_result",      R_BRK, R_SUP, 0, 1, NONE) \
+	X(BRK_TOOL_CALL,   "brk_tool_call",   R_BRK, R_SUP, 0, 1, BRK_TOOL_ANSWER) \
+	X(BRK_TOOL_ANSWER, "brk_tool_answer", R_SUP, R_BRK, 0, 1, NONE) \
+	X(BRK_EVENT,       "brk_event",       R_BRK, R_SUP, 0, 0, NONE) \
+	/* broker (or research job) and egress: one upstream call, streamed */ \
+	X(EGR_CALL,        "egr_call",        R_BRK | R_RES, R_EGR, 0, 1, NONE) \
+	X(EGR_HEAD,        "egr_head",        R_EGR, R_BRK | R_RES, 0, 0, NONE) \
+	X(EGR_DATA,        "egr_data",        R_EGR, R_BRK | R_RES, 0, 1, NONE) \
+	X(EGR_END,         "egr_end",         R_EGR, R_BRK | R_RES, 0, 0, NONE) \
+	X(EGR_ACK,         "egr_ack",         R_BRK | R_RES, R_EGR, 0, 0, NONE) \
+	X(EGR_CANCEL,      "egr_cancel",      R_BRK | R_RES, R_EGR, 0, 0, NONE)
 
 enum msg_type {
 	MSG_NONE = 0,

@@ -3,14 +3,22 @@
  * credentials.  Brokers reach it over socketpairs that the supervisor made
  * and passed here as descriptors.
  */
+#include <sys/queue.h>
+
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/queue.h>
+#include <time.h>
 
 #include <curl/curl.h>
 #include <event2/event.h>
 
+#include "cred.h"
 #include "egress.h"
+#include "hdrs.h"
+#include "reflect.h"
+#include "upstream.h"
 #include "limits.h"
 #include "log.h"
 #include "role.h"
@@ -27,6 +35,26 @@ struct egress_peer {
 	struct egress			*ep_egress;
 	struct frame_conn		*ep_conn;
 	char				*ep_channel;
+	TAILQ_HEAD(, egress_call)	 ep_calls;
+};
+
+/* One upstream call on behalf of a peer. */
+struct egress_call {
+	TAILQ_ENTRY(egress_call)	 ec_entry;
+	struct egress_peer		*ec_peer;
+	uint64_t			 ec_id;
+	struct up_call			*ec_up;
+	struct reflect			*ec_reflect;
+	char				*ec_body;	/* kept until on_end */
+	char				*ec_route;
+	long				 ec_status;
+	int				 ec_head_sent;
+	int				 ec_paused;
+	uint64_t			 ec_unacked;
+	uint64_t			 ec_bytes;
+	struct timespec			 ec_start;
+	char				 ec_secret[CRED_FILE_MAX];
+	size_t				 ec_secret_len;
 };
 
 struct egress {
@@ -38,6 +66,8 @@ struct egress {
 	int				 eg_allow_http;
 	struct egress_mcp		 eg_mcp[MCP_SERVERS_MAX];
 	size_t				 eg_nmcp;
+	uid_t				 eg_uid;
+	struct upstream			*eg_upstream;
 	int				 eg_have_config;
 	TAILQ_HEAD(, egress_peer)	 eg_peers;
 };
@@ -54,9 +84,18 @@ xstrdup_opt(const char *s)
 	return p;
 }
 
+static void	egress_call_free(struct egress_call *);
+
 static void
 egress_peer_free(struct egress_peer *ep)
 {
+	struct egress_call	*ec;
+
+	while ((ec = TAILQ_FIRST(&ep->ep_calls)) != NULL) {
+		if (ec->ec_up != NULL)
+			upstream_cancel(ec->ec_up);
+		egress_call_free(ec);
+	}
 	TAILQ_REMOVE(&ep->ep_egress->eg_peers, ep, ep_entry);
 	frame_conn_free(ep->ep_conn);
 	free(ep->ep_channel);
@@ -74,18 +113,363 @@ egress_peer_err(struct frame_conn *fc, enum frame_err err, void *arg)
 	egress_peer_free(ep);
 }
 
-/* Nothing flows from brokers yet but what the table allows; anything else
- * is a violation that closes only that broker's edge. */
+/* Response headers passed on at most (the allow-list names a handful). */
+#define EGRESS_RESP_HDRS	32
+/* Egress runs this far ahead of what the broker acknowledged. */
+#define EGRESS_WINDOW		(1024u * 1024)
+
+static void
+egress_call_free(struct egress_call *ec)
+{
+	TAILQ_REMOVE(&ec->ec_peer->ep_calls, ec, ec_entry);
+	reflect_free(ec->ec_reflect);
+	explicit_bzero(ec->ec_secret, sizeof(ec->ec_secret));
+	free(ec->ec_body);
+	free(ec->ec_route);
+	free(ec);
+}
+
+static struct egress_call *
+egress_call_find(struct egress_peer *ep, uint64_t id)
+{
+	struct egress_call	*ec;
+
+	TAILQ_FOREACH(ec, &ep->ep_calls, ec_entry)
+		if (ec->ec_id == id)
+			return ec;
+	return NULL;
+}
+
+static void
+egress_send(struct egress_peer *ep, struct msgb *mb)
+{
+	if (msg_send(ep->ep_conn, mb) == -1)
+		log_warnx("broker[%s]: cannot queue an answer", ep->ep_channel);
+}
+
+static long
+ms_since(const struct timespec *t)
+{
+	struct timespec	 now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - t->tv_sec) * 1000 +
+	    (now.tv_nsec - t->tv_nsec) / 1000000;
+}
+
+/* The end of a call: logged with its channel, route, status and latency,
+ * never a credential or a body. */
+static void
+egress_end(struct egress_call *ec, int ok, int status, const char *why)
+{
+	struct msgb	 mb;
+
+	if (ok)
+		log_info("broker[%s] %s: %ld, %llu bytes, %ld ms",
+		    ec->ec_peer->ep_channel, ec->ec_route, ec->ec_status,
+		    (unsigned long long)ec->ec_bytes, ms_since(&ec->ec_start));
+	else
+		log_warnx("broker[%s] %s: failed after %ld ms: %s",
+		    ec->ec_peer->ep_channel, ec->ec_route,
+		    ms_since(&ec->ec_start), why);
+	msgb_init(&mb, MSG_EGR_END, 0);
+	msg_add_uint(&mb, "call", ec->ec_id);
+	msg_add_bool(&mb, "ok", ok);
+	if (!ok)
+		msg_add_uint(&mb, "status", status);
+	egress_send(ec->ec_peer, &mb);
+}
+
+static void
+egress_data(struct egress_call *ec, const void *buf, size_t len)
+{
+	struct msgb	 mb;
+
+	if (len == 0)
+		return;
+	msgb_init(&mb, MSG_EGR_DATA, 0);
+	msg_add_uint(&mb, "call", ec->ec_id);
+	msg_add_data(&mb, buf, len);
+	egress_send(ec->ec_peer, &mb);
+	ec->ec_unacked += len;
+}
+
+static int
+egress_on_head(struct up_call *up, long status, const struct up_hdr *hdrs,
+    size_t n, void *arg)
+{
+	struct egress_call	*ec = arg;
+	const char		*hn[EGRESS_RESP_HDRS], *hv[EGRESS_RESP_HDRS];
+	size_t			 i, k = 0;
+	struct msgb		 mb;
+
+	ec->ec_status = status;
+	/* Redirects are errors; anything outside 200-599 is refused. */
+	if (status < 200 || status > 599 || (status >= 300 && status < 400))
+		return -1;
+	for (i = 0; i < n && k < EGRESS_RESP_HDRS; i++)
+		if (hdrs_response_allowed(hdrs[i].name, hdrs[i].value,
+		    ec->ec_secret, ec->ec_secret_len,
+		    strncmp(ec->ec_route, "mcp", 3) == 0)) {
+			hn[k] = hdrs[i].name;
+			hv[k++] = hdrs[i].value;
+		}
+	msgb_init(&mb, MSG_EGR_HEAD, 0);
+	msg_add_uint(&mb, "call", ec->ec_id);
+	msg_add_uint(&mb, "status", status);
+	msg_add_strv(&mb, "hnames", hn, k);
+	msg_add_strv(&mb, "hvalues", hv, k);
+	egress_send(ec->ec_peer, &mb);
+	ec->ec_head_sent = 1;
+	return 0;
+}
+
+static int
+egress_on_data(struct up_call *up, const void *buf, size_t len, void *arg)
+{
+	struct egress_call	*ec = arg;
+	const void		*out;
+	size_t			 outlen;
+
+	ec->ec_bytes += len;
+	if (reflect_feed(ec->ec_reflect, buf, len, &out, &outlen) == -1) {
+		log_warnx("broker[%s] %s: the credential came back in the "
+		    "answer; call cut", ec->ec_peer->ep_channel, ec->ec_route);
+		return -1;
+	}
+	egress_data(ec, out, outlen);
+	if (ec->ec_unacked > EGRESS_WINDOW) {
+		ec->ec_paused = 1;
+		return UP_PAUSE;
+	}
+	return 0;
+}
+
+static void
+egress_on_end(struct up_call *up, enum up_result r, const char *detail,
+    void *arg)
+{
+	struct egress_call	*ec = arg;
+	const void		*out;
+	size_t			 outlen;
+
+	ec->ec_up = NULL;
+	if (r == UP_OK) {
+		if (reflect_finish(ec->ec_reflect, &out, &outlen) == -1)
+			egress_end(ec, 0, 502, "credential in the answer");
+		else {
+			egress_data(ec, out, outlen);
+			egress_end(ec, 1, 0, NULL);
+		}
+	} else {
+		char	 why[300];
+
+		snprintf(why, sizeof(why), "%s: %s", up_result_to_string(r),
+		    detail);
+		egress_end(ec, 0, r == UP_ABORTED && ec->ec_status >= 300 &&
+		    ec->ec_status < 400 ? 502 : 502, why);
+	}
+	egress_call_free(ec);
+}
+
+static const struct up_callbacks egress_up_cbs = {
+	egress_on_head, egress_on_data, egress_on_end
+};
+
+static const struct egress_mcp *
+egress_mcp_find(const struct egress *eg, const char *name)
+{
+	size_t	 i;
+
+	for (i = 0; i < eg->eg_nmcp; i++)
+		if (strcmp(eg->eg_mcp[i].em_name, name) == 0)
+			return &eg->eg_mcp[i];
+	return NULL;
+}
+
+/*
+ * A call from a broker: the credential is read now, at admission, and goes
+ * with this call whatever binds later.  A failure before any connection is
+ * a 502.
+ */
+static int
+egress_call(struct egress_peer *ep, struct msg *m)
+{
+	struct egress		*eg = ep->ep_egress;
+	struct egress_call	*ec;
+	const struct egress_mcp	*em = NULL;
+	const char		*kind, *path, *query = NULL, *server = NULL;
+	const char		**hn, **hv, *credfile;
+	const uint8_t		*data;
+	size_t			 n, nv, len;
+	uint64_t		 id;
+	struct hdr		 in[8];
+	struct hdrs_req		 hr;
+	struct up_hdr		 uh[HDRS_REQ_MAX];
+	struct up_request	 req;
+	char			 url[URL_BYTES_MAX + 64], err[256];
+	int			 mcp;
+
+	if (msg_get_uint(m, "call", 1, UINT64_C(1) << 53, &id) == -1 ||
+	    msg_get_str(m, "kind", 8, &kind) == -1 ||
+	    msg_get_str(m, "path", 64, &path) == -1 ||
+	    msg_get_str_opt(m, "query", 16, &query) == -1 ||
+	    msg_get_str_opt(m, "server", MCP_SERVER_NAME_MAX, &server) == -1 ||
+	    msg_get_strv(m, "hnames", 8, 64, &hn, &n) == -1 ||
+	    msg_get_strv(m, "hvalues", 8, HEADER_VALUE_MAX * 4, &hv, &nv) ==
+	    -1 ||
+	    msg_get_data(m, &data, &len) == -1 || msg_end(m) == -1 || n != nv)
+		return -1;
+	mcp = strcmp(kind, "mcp") == 0;
+	if (!mcp && strcmp(kind, "model") != 0)
+		return -1;
+	if (egress_call_find(ep, id) != NULL)
+		return -1;
+	if ((ec = calloc(1, sizeof(*ec))) == NULL)
+		fatal("%s", __func__);
+	ec->ec_peer = ep;
+	ec->ec_id = id;
+	clock_gettime(CLOCK_MONOTONIC, &ec->ec_start);
+	TAILQ_INSERT_TAIL(&ep->ep_calls, ec, ec_entry);
+
+	/* Only the paths of PROTOCOL.md 3.2 and the configured servers. */
+	if (mcp) {
+		if (server == NULL || (em = egress_mcp_find(eg, server)) ==
+		    NULL || eg->eg_mcp_credential_file == NULL)
+			goto refuse;
+		snprintf(url, sizeof(url), "%s", em->em_url);
+		credfile = eg->eg_mcp_credential_file;
+		if (asprintf(&ec->ec_route, "mcp/%s", server) == -1)
+			fatal("%s", __func__);
+	} else {
+		if ((strcmp(path, "/v1/messages") != 0 &&
+		    strcmp(path, "/v1/messages/count_tokens") != 0) ||
+		    (query != NULL && strcmp(query, "beta=true") != 0))
+			goto refuse;
+		snprintf(url, sizeof(url), "%s%s%s%s", eg->eg_upstream_url,
+		    path, query ? "?" : "", query ? query : "");
+		credfile = eg->eg_credential_file;
+		if ((ec->ec_route = strdup(path + 1)) == NULL)
+			fatal("%s", __func__);
+	}
+	if (cred_read(AT_FDCWD, credfile, eg->eg_uid, ec->ec_secret,
+	    sizeof(ec->ec_secret), &ec->ec_secret_len, err, sizeof(err)) !=
+	    CRED_OK) {
+		log_warnx("broker[%s] %s: credential %s: %s", ep->ep_channel,
+		    ec->ec_route, credfile, err);
+		egress_end(ec, 0, 502, "no credential");
+		egress_call_free(ec);
+		return 0;
+	}
+	if ((ec->ec_reflect = reflect_new(ec->ec_secret,
+	    ec->ec_secret_len)) == NULL)
+		fatal("%s", __func__);
+	for (size_t i = 0; i < n; i++) {
+		in[i].name = hn[i];
+		in[i].value = hv[i];
+	}
+	if ((mcp ? hdrs_mcp_request(&hr, in, n, ec->ec_secret) :
+	    hdrs_model_request(&hr, in, n, ec->ec_secret)) == -1)
+		fatal("%s: request headers", __func__);
+	if ((ec->ec_body = malloc(len + 1)) == NULL)
+		fatal("%s", __func__);
+	memcpy(ec->ec_body, data, len);
+	memset(&req, 0, sizeof(req));
+	req.url = url;
+	for (size_t i = 0; i < hr.hr_n; i++) {
+		uh[i].name = hr.hr_hdr[i].name;
+		uh[i].value = hr.hr_hdr[i].value;
+	}
+	req.hdrs = uh;
+	req.nhdrs = hr.hr_n;
+	req.body = ec->ec_body;
+	req.body_len = len;
+	req.ca_file = mcp ? NULL : eg->eg_ca_file;
+	req.max_body = RESPONSE_BODY_MAX;
+	ec->ec_up = upstream_call(eg->eg_upstream, &req, &egress_up_cbs, ec);
+	hdrs_req_free(&hr);
+	if (ec->ec_up == NULL) {
+		egress_end(ec, 0, 502, "cannot start the call");
+		egress_call_free(ec);
+	}
+	return 0;
+ refuse:
+	log_warnx("broker[%s]: call to %s%s refused", ep->ep_channel,
+	    mcp ? "MCP server " : "", mcp ? (server ? server : "?") : path);
+	if (ec->ec_route == NULL && (ec->ec_route = strdup("refused")) == NULL)
+		fatal("%s", __func__);
+	egress_end(ec, 0, 502, "refused");
+	egress_call_free(ec);
+	return 0;
+}
+
+static int
+egress_ack(struct egress_peer *ep, struct msg *m)
+{
+	struct egress_call	*ec;
+	uint64_t		 id, bytes;
+
+	if (msg_get_uint(m, "call", 1, UINT64_C(1) << 53, &id) == -1 ||
+	    msg_get_uint(m, "bytes", 0, UINT64_C(1) << 53, &bytes) == -1 ||
+	    msg_end(m) == -1)
+		return -1;
+	if ((ec = egress_call_find(ep, id)) == NULL)
+		return 0;	/* ended meanwhile */
+	ec->ec_unacked = bytes > ec->ec_unacked ? 0 : ec->ec_unacked - bytes;
+	if (ec->ec_paused && ec->ec_unacked <= EGRESS_WINDOW / 2 &&
+	    ec->ec_up != NULL) {
+		ec->ec_paused = 0;
+		upstream_resume(ec->ec_up);
+	}
+	return 0;
+}
+
+static int
+egress_cancel(struct egress_peer *ep, struct msg *m)
+{
+	struct egress_call	*ec;
+	uint64_t		 id;
+
+	if (msg_get_uint(m, "call", 1, UINT64_C(1) << 53, &id) == -1 ||
+	    msg_end(m) == -1)
+		return -1;
+	if ((ec = egress_call_find(ep, id)) == NULL)
+		return 0;
+	log_info("broker[%s] %s: cancelled by the worker after %ld ms",
+	    ep->ep_channel, ec->ec_route ? ec->ec_route : "?",
+	    ms_since(&ec->ec_start));
+	if (ec->ec_up != NULL)
+		upstream_cancel(ec->ec_up);
+	egress_call_free(ec);
+	return 0;
+}
+
+/* A violation closes only that broker's edge. */
 static void
 egress_dispatch_broker(struct frame_conn *fc, struct frame *f, void *arg)
 {
 	struct egress_peer	*ep = arg;
 	struct msg		 m;
+	int			 rc = -1;
 
-	if (msg_parse(&m, PROC_BROKER, PROC_EGRESS, f) == -1 ||
-	    msg_end(&m) == -1) {
+	if (msg_parse(&m, PROC_BROKER, PROC_EGRESS, f) == 0) {
+		switch (m.m_type) {
+		case MSG_EGR_CALL:
+			rc = egress_call(ep, &m);
+			break;
+		case MSG_EGR_ACK:
+			rc = egress_ack(ep, &m);
+			break;
+		case MSG_EGR_CANCEL:
+			rc = egress_cancel(ep, &m);
+			break;
+		default:
+			break;
+		}
+	}
+	if (rc == -1) {
 		log_warnx("broker[%s] protocol violation: %s", ep->ep_channel,
-		    m.m_err);
+		    m.m_err[0] ? m.m_err : msg_type_name(m.m_type));
 		msg_free(&m);
 		egress_peer_free(ep);
 		return;
@@ -97,6 +481,7 @@ static int
 egress_config(struct egress *eg, struct msg *m)
 {
 	const char	*url, *cred, *ca, *mcpcred;
+	uint64_t	 uid;
 	int		 allow_http;
 
 	if (msg_get_str(m, "upstream_url", URL_BYTES_MAX, &url) == -1 ||
@@ -105,8 +490,10 @@ egress_config(struct egress *eg, struct msg *m)
 	    msg_get_str_opt(m, "mcp_credential_file", PATH_BYTES_MAX,
 	    &mcpcred) == -1 ||
 	    msg_get_bool(m, "allow_http", &allow_http) == -1 ||
+	    msg_get_uint(m, "uid", 1, UINT32_MAX - 1, &uid) == -1 ||
 	    msg_end(m) == -1)
 		return -1;
+	eg->eg_uid = uid;
 	eg->eg_upstream_url = xstrdup_opt(url);
 	eg->eg_credential_file = xstrdup_opt(cred);
 	eg->eg_ca_file = xstrdup_opt(ca);
@@ -147,6 +534,7 @@ egress_attach(struct egress *eg, struct msg *m)
 		fatal("%s", __func__);
 	ep->ep_egress = eg;
 	ep->ep_channel = xstrdup_opt(channel);
+	TAILQ_INIT(&ep->ep_calls);
 	ep->ep_conn = frame_conn_new(eg->eg_base, fd,
 	    edge_limits(PROC_BROKER, PROC_EGRESS),
 	    edge_limits(PROC_EGRESS, PROC_BROKER),
@@ -186,7 +574,11 @@ egress_configured(struct role_parent *rp, void *arg)
 {
 	struct egress	*eg = arg;
 
-	return !eg->eg_have_config ? "no configuration" : NULL;
+	if (!eg->eg_have_config)
+		return "no configuration";
+	if ((eg->eg_upstream = upstream_new(eg->eg_base)) == NULL)
+		return "cannot set up the upstream client";
+	return NULL;
 }
 
 void

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
+#include <event2/event.h>
 
 #include "control.h"
 #include "limits.h"
@@ -27,7 +28,9 @@ enum chop_kind {
 
 struct chan_waiter {
 	TAILQ_ENTRY(chan_waiter)	 w_entry;
-	struct ctl_req			*w_req;
+	struct ctl_req			*w_req;		/* a client's, or */
+	chan_done_cb			 w_cb;		/* the daemon's own */
+	void				*w_arg;
 	struct chan_op			*w_op;
 };
 
@@ -43,6 +46,7 @@ struct chan_op {
 	char				*op_sessions;
 	char				*op_attachments;
 	uint64_t			 op_archived;
+	struct event			*op_timer;	/* start_ms */
 };
 
 struct channel {
@@ -52,7 +56,9 @@ struct channel {
 	struct child			*ch_broker;
 	char				*ch_broker_profile;
 	int				 ch_broker_ready;
+	int				 ch_worker_ready;	/* it posted */
 	struct chan_op			*ch_broker_wait;	/* op waiting */
+	struct chan_op			*ch_worker_wait;	/* op waiting */
 	TAILQ_HEAD(chan_op_list, chan_op) ch_ops;
 };
 
@@ -60,6 +66,7 @@ static TAILQ_HEAD(, channel)	 channels = TAILQ_HEAD_INITIALIZER(channels);
 
 static void	chan_op_run(struct chan_op *);
 static void	chan_step_ensure(struct chan_op *);
+static void	chan_wait_worker(struct chan_op *);
 static void	chan_freshened(struct child *, struct msg *, void *);
 
 static char *
@@ -137,6 +144,8 @@ chan_waiter_cancel(struct ctl_req *req, void *arg)
 static void
 chan_op_free(struct chan_op *op)
 {
+	if (op->op_timer != NULL)
+		event_free(op->op_timer);
 	free(op->op_profile);
 	free(op->op_run_dir);
 	free(op->op_ws_dir);
@@ -156,6 +165,12 @@ chan_op_done(struct chan_op *op, cJSON *result, const char *err)
 
 	while ((w = TAILQ_FIRST(&op->op_waiters)) != NULL) {
 		TAILQ_REMOVE(&op->op_waiters, w, w_entry);
+		if (w->w_req == NULL) {
+			if (w->w_cb != NULL)
+				w->w_cb(err, w->w_arg);
+			free(w);
+			continue;
+		}
 		ctl_set_cancel(w->w_req, NULL, NULL);
 		if (err != NULL)
 			ctl_error(w->w_req, RPC_APP_ERROR, "%s", err);
@@ -169,6 +184,8 @@ chan_op_done(struct chan_op *op, cJSON *result, const char *err)
 	cJSON_Delete(result);
 	if (ch->ch_broker_wait == op)
 		ch->ch_broker_wait = NULL;
+	if (ch->ch_worker_wait == op)
+		ch->ch_worker_wait = NULL;
 	TAILQ_REMOVE(&ch->ch_ops, op, op_entry);
 	chan_op_free(op);
 	if ((op = TAILQ_FIRST(&ch->ch_ops)) != NULL)
@@ -236,6 +253,7 @@ chan_broker_stop(struct channel *ch)
 	child_stop(ch->ch_broker);
 	ch->ch_broker = NULL;
 	ch->ch_broker_ready = 0;
+	ch->ch_worker_ready = 0;
 	free(ch->ch_broker_profile);
 	ch->ch_broker_profile = NULL;
 }
@@ -257,6 +275,14 @@ chan_broker_event(struct child *c, int ready, void *arg)
 	log_warnx("channel %s: broker gone", ch->ch_segment);
 	ch->ch_broker = NULL;
 	ch->ch_broker_ready = 0;
+	ch->ch_worker_ready = 0;
+	if (ch->ch_worker_wait != NULL) {
+		struct chan_op	*wop = ch->ch_worker_wait;
+
+		ch->ch_worker_wait = NULL;
+		chan_op_fail(wop, "the broker stopped before the worker was "
+		    "ready");
+	}
 	free(ch->ch_broker_profile);
 	ch->ch_broker_profile = NULL;
 	if (op != NULL) {
@@ -285,7 +311,70 @@ chan_ensured(struct child *c, struct msg *m, void *arg)
 	log_info("channel %s: container %.12s %s (profile %s)",
 	    op->op_chan->ch_segment, id, recreated ? "created" : "kept",
 	    op->op_profile);
-	chan_op_done(op, cJSON_CreateObject(), NULL);
+	chan_wait_worker(op);
+}
+
+static void
+chan_worker_timeout(evutil_socket_t fd, short ev, void *arg)
+{
+	struct chan_op	*op = arg;
+
+	op->op_chan->ch_worker_wait = NULL;
+	chan_op_fail(op, "Worker did not become ready");
+}
+
+/* channel.start answers once the worker announced itself (PROTOCOL.md 2:
+ * POST /worker/ready), at most start_ms after the container runs. */
+static void
+chan_wait_worker(struct chan_op *op)
+{
+	struct channel	*ch = op->op_chan;
+	struct timeval	 tv;
+
+	if (ch->ch_worker_ready) {
+		chan_op_done(op, cJSON_CreateObject(), NULL);
+		return;
+	}
+	tv.tv_sec = sv->sv_conf->start_ms / 1000;
+	tv.tv_usec = (sv->sv_conf->start_ms % 1000) * 1000;
+	if ((op->op_timer = evtimer_new(sv->sv_base, chan_worker_timeout,
+	    op)) == NULL || evtimer_add(op->op_timer, &tv) == -1)
+		fatalx("%s: timer", __func__);
+	ch->ch_worker_wait = op;
+}
+
+/* What a broker says on its own. */
+static int
+chan_broker_msg(struct child *c, struct msg *m, void *arg)
+{
+	struct channel	*ch = arg;
+	struct chan_op	*op;
+	const char	*kind, *route;
+	uint64_t	 status;
+
+	switch (m->m_type) {
+	case MSG_BRK_EVENT:
+		if (msg_get_str(m, "kind", 32, &kind) == -1 ||
+		    msg_get_str(m, "route", 512, &route) == -1 ||
+		    msg_get_uint(m, "status", 0, 599, &status) == -1 ||
+		    msg_end(m) == -1)
+			return -1;
+		if (strcmp(kind, "worker_ready") == 0) {
+			if (!ch->ch_worker_ready)
+				log_info("channel %s: worker ready",
+				    ch->ch_segment);
+			ch->ch_worker_ready = 1;
+			if ((op = ch->ch_worker_wait) != NULL) {
+				ch->ch_worker_wait = NULL;
+				chan_op_done(op, cJSON_CreateObject(), NULL);
+			}
+		} else if (strcmp(kind, "tool_call") == 0 ||
+		    strcmp(kind, "model_call") == 0)
+			sv->sv_count.sc_upstream_calls++;
+		return 0;
+	default:
+		return turn_broker_msg(ch->ch_key, c, m);
+	}
 }
 
 static void
@@ -320,8 +409,9 @@ chan_bound(struct child *c, struct msg *m, void *arg)
 	ch->ch_broker_profile = xstrdup(op->op_profile);
 	ch->ch_broker_ready = 0;
 	ch->ch_broker_wait = op;
+	ch->ch_worker_ready = 0;
 	ch->ch_broker = child_broker_start(ch->ch_key, ch->ch_segment,
-	    op->op_profile, fd, chan_broker_event, ch);
+	    op->op_profile, fd, chan_broker_event, chan_broker_msg, ch);
 }
 
 static void
@@ -479,9 +569,9 @@ chan_op_run(struct chan_op *op)
 	chan_request(op, PROC_FSGUARD, &mb, chan_prepared);
 }
 
-static void
+static struct chan_waiter *
 chan_submit(struct ctl_req *req, const char *key, enum chop_kind kind,
-    const char *profile)
+    const char *profile, chan_done_cb cb, void *arg)
 {
 	struct channel		*ch = chan_get(key);
 	struct chan_op		*op, *last;
@@ -504,11 +594,43 @@ chan_submit(struct ctl_req *req, const char *key, enum chop_kind kind,
 	if ((w = calloc(1, sizeof(*w))) == NULL)
 		fatal("%s", __func__);
 	w->w_req = req;
+	w->w_cb = cb;
+	w->w_arg = arg;
 	w->w_op = op;
 	TAILQ_INSERT_TAIL(&op->op_waiters, w, w_entry);
-	ctl_set_cancel(req, chan_waiter_cancel, w);
-	if (TAILQ_FIRST(&ch->ch_ops) == op && !op->op_running)
+	if (req != NULL)
+		ctl_set_cancel(req, chan_waiter_cancel, w);
+	/* May answer at once: w is then gone. */
+	if (TAILQ_FIRST(&ch->ch_ops) == op && !op->op_running) {
 		chan_op_run(op);
+		return NULL;
+	}
+	return w;
+}
+
+/* Start a channel for the daemon itself: cb gets NULL or the error, once,
+ * possibly before this returns. */
+void
+chan_start(const char *key, const char *profile, chan_done_cb cb, void *arg)
+{
+	(void)chan_submit(NULL, key, CHOP_START, profile, cb, arg);
+}
+
+/* Remove the container and stop the broker, answering no one: a turn that
+ * timed out or was cancelled must not go on spending. */
+void
+chan_kill(const char *key)
+{
+	log_info("channel %s: removing its container", key);
+	(void)chan_submit(NULL, key, CHOP_STOP, NULL, NULL, NULL);
+}
+
+struct child *
+chan_broker(const char *key)
+{
+	struct channel	*ch = chan_find(key);
+
+	return ch != NULL && ch->ch_broker_ready ? ch->ch_broker : NULL;
 }
 
 /* Parameters: channel (1-256 chars), profile where asked. */
@@ -561,7 +683,7 @@ method_channel_start(struct ctl_req *req, cJSON *params)
 	const char	*key, *profile;
 
 	if (chan_params(req, params, 1, &key, &profile) == 0)
-		chan_submit(req, key, CHOP_START, profile);
+		(void)chan_submit(req, key, CHOP_START, profile, NULL, NULL);
 }
 
 void
@@ -570,7 +692,7 @@ method_channel_stop(struct ctl_req *req, cJSON *params)
 	const char	*key;
 
 	if (chan_params(req, params, 0, &key, NULL) == 0)
-		chan_submit(req, key, CHOP_STOP, NULL);
+		(void)chan_submit(req, key, CHOP_STOP, NULL, NULL, NULL);
 }
 
 void
@@ -579,7 +701,7 @@ method_channel_fresh(struct ctl_req *req, cJSON *params)
 	const char	*key;
 
 	if (chan_params(req, params, 0, &key, NULL) == 0)
-		chan_submit(req, key, CHOP_FRESH, NULL);
+		(void)chan_submit(req, key, CHOP_FRESH, NULL, NULL, NULL);
 }
 
 void
@@ -588,7 +710,7 @@ method_channel_paths(struct ctl_req *req, cJSON *params)
 	const char	*key;
 
 	if (chan_params(req, params, 0, &key, NULL) == 0)
-		chan_submit(req, key, CHOP_PATHS, NULL);
+		(void)chan_submit(req, key, CHOP_PATHS, NULL, NULL, NULL);
 }
 
 /* Read-only requests to the Docker client carry their ctl_req; a client

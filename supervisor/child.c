@@ -269,6 +269,13 @@ child_frame(struct frame_conn *fc, struct frame *f, void *arg)
 		msg_free(&m);
 		return;
 	}
+	if (c->c_msg_cb != NULL && c->c_state == CHILD_READY) {
+		if (c->c_msg_cb(c, &m, c->c_event_arg) == -1)
+			child_violation(c, m.m_failed ? m.m_err :
+			    "message out of place");
+		msg_free(&m);
+		return;
+	}
 	child_violation(c, "message the supervisor does not take");
 	msg_free(&m);
 }
@@ -288,6 +295,16 @@ child_conn_err(struct frame_conn *fc, enum frame_err err, void *arg)
 		frame_conn_free(c->c_conn);
 		c->c_conn = NULL;
 	}
+}
+
+int
+child_send_msg(struct child *c, struct msgb *mb)
+{
+	if (c->c_state != CHILD_READY || c->c_conn == NULL) {
+		msgb_free(mb);
+		return -1;
+	}
+	return msg_send(c->c_conn, mb);
 }
 
 int
@@ -367,6 +384,7 @@ child_send_config(struct child *c)
 			msg_add_str(&mb, "mcp_credential_file",
 			    conf->mcp_credential_file);
 		msg_add_bool(&mb, "allow_http", conf->mcp_allow_http);
+		msg_add_uint(&mb, "uid", sv->sv_uid);
 		child_send(c, &mb);
 		for (i = 0; i < conf->nmcp_servers; i++) {
 			msgb_init(&mb, MSG_CONFIG_EGRESS_MCP, 0);
@@ -384,9 +402,24 @@ child_send_config(struct child *c)
 		msg_add_str(&mb, "model", p->model);
 		msg_add_uint(&mb, "max_calls", conf->max_calls);
 		msg_add_uint(&mb, "max_output_tokens", conf->max_output_tokens);
+		msg_add_strv(&mb, "tools", (const char *const *)conf->tools,
+		    conf->ntools);
 		msg_add_fd(&mb, c->c_listen_fd);
 		c->c_listen_fd = -1;
 		child_send(c, &mb);
+		/* the profile's MCP servers and their allowed tools */
+		for (i = 0; i < p->nmcp; i++) {
+			const struct config_mcp_server *ms;
+
+			if ((ms = config_mcp_server(conf, p->mcp[i])) == NULL)
+				fatalx("profile %s: unknown MCP server %s",
+				    p->name, p->mcp[i]);
+			msgb_init(&mb, MSG_CONFIG_BROKER_MCP, 0);
+			msg_add_str(&mb, "name", ms->name);
+			msg_add_strv(&mb, "tools",
+			    (const char *const *)ms->tools, ms->ntools);
+			child_send(c, &mb);
+		}
 		break;
 	default:
 		fatalx("%s: no configuration for %s", __func__,
@@ -566,7 +599,8 @@ child_start_singletons(void)
 
 struct child *
 child_broker_start(const char *channel, const char *segment,
-    const char *profile, int listen_fd, child_event_cb cb, void *arg)
+    const char *profile, int listen_fd, child_event_cb cb, child_msg_cb mcb,
+    void *arg)
 {
 	struct child	*c;
 
@@ -577,6 +611,7 @@ child_broker_start(const char *channel, const char *segment,
 		fatal("%s", __func__);
 	c->c_listen_fd = listen_fd;
 	c->c_event_cb = cb;
+	c->c_msg_cb = mcb;
 	c->c_event_arg = arg;
 	child_spawn(c);
 	return c;
@@ -587,6 +622,7 @@ void
 child_stop(struct child *c)
 {
 	c->c_event_cb = NULL;
+	c->c_msg_cb = NULL;
 	c->c_state = CHILD_STOPPING;
 	if (c->c_conn != NULL) {
 		frame_conn_free(c->c_conn);

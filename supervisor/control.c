@@ -37,8 +37,18 @@ struct ctl_req {
 	void			*cr_cancel_arg;
 };
 
+struct ctl_call {
+	TAILQ_ENTRY(ctl_call)	 cl_entry;
+	struct ctl_client	*cl_client;
+	uint64_t		 cl_id;
+	ctl_call_cb		 cl_cb;
+	void			*cl_arg;
+};
+
 struct ctl_client {
 	TAILQ_ENTRY(ctl_client)	 cc_entry;
+	TAILQ_HEAD(, ctl_call)	 cc_calls;
+	uint64_t		 cc_next_call;
 	struct bufferevent	*cc_bev;
 	size_t			 cc_scanned;	/* bytes known to hold no EOL */
 	int			 cc_closing;	/* flush, then close */
@@ -265,6 +275,103 @@ ctl_method_find(const char *name)
 	return NULL;
 }
 
+/* Our ids are "rtsandbox-N": a client cannot answer what we did not ask. */
+#define CTL_CALL_PREFIX	"rtsandbox-"
+
+static void
+ctl_handle_answer(struct ctl_client *cc, cJSON *root)
+{
+	struct ctl_call	*cl;
+	cJSON		*id, *res, *err, *msg;
+	unsigned long long n;
+	char		*end;
+
+	id = cJSON_GetObjectItemCaseSensitive(root, "id");
+	if (!cJSON_IsString(id) || strncmp(id->valuestring, CTL_CALL_PREFIX,
+	    strlen(CTL_CALL_PREFIX)) != 0) {
+		log_debug("control client answered a request we did not make");
+		return;
+	}
+	errno = 0;
+	n = strtoull(id->valuestring + strlen(CTL_CALL_PREFIX), &end, 10);
+	if (errno != 0 || *end != '\0')
+		return;
+	TAILQ_FOREACH(cl, &cc->cc_calls, cl_entry)
+		if (cl->cl_id == n)
+			break;
+	if (cl == NULL)
+		return;		/* withdrawn meanwhile */
+	TAILQ_REMOVE(&cc->cc_calls, cl, cl_entry);
+	res = cJSON_GetObjectItemCaseSensitive(root, "result");
+	err = cJSON_GetObjectItemCaseSensitive(root, "error");
+	if (res != NULL && err == NULL)
+		cl->cl_cb(res, NULL, cl->cl_arg);
+	else {
+		msg = err != NULL ? cJSON_GetObjectItemCaseSensitive(err,
+		    "message") : NULL;
+		cl->cl_cb(NULL, cJSON_IsString(msg) ? msg->valuestring :
+		    "the client answered with an error", cl->cl_arg);
+	}
+	free(cl);
+}
+
+struct ctl_call *
+ctl_client_call(struct ctl_client *cc, const char *method, cJSON *params,
+    ctl_call_cb cb, void *arg)
+{
+	struct ctl_call	*cl;
+	cJSON		*o;
+	char		 id[64];
+
+	if (cc->cc_closing) {
+		cJSON_Delete(params);
+		return NULL;
+	}
+	if ((cl = calloc(1, sizeof(*cl))) == NULL)
+		fatal("%s", __func__);
+	cl->cl_client = cc;
+	cl->cl_id = ++cc->cc_next_call;
+	cl->cl_cb = cb;
+	cl->cl_arg = arg;
+	snprintf(id, sizeof(id), CTL_CALL_PREFIX "%llu",
+	    (unsigned long long)cl->cl_id);
+	if ((o = cJSON_CreateObject()) == NULL ||
+	    cJSON_AddStringToObject(o, "jsonrpc", "2.0") == NULL ||
+	    cJSON_AddStringToObject(o, "id", id) == NULL ||
+	    cJSON_AddStringToObject(o, "method", method) == NULL)
+		fatalx("%s: out of memory", __func__);
+	cJSON_AddItemToObject(o, "params", params);
+	ctl_send(cc, o);
+	cJSON_Delete(o);
+	TAILQ_INSERT_TAIL(&cc->cc_calls, cl, cl_entry);
+	return cl;
+}
+
+void
+ctl_call_withdraw(struct ctl_call *cl)
+{
+	TAILQ_REMOVE(&cl->cl_client->cc_calls, cl, cl_entry);
+	free(cl);
+}
+
+void
+ctl_client_notify(struct ctl_client *cc, const char *method, cJSON *params)
+{
+	cJSON	*o;
+
+	if (cc->cc_closing) {
+		cJSON_Delete(params);
+		return;
+	}
+	if ((o = cJSON_CreateObject()) == NULL ||
+	    cJSON_AddStringToObject(o, "jsonrpc", "2.0") == NULL ||
+	    cJSON_AddStringToObject(o, "method", method) == NULL)
+		fatalx("%s: out of memory", __func__);
+	cJSON_AddItemToObject(o, "params", params);
+	ctl_send(cc, o);
+	cJSON_Delete(o);
+}
+
 static void
 ctl_handle_line(struct ctl_client *cc, const char *line, size_t len)
 {
@@ -293,6 +400,12 @@ ctl_handle_line(struct ctl_client *cc, const char *line, size_t len)
 	if (!cJSON_IsObject(root)) {
 		ctl_send_error(cc, NULL, RPC_INVALID_REQUEST,
 		    "Invalid Request: not an object");
+		goto done;
+	}
+	if (cJSON_GetObjectItemCaseSensitive(root, "method") == NULL &&
+	    (cJSON_GetObjectItemCaseSensitive(root, "result") != NULL ||
+	    cJSON_GetObjectItemCaseSensitive(root, "error") != NULL)) {
+		ctl_handle_answer(cc, root);
 		goto done;
 	}
 	cJSON_ArrayForEach(it, root) {
@@ -479,7 +592,14 @@ static void
 ctl_client_free(struct ctl_client *cc)
 {
 	struct ctl_req	*cr;
+	struct ctl_call	*cl;
 
+	/* Hooks it was asked will not be answered. */
+	while ((cl = TAILQ_FIRST(&cc->cc_calls)) != NULL) {
+		TAILQ_REMOVE(&cc->cc_calls, cl, cl_entry);
+		cl->cl_cb(NULL, "the client disconnected", cl->cl_arg);
+		free(cl);
+	}
 	/* A client that goes away cancels what it asked for. */
 	while ((cr = TAILQ_FIRST(&cc->cc_reqs)) != NULL) {
 		if (cr->cr_cancel != NULL)
@@ -504,6 +624,7 @@ ctl_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 		return;
 	}
 	TAILQ_INIT(&cc->cc_reqs);
+	TAILQ_INIT(&cc->cc_calls);
 	cc->cc_bev = bufferevent_socket_new(sv->sv_base, fd,
 	    BEV_OPT_CLOSE_ON_FREE);
 	if (cc->cc_bev == NULL) {

@@ -53,6 +53,23 @@ void	ctl_client_initialized(struct ctl_client *, const char *name,
 int	ctl_client_is_initialized(const struct ctl_client *);
 unsigned ctl_client_hooks(const struct ctl_client *);
 
+/*
+ * A request from the daemon to a client (a hook): cb gets the client's
+ * result or, with result NULL, its error message or why it never came (the
+ * client left, or the request was withdrawn).  Returns a handle, or NULL
+ * when the client cannot be asked (cb is then not called).
+ */
+struct ctl_call;
+typedef void	(*ctl_call_cb)(struct cJSON *result, const char *error,
+		    void *arg);
+struct ctl_call	*ctl_client_call(struct ctl_client *, const char *method,
+		    struct cJSON *params, ctl_call_cb, void *arg);
+/* Forget a call: its answer is dropped, cb is not called. */
+void		 ctl_call_withdraw(struct ctl_call *);
+/* A notification to a client (takes params). */
+void		 ctl_client_notify(struct ctl_client *, const char *method,
+		    struct cJSON *params);
+
 /* Hooks a client may implement. */
 #define HOOK_TOOL_CALL		0x1u
 #define HOOK_MEMORY_BLOCK	0x2u

@@ -221,5 +221,7 @@ const struct ctl_method ctl_methods[] = {
 	{ "channel.paths",	method_channel_paths,	0 },
 	{ "channel.status",	method_channel_status,	0 },
 	{ "channel.list",	method_channel_list,	0 },
+	{ "turn.run",		method_turn_run,	0 },
+	{ "turn.cancel",	method_turn_cancel,	0 },
 	{ NULL,			NULL,			0 }
 };

@@ -61,6 +61,8 @@ struct child;
 typedef void	(*child_reply_cb)(struct child *, struct msg *, void *);
 /* Notified once when a child becomes ready or goes down. */
 typedef void	(*child_event_cb)(struct child *, int ready, void *);
+/* A message the child sent on its own (not a reply); -1 is a violation. */
+typedef int	(*child_msg_cb)(struct child *, struct msg *, void *);
 
 struct child_req {
 	TAILQ_ENTRY(child_req)	 cr_entry;
@@ -85,6 +87,7 @@ struct child {
 	uint64_t		 c_next_id;
 	TAILQ_HEAD(, child_req)	 c_reqs;
 	child_event_cb		 c_event_cb;
+	child_msg_cb		 c_msg_cb;
 	void			*c_event_arg;
 	/* brokers: what to send at bring-up */
 	int			 c_listen_fd;
@@ -101,7 +104,9 @@ struct child	*child_singleton(enum proc_role);
  * here on); the event callback reports ready or down. */
 struct child	*child_broker_start(const char *channel, const char *segment,
 		    const char *profile, int listen_fd, child_event_cb,
-		    void *arg);
+		    child_msg_cb, void *arg);
+/* Send a message that expects no reply; -1 when the child is not ready. */
+int		 child_send_msg(struct child *, struct msgb *);
 void		 child_stop(struct child *);
 /* Send a request and get the reply through cb; fails at once when the
  * child is not ready (cb is then not called and -1 is returned). */
@@ -115,6 +120,16 @@ void		 child_kill_all(void);
 
 /* channel.c: the channel.* methods of the control socket */
 struct ctl_req;
+typedef void	(*chan_done_cb)(const char *err, void *arg);
+void		 chan_start(const char *key, const char *profile,
+		    chan_done_cb, void *arg);
+void		 chan_kill(const char *key);
+struct child	*chan_broker(const char *key);
+
+/* turn.c */
+int		 turn_broker_msg(const char *key, struct child *, struct msg *);
+void		 method_turn_run(struct ctl_req *, struct cJSON *);
+void		 method_turn_cancel(struct ctl_req *, struct cJSON *);
 uint64_t	 chan_count(void);
 void		 method_channel_start(struct ctl_req *, struct cJSON *);
 void		 method_channel_stop(struct ctl_req *, struct cJSON *);

@@ -111,10 +111,13 @@ refused(const char *json, enum proc_role from, enum proc_role to,
 
 	ck_assert_msg(parse(&m, from, to, json) == -1, "accepted %s", json);
 	ck_assert_int_eq(m.m_failed, 1);
-	ck_assert_str_eq(m.m_err, why);
+	/* The reason starts with why; the strict lexer may add where. */
+	ck_assert_msg(strncmp(m.m_err, why, strlen(why)) == 0,
+	    "reason \"%s\", expected \"%s\"", m.m_err, why);
 	/* Sticky: the getters and msg_end() refuse too. */
 	ck_assert_int_eq(msg_end(&m), -1);
-	ck_assert_str_eq(m.m_err, why);
+	ck_assert_msg(strncmp(m.m_err, why, strlen(why)) == 0,
+	    "reason \"%s\" after msg_end", m.m_err);
 	msg_free(&m);
 }
 
@@ -339,7 +342,7 @@ END_TEST
 START_TEST(parse_structure)
 {
 	refused("{\"t\":\"ready\"} x", PROC_BROKER, PROC_SUPERVISOR,
-	    "message has bytes after the JSON");
+	    "message is not valid JSON");
 	refused("{\"t\":\"ready\"", PROC_BROKER, PROC_SUPERVISOR,
 	    "message is not valid JSON");
 	refused("[\"ready\"]", PROC_BROKER, PROC_SUPERVISOR,
@@ -436,14 +439,14 @@ END_TEST
 START_TEST(parse_duplicates)
 {
 	refused("{\"t\":\"ready\",\"t\":\"ready\"}", PROC_BROKER,
-	    PROC_SUPERVISOR, "duplicate field \"t\"");
+	    PROC_SUPERVISOR, "message is not valid JSON: an object has a duplicate key");
 	refused("{\"t\":\"ping\",\"id\":1,\"id\":2}", PROC_SUPERVISOR,
-	    PROC_BROKER, "duplicate field \"id\"");
+	    PROC_BROKER, "message is not valid JSON: an object has a duplicate key");
 	refused("{\"a\":1,\"t\":\"ready\",\"b\":2,\"a\":3}", PROC_BROKER,
-	    PROC_SUPERVISOR, "duplicate field \"a\"");
+	    PROC_SUPERVISOR, "message is not valid JSON: an object has a duplicate key");
 	/* Escapes are compared after decoding. */
 	refused("{\"t\":\"ready\",\"a\":1,\"\\u0061\":2}", PROC_BROKER,
-	    PROC_SUPERVISOR, "duplicate field \"a\"");
+	    PROC_SUPERVISOR, "message is not valid JSON: an object has a duplicate key");
 }
 END_TEST
 

@@ -1,0 +1,1135 @@
+/*
+ * HTTP/1.1 over the broker's listening socket, on libevent bufferevents.
+ *
+ * A connection carries one request: the head is collected (bounded by the
+ * read high-water mark) and parsed once its empty line is seen, the body is
+ * read only when the router asks and into one flat buffer, and the answer is
+ * queued on the output evbuffer and followed by a close.  The timers of
+ * PROTOCOL.md 3.5 are one event per connection (the 10 s head limit, later
+ * the router's timer) and the bufferevent's own read and write timeouts,
+ * which libevent re-arms on every byte: they are the silence limits.
+ *
+ * A closed connection stays allocated until on_close has run from the
+ * loop, so that no callback ever re-enters the router.
+ */
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "http.h"
+#include "limits.h"
+#include "log.h"
+
+/* Connections taken per wake-up of the listener. */
+#define HTTP_ACCEPT_BURST	32
+/* How long the listener rests when descriptors or memory run out. */
+#define HTTP_ACCEPT_PAUSE_MS	1000
+/* Bytes per read and per writev: fewer wake-ups on large bodies. */
+#define HTTP_READ_MAX		65536
+#define HTTP_WRITE_MAX		262144
+/* First allocation of a chunked body, which then doubles. */
+#define HTTP_BODY_MIN		16384
+
+enum conn_state {
+	C_HEAD,			/* collecting the head, head timer running */
+	C_ROUTE,		/* inside on_head */
+	C_BODY,			/* reading the body for the router */
+	C_WAIT,			/* request in, no answer yet */
+	C_STREAM,		/* streamed answer under way */
+	C_FLUSH,		/* whole answer queued: close once written */
+	C_LINGER,		/* answer written, draining an unread request */
+	C_CLOSED,		/* descriptor closed, on_close due */
+};
+
+struct http_conn {
+	TAILQ_ENTRY(http_conn)	 c_entry;
+	struct http_server	*c_srv;
+	struct bufferevent	*c_bev;
+	struct event		*c_timer;
+	enum conn_state		 c_state;
+	struct http_head	 c_head;
+	size_t			 c_scan;	/* head bytes searched */
+	int			 c_routed;	/* on_head was called */
+	int			 c_get;		/* GET: no silence timer */
+	int			 c_consumed;	/* the request was read whole */
+	int			 c_eof;		/* the client ended its side */
+	int			 c_paused;
+	int			 c_chunked_out;
+	int			 c_nobody;	/* answer without body bytes */
+
+	char			*c_body;
+	size_t			 c_body_len;
+	size_t			 c_body_cap;
+	size_t			 c_body_max;
+	struct http_chunked	 c_chunked;
+	http_body_cb		 c_on_body;
+	http_body_err_cb	 c_on_body_err;
+
+	http_conn_cb		 c_on_timer;
+	http_conn_cb		 c_on_drain;
+	size_t			 c_lowat;
+	int			 c_drain_armed;
+	void			*c_data;
+};
+TAILQ_HEAD(http_connq, http_conn);
+
+struct http_server {
+	struct event_base	*s_base;
+	struct event		*s_ev;
+	struct event		*s_pause;
+	struct http_server_cbs	 s_cbs;
+	void			*s_arg;
+	struct http_limits	 s_lim;
+	unsigned		 s_nconn;
+	struct http_connq	 s_conns;
+};
+
+static void	conn_input(struct http_conn *);
+static void	conn_close(struct http_conn *);
+
+void
+http_limits_default(struct http_limits *lim)
+{
+	lim->hl_conn_max = BROKER_CONN_MAX;
+	lim->hl_head_ms = BROKER_HEADER_TIMEOUT_MS;
+	lim->hl_silence_ms = BROKER_SILENCE_MS;
+	lim->hl_linger_ms = HTTP_LINGER_MS;
+}
+
+const char *
+http_body_err_to_string(enum http_body_err err)
+{
+	switch (err) {
+	case HTTP_BODY_TOO_LARGE:
+		return "body too large";
+	case HTTP_BODY_INVALID:
+		return "invalid body framing";
+	case HTTP_BODY_ABORTED:
+		return "client left during the body";
+	case HTTP_BODY_SILENCE:
+		return "client silent during the body";
+	}
+	return "unknown body error";
+}
+
+static const char *
+http_reason(int status)
+{
+	switch (status) {
+	case 200: return "OK";
+	case 201: return "Created";
+	case 202: return "Accepted";
+	case 204: return "No Content";
+	case 205: return "Reset Content";
+	case 206: return "Partial Content";
+	case 301: return "Moved Permanently";
+	case 302: return "Found";
+	case 303: return "See Other";
+	case 304: return "Not Modified";
+	case 307: return "Temporary Redirect";
+	case 308: return "Permanent Redirect";
+	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
+	case 409: return "Conflict";
+	case 410: return "Gone";
+	case 411: return "Length Required";
+	case 413: return "Content Too Large";
+	case 415: return "Unsupported Media Type";
+	case 422: return "Unprocessable Content";
+	case 429: return "Too Many Requests";
+	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	}
+	/* The reason phrase may be empty (RFC 9112 4). */
+	return "";
+}
+
+static struct timeval *
+ms_to_tv(int ms, struct timeval *tv)
+{
+	tv->tv_sec = ms / 1000;
+	tv->tv_usec = (ms % 1000) * 1000;
+	return tv;
+}
+
+static struct evbuffer *
+conn_out(struct http_conn *c)
+{
+	return bufferevent_get_output(c->c_bev);
+}
+
+/*
+ * The silence limits: on writes whenever something is queued, on reads
+ * while the body is read; never for GET.
+ */
+static void
+conn_set_timeouts(struct http_conn *c)
+{
+	struct timeval	 tv, *rtv = NULL, *wtv = NULL;
+
+	if (!c->c_get && c->c_state != C_HEAD) {
+		wtv = ms_to_tv(c->c_srv->s_lim.hl_silence_ms, &tv);
+		if (c->c_state == C_BODY)
+			rtv = wtv;
+	}
+	bufferevent_set_timeouts(c->c_bev, rtv, wtv);
+}
+
+static void
+conn_timer_add(struct http_conn *c, int ms)
+{
+	struct timeval	 tv;
+
+	if (evtimer_add(c->c_timer, ms_to_tv(ms, &tv)) == -1)
+		fatalx("%s: evtimer_add", __func__);
+}
+
+static void
+conn_free(struct http_conn *c, int notify)
+{
+	struct http_server	*srv = c->c_srv;
+
+	TAILQ_REMOVE(&srv->s_conns, c, c_entry);
+	if (notify && c->c_routed && srv->s_cbs.on_close != NULL)
+		srv->s_cbs.on_close(c, srv->s_arg);
+	if (c->c_bev != NULL) {
+		bufferevent_free(c->c_bev);
+		srv->s_nconn--;
+	}
+	event_free(c->c_timer);
+	http_head_free(&c->c_head);
+	free(c->c_body);
+	free(c);
+}
+
+/* Close the descriptor now; on_close and the free come from the loop. */
+static void
+conn_close(struct http_conn *c)
+{
+	if (c->c_state == C_CLOSED)
+		return;
+	c->c_state = C_CLOSED;
+	bufferevent_free(c->c_bev);
+	c->c_bev = NULL;
+	c->c_srv->s_nconn--;
+	free(c->c_body);
+	c->c_body = NULL;
+	evtimer_del(c->c_timer);
+	event_active(c->c_timer, EV_TIMEOUT, 1);
+}
+
+/* Everything is written: close, or first let an unread request drain. */
+static void
+conn_flush_done(struct http_conn *c)
+{
+	if (c->c_consumed || c->c_eof) {
+		conn_close(c);
+		return;
+	}
+	if (shutdown(bufferevent_getfd(c->c_bev), SHUT_WR) == -1) {
+		log_debug("%s: shutdown: %s", __func__, strerror(errno));
+		conn_close(c);
+		return;
+	}
+	c->c_state = C_LINGER;
+	conn_timer_add(c, c->c_srv->s_lim.hl_linger_ms);
+}
+
+static void
+conn_enter_flush(struct http_conn *c)
+{
+	c->c_state = C_FLUSH;
+	c->c_on_timer = NULL;
+	evtimer_del(c->c_timer);
+	bufferevent_setwatermark(c->c_bev, EV_WRITE, 0, 0);
+	conn_set_timeouts(c);
+	/* What the client still sends is dropped, even if it was paused. */
+	if (c->c_paused && !c->c_eof)
+		bufferevent_enable(c->c_bev, EV_READ);
+	c->c_paused = 0;
+	if (evbuffer_get_length(conn_out(c)) == 0)
+		conn_flush_done(c);
+}
+
+static int
+conn_can_answer(const struct http_conn *c)
+{
+	return c->c_state == C_ROUTE || c->c_state == C_BODY ||
+	    c->c_state == C_WAIT;
+}
+
+/* An answer ends a body read in progress; the rest is dropped. */
+static void
+conn_drop_body(struct http_conn *c)
+{
+	free(c->c_body);
+	c->c_body = NULL;
+	c->c_on_body = NULL;
+	c->c_on_body_err = NULL;
+}
+
+static int
+fields_valid(const char *ctype, const struct http_hdr *hdrs, size_t n)
+{
+	size_t	 i;
+
+	if (ctype != NULL && !http_field_valid("content-type", ctype))
+		return 0;
+	for (i = 0; i < n; i++) {
+		/* The framing fields are this file's alone. */
+		if (hdrs[i].name == NULL || hdrs[i].value == NULL ||
+		    !http_field_valid(hdrs[i].name, hdrs[i].value) ||
+		    strcasecmp(hdrs[i].name, "content-length") == 0 ||
+		    strcasecmp(hdrs[i].name, "transfer-encoding") == 0 ||
+		    strcasecmp(hdrs[i].name, "connection") == 0)
+			return 0;
+	}
+	return 1;
+}
+
+static int
+put_str(struct evbuffer *out, const char *s)
+{
+	return evbuffer_add(out, s, strlen(s));
+}
+
+/* framing: the content-length or transfer-encoding line, or NULL. */
+static int
+conn_put_head(struct http_conn *c, int status, const char *ctype,
+    const struct http_hdr *hdrs, size_t n, const char *framing)
+{
+	struct evbuffer	*out = conn_out(c);
+	size_t		 i;
+	int		 rv = 0;
+
+	rv |= evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status,
+	    http_reason(status)) == -1 ? -1 : 0;
+	if (ctype != NULL) {
+		rv |= put_str(out, "content-type: ");
+		rv |= put_str(out, ctype);
+		rv |= put_str(out, "\r\n");
+	}
+	for (i = 0; i < n; i++) {
+		rv |= put_str(out, hdrs[i].name);
+		rv |= put_str(out, ": ");
+		rv |= put_str(out, hdrs[i].value);
+		rv |= put_str(out, "\r\n");
+	}
+	if (framing != NULL)
+		rv |= put_str(out, framing);
+	rv |= put_str(out, "connection: close\r\n\r\n");
+	return rv;
+}
+
+static int
+conn_answer(struct http_conn *c, int status, const char *ctype,
+    const struct http_hdr *hdrs, size_t n, const void *body, size_t len)
+{
+	char	 framing[64];
+	int	 rv;
+
+	if (status < 200 || status > 599 || !fields_valid(ctype, hdrs, n))
+		return -1;
+	if ((status == 204 || status == 304) && len > 0)
+		return -1;
+	if (status == 205 && len > 0)
+		return -1;
+	conn_drop_body(c);
+	if (status == 204 || status == 304)
+		framing[0] = '\0';
+	else
+		(void)snprintf(framing, sizeof(framing),
+		    "content-length: %zu\r\n", len);
+	rv = conn_put_head(c, status, ctype, hdrs, n,
+	    framing[0] != '\0' ? framing : NULL);
+	if (rv == 0 && len > 0 && !c->c_nobody)
+		rv = evbuffer_add(conn_out(c), body, len);
+	if (rv != 0) {
+		log_warnx("%s: out of memory", __func__);
+		conn_close(c);
+		return -1;
+	}
+	conn_enter_flush(c);
+	return 0;
+}
+
+int
+http_respond_hdrs(struct http_conn *c, int status, const struct http_hdr *hdrs,
+    size_t n, const void *body, size_t len)
+{
+	if (!conn_can_answer(c))
+		return -1;
+	return conn_answer(c, status, NULL, hdrs, n, body, len);
+}
+
+int
+http_respond(struct http_conn *c, int status, const char *content_type,
+    const void *body, size_t len)
+{
+	if (!conn_can_answer(c))
+		return -1;
+	return conn_answer(c, status, content_type, NULL, 0, body, len);
+}
+
+int
+http_respond_text(struct http_conn *c, int status, const char *text)
+{
+	return http_respond(c, status, "text/plain; charset=utf-8", text,
+	    strlen(text));
+}
+
+/* PROTOCOL.md 3.5: "Failure before headers → 400 bad request". */
+static void
+conn_bad_request(struct http_conn *c)
+{
+	bufferevent_setwatermark(c->c_bev, EV_READ, 0, 0);
+	if (conn_answer(c, 400, "text/plain; charset=utf-8", NULL, 0,
+	    "bad request", 11) == 0 && c->c_state == C_FLUSH)
+		/* The head phase has no silence limit: bound the flush. */
+		conn_timer_add(c, c->c_srv->s_lim.hl_linger_ms);
+}
+
+static void
+conn_arm_drain(struct http_conn *c)
+{
+	if (c->c_on_drain != NULL &&
+	    evbuffer_get_length(conn_out(c)) > c->c_lowat)
+		c->c_drain_armed = 1;
+}
+
+int
+http_stream_start(struct http_conn *c, int status, const struct http_hdr *hdrs,
+    size_t n)
+{
+	const char	*framing = NULL;
+
+	if (!conn_can_answer(c) || status < 200 || status > 599 ||
+	    !fields_valid(NULL, hdrs, n))
+		return -1;
+	conn_drop_body(c);
+	if (status == 204 || status == 304)
+		c->c_nobody = 1;
+	else if (status == 205) {
+		c->c_nobody = 1;
+		framing = "content-length: 0\r\n";
+	} else if (c->c_head.h_minor == 1) {
+		/* Also for HEAD, whose answer has the same fields. */
+		c->c_chunked_out = !c->c_nobody;
+		framing = "transfer-encoding: chunked\r\n";
+	}
+	if (conn_put_head(c, status, NULL, hdrs, n, framing) != 0) {
+		log_warnx("%s: out of memory", __func__);
+		conn_close(c);
+		return -1;
+	}
+	c->c_state = C_STREAM;
+	conn_set_timeouts(c);
+	bufferevent_setwatermark(c->c_bev, EV_WRITE, c->c_lowat, 0);
+	return 0;
+}
+
+static int
+put_chunk_size(struct evbuffer *out, size_t n)
+{
+	char	 b[2 * sizeof(size_t) + 2];
+	size_t	 i = sizeof(b);
+
+	b[--i] = '\n';
+	b[--i] = '\r';
+	do {
+		b[--i] = "0123456789abcdef"[n & 15];
+		n >>= 4;
+	} while (n != 0);
+	return evbuffer_add(out, b + i, sizeof(b) - i);
+}
+
+int
+http_stream_write(struct http_conn *c, const void *data, size_t len)
+{
+	struct evbuffer	*out;
+	int		 rv = 0;
+
+	if (c->c_state != C_STREAM)
+		return -1;
+	if (len == 0 || c->c_nobody)
+		return 0;
+	out = conn_out(c);
+	if (c->c_chunked_out)
+		rv |= put_chunk_size(out, len);
+	rv |= evbuffer_add(out, data, len);
+	if (c->c_chunked_out)
+		rv |= evbuffer_add(out, "\r\n", 2);
+	if (rv != 0) {
+		log_warnx("%s: out of memory", __func__);
+		conn_close(c);
+		return -1;
+	}
+	conn_arm_drain(c);
+	return 0;
+}
+
+int
+http_stream_write_buffer(struct http_conn *c, struct evbuffer *buf)
+{
+	struct evbuffer	*out;
+	size_t		 len = evbuffer_get_length(buf);
+	int		 rv = 0;
+
+	if (c->c_state != C_STREAM)
+		return -1;
+	if (len == 0 || c->c_nobody)
+		return evbuffer_drain(buf, len);
+	out = conn_out(c);
+	if (c->c_chunked_out)
+		rv |= put_chunk_size(out, len);
+	rv |= evbuffer_add_buffer(out, buf);
+	if (c->c_chunked_out)
+		rv |= evbuffer_add(out, "\r\n", 2);
+	if (rv != 0) {
+		log_warnx("%s: out of memory", __func__);
+		conn_close(c);
+		return -1;
+	}
+	conn_arm_drain(c);
+	return 0;
+}
+
+int
+http_stream_end(struct http_conn *c)
+{
+	if (c->c_state != C_STREAM)
+		return -1;
+	if (c->c_chunked_out &&
+	    evbuffer_add(conn_out(c), "0\r\n\r\n", 5) != 0) {
+		log_warnx("%s: out of memory", __func__);
+		conn_close(c);
+		return -1;
+	}
+	conn_enter_flush(c);
+	return 0;
+}
+
+void
+http_conn_kill(struct http_conn *c)
+{
+	conn_close(c);
+}
+
+size_t
+http_conn_pending(const struct http_conn *c)
+{
+	if (c->c_bev == NULL)
+		return 0;
+	return evbuffer_get_length(bufferevent_get_output(c->c_bev));
+}
+
+void
+http_conn_set_drain(struct http_conn *c, size_t lowat, http_conn_cb cb)
+{
+	c->c_lowat = lowat;
+	c->c_on_drain = cb;
+	c->c_drain_armed = 0;
+	if (c->c_state == C_STREAM) {
+		bufferevent_setwatermark(c->c_bev, EV_WRITE, lowat, 0);
+		conn_arm_drain(c);
+	}
+}
+
+void
+http_conn_pause_read(struct http_conn *c)
+{
+	if (c->c_state == C_CLOSED || c->c_paused)
+		return;
+	c->c_paused = 1;
+	bufferevent_disable(c->c_bev, EV_READ);
+}
+
+void
+http_conn_resume_read(struct http_conn *c)
+{
+	if (c->c_state == C_CLOSED || !c->c_paused)
+		return;
+	c->c_paused = 0;
+	/* After an end of file there is nothing more to read. */
+	if (!c->c_eof)
+		bufferevent_enable(c->c_bev, EV_READ);
+}
+
+int
+http_conn_set_timer(struct http_conn *c, int ms, http_conn_cb cb)
+{
+	if (c->c_state != C_ROUTE && c->c_state != C_BODY &&
+	    c->c_state != C_WAIT && c->c_state != C_STREAM)
+		return -1;
+	evtimer_del(c->c_timer);
+	c->c_on_timer = cb;
+	if (cb != NULL)
+		conn_timer_add(c, ms < 0 ? 0 : ms);
+	return 0;
+}
+
+void
+http_conn_set_data(struct http_conn *c, void *data)
+{
+	c->c_data = data;
+}
+
+void *
+http_conn_get_data(const struct http_conn *c)
+{
+	return c->c_data;
+}
+
+const struct http_head *
+http_conn_head(const struct http_conn *c)
+{
+	return c->c_routed ? &c->c_head : NULL;
+}
+
+int
+http_read_body(struct http_conn *c, size_t max, http_body_cb cb,
+    http_body_err_cb ecb)
+{
+	if (c->c_state != C_ROUTE || cb == NULL || ecb == NULL)
+		return -1;
+	c->c_state = C_BODY;
+	c->c_body_max = max;
+	c->c_on_body = cb;
+	c->c_on_body_err = ecb;
+	return 0;
+}
+
+static void
+conn_body_done(struct http_conn *c)
+{
+	http_body_cb	 cb = c->c_on_body;
+	char		*body = c->c_body;
+	size_t		 len = c->c_body_len;
+
+	c->c_body = NULL;
+	c->c_body_len = 0;
+	c->c_on_body = NULL;
+	c->c_on_body_err = NULL;
+	c->c_consumed = 1;
+	c->c_state = C_WAIT;
+	conn_set_timeouts(c);
+	cb(c, body != NULL ? body : "", len, c->c_srv->s_arg);
+	free(body);
+}
+
+static void
+conn_body_fail(struct http_conn *c, enum http_body_err err)
+{
+	http_body_err_cb	 ecb = c->c_on_body_err;
+
+	conn_drop_body(c);
+	log_debug("%s: %s", __func__, http_body_err_to_string(err));
+	if (err == HTTP_BODY_ABORTED || err == HTTP_BODY_SILENCE) {
+		conn_close(c);
+		ecb(c, err, c->c_srv->s_arg);
+		return;
+	}
+	c->c_state = C_WAIT;
+	conn_set_timeouts(c);
+	ecb(c, err, c->c_srv->s_arg);
+	if (c->c_state == C_WAIT)
+		conn_close(c);
+}
+
+static void
+conn_body_begin(struct http_conn *c)
+{
+	const struct http_head	*h = &c->c_head;
+	const char		*expect;
+
+	conn_set_timeouts(c);
+	switch (h->h_framing) {
+	case HTTP_BODY_NONE:
+		conn_body_done(c);
+		return;
+	case HTTP_BODY_LENGTH:
+		if (h->h_content_length > c->c_body_max) {
+			conn_body_fail(c, HTTP_BODY_TOO_LARGE);
+			return;
+		}
+		if (h->h_content_length == 0) {
+			conn_body_done(c);
+			return;
+		}
+		/* Untouched pages of a large body cost nothing until sent. */
+		if ((c->c_body = malloc(h->h_content_length)) == NULL) {
+			log_warn("%s: malloc", __func__);
+			conn_body_fail(c, HTTP_BODY_ABORTED);
+			return;
+		}
+		c->c_body_cap = h->h_content_length;
+		break;
+	case HTTP_BODY_CHUNKED:
+		http_chunked_init(&c->c_chunked, c->c_body_max);
+		break;
+	}
+	expect = http_head_get(h, "expect");
+	if (expect != NULL && strcasecmp(expect, "100-continue") == 0 &&
+	    h->h_minor == 1 &&
+	    evbuffer_get_length(bufferevent_get_input(c->c_bev)) == 0)
+		(void)put_str(conn_out(c), "HTTP/1.1 100 Continue\r\n\r\n");
+}
+
+static int
+conn_body_append(void *arg, const char *data, size_t len)
+{
+	struct http_conn	*c = arg;
+	size_t			 cap;
+	char			*p;
+
+	/* The decoder keeps the total within c_body_max. */
+	if (c->c_body_cap - c->c_body_len < len) {
+		cap = c->c_body_cap < HTTP_BODY_MIN / 2 ? HTTP_BODY_MIN :
+		    c->c_body_cap * 2;
+		if (cap > c->c_body_max)
+			cap = c->c_body_max;
+		if (cap < c->c_body_len + len)
+			cap = c->c_body_len + len;
+		if ((p = realloc(c->c_body, cap)) == NULL) {
+			log_warn("%s: realloc", __func__);
+			return -1;
+		}
+		c->c_body = p;
+		c->c_body_cap = cap;
+	}
+	memcpy(c->c_body + c->c_body_len, data, len);
+	c->c_body_len += len;
+	return 0;
+}
+
+static void
+conn_read_body(struct http_conn *c)
+{
+	struct evbuffer	*in = bufferevent_get_input(c->c_bev);
+	enum hp_status	 st;
+	const char	*p;
+	size_t		 n, used;
+
+	if (c->c_head.h_framing == HTTP_BODY_LENGTH) {
+		n = c->c_head.h_content_length - c->c_body_len;
+		if (n > evbuffer_get_length(in))
+			n = evbuffer_get_length(in);
+		if (n > 0 && evbuffer_remove(in, c->c_body + c->c_body_len,
+		    n) != (int)n)
+			fatalx("%s: evbuffer_remove", __func__);
+		c->c_body_len += n;
+		if (c->c_body_len == c->c_head.h_content_length)
+			conn_body_done(c);
+		return;
+	}
+	while (c->c_state == C_BODY && evbuffer_get_length(in) > 0) {
+		if ((n = evbuffer_get_contiguous_space(in)) == 0)
+			n = evbuffer_get_length(in);
+		if ((p = (const char *)evbuffer_pullup(in, n)) == NULL)
+			fatalx("%s: evbuffer_pullup", __func__);
+		st = http_chunked_feed(&c->c_chunked, p, n, &used,
+		    conn_body_append, c);
+		evbuffer_drain(in, used);
+		if (st == HP_DONE)
+			conn_body_done(c);
+		else if (st == HP_ERROR) {
+			log_debug("%s: %s", __func__,
+			    hc_err_to_string(c->c_chunked.hc_err));
+			if (c->c_chunked.hc_err == HC_ERR_TOO_LARGE)
+				conn_body_fail(c, HTTP_BODY_TOO_LARGE);
+			else if (c->c_chunked.hc_err == HC_ERR_CALLBACK)
+				conn_body_fail(c, HTTP_BODY_ABORTED);
+			else
+				conn_body_fail(c, HTTP_BODY_INVALID);
+		}
+	}
+}
+
+static void
+conn_route(struct http_conn *c)
+{
+	struct http_server	*srv = c->c_srv;
+	const struct http_head	*h = &c->c_head;
+
+	c->c_state = C_ROUTE;
+	c->c_routed = 1;
+	c->c_get = strcmp(h->h_method, "GET") == 0;
+	c->c_nobody = strcmp(h->h_method, "HEAD") == 0;
+	c->c_consumed = h->h_framing == HTTP_BODY_NONE ||
+	    (h->h_framing == HTTP_BODY_LENGTH && h->h_content_length == 0);
+	conn_set_timeouts(c);
+	srv->s_cbs.on_head(c, h, srv->s_arg);
+	if (c->c_state == C_ROUTE)
+		c->c_state = C_WAIT;
+	else if (c->c_state == C_BODY)
+		conn_body_begin(c);
+}
+
+static void
+conn_read_head(struct http_conn *c)
+{
+	struct evbuffer		*in = bufferevent_get_input(c->c_bev);
+	struct evbuffer_ptr	 pos, end;
+	size_t			 len = evbuffer_get_length(in), n;
+	const char		*p;
+
+	if (len == 0)
+		return;
+	if (evbuffer_ptr_set(in, &pos, c->c_scan, EVBUFFER_PTR_SET) == -1)
+		fatalx("%s: evbuffer_ptr_set", __func__);
+	end = evbuffer_search(in, "\r\n\r\n", 4, &pos);
+	if (end.pos == -1 && len <= HTTP_HEAD_MAX) {
+		c->c_scan = len > 3 ? len - 3 : 0;
+		return;
+	}
+	n = end.pos == -1 ? len : (size_t)end.pos + 4;
+	if (n > HTTP_HEAD_MAX + 1)
+		n = HTTP_HEAD_MAX + 1;
+	if ((p = (const char *)evbuffer_pullup(in, n)) == NULL)
+		fatalx("%s: evbuffer_pullup", __func__);
+	if (http_parse_head(p, n, &c->c_head) != HP_DONE) {
+		log_debug("%s: %s", __func__,
+		    hp_err_to_string(c->c_head.h_err));
+		conn_bad_request(c);
+		return;
+	}
+	evbuffer_drain(in, c->c_head.h_len);
+	evtimer_del(c->c_timer);
+	bufferevent_setwatermark(c->c_bev, EV_READ, 0, 0);
+	conn_route(c);
+}
+
+static void
+conn_input(struct http_conn *c)
+{
+	struct evbuffer	*in;
+	enum conn_state	 prev;
+
+	do {
+		prev = c->c_state;
+		switch (c->c_state) {
+		case C_HEAD:
+			conn_read_head(c);
+			break;
+		case C_BODY:
+			conn_read_body(c);
+			break;
+		case C_ROUTE:
+		case C_CLOSED:
+			return;
+		case C_WAIT:
+		case C_STREAM:
+		case C_FLUSH:
+		case C_LINGER:
+			/* One request per connection: the rest is dropped. */
+			in = bufferevent_get_input(c->c_bev);
+			evbuffer_drain(in, evbuffer_get_length(in));
+			return;
+		}
+	} while (c->c_state != prev);
+}
+
+static void
+conn_readcb(struct bufferevent *bev, void *arg)
+{
+	conn_input(arg);
+}
+
+static void
+conn_writecb(struct bufferevent *bev, void *arg)
+{
+	struct http_conn	*c = arg;
+	size_t			 len = evbuffer_get_length(conn_out(c));
+
+	if (c->c_state == C_FLUSH && len == 0)
+		conn_flush_done(c);
+	else if (c->c_state == C_STREAM && c->c_drain_armed &&
+	    len <= c->c_lowat) {
+		c->c_drain_armed = 0;
+		c->c_on_drain(c, c->c_srv->s_arg);
+	}
+}
+
+static void
+conn_eventcb(struct bufferevent *bev, short what, void *arg)
+{
+	struct http_conn	*c = arg;
+
+	if (what & BEV_EVENT_TIMEOUT) {
+		if ((what & BEV_EVENT_READING) && c->c_state == C_BODY)
+			conn_body_fail(c, HTTP_BODY_SILENCE);
+		else {
+			log_debug("%s: write silence", __func__);
+			conn_close(c);
+		}
+		return;
+	}
+	if (what & BEV_EVENT_ERROR) {
+		log_debug("%s: %s", __func__, strerror(errno));
+		if (c->c_state == C_BODY)
+			conn_body_fail(c, HTTP_BODY_ABORTED);
+		else
+			conn_close(c);
+		return;
+	}
+	if (!(what & BEV_EVENT_EOF))
+		return;
+	c->c_eof = 1;
+	switch (c->c_state) {
+	case C_HEAD:
+		if (evbuffer_get_length(bufferevent_get_input(bev)) > 0)
+			conn_bad_request(c);
+		else
+			conn_close(c);
+		break;
+	case C_BODY:
+		conn_body_fail(c, HTTP_BODY_ABORTED);
+		break;
+	case C_FLUSH:
+		/* Half-closed: the answer may still be read. */
+		break;
+	case C_ROUTE:
+	case C_WAIT:
+	case C_STREAM:
+	case C_LINGER:
+		conn_close(c);
+		break;
+	case C_CLOSED:
+		break;
+	}
+}
+
+static void
+conn_timercb(evutil_socket_t fd, short ev, void *arg)
+{
+	struct http_conn	*c = arg;
+	http_conn_cb		 cb;
+
+	switch (c->c_state) {
+	case C_CLOSED:
+		conn_free(c, 1);
+		break;
+	case C_HEAD:
+		log_debug("%s: head timeout", __func__);
+		conn_bad_request(c);
+		break;
+	case C_FLUSH:
+	case C_LINGER:
+		conn_close(c);
+		break;
+	case C_ROUTE:
+	case C_BODY:
+	case C_WAIT:
+	case C_STREAM:
+		if ((cb = c->c_on_timer) != NULL) {
+			c->c_on_timer = NULL;
+			cb(c, c->c_srv->s_arg);
+		}
+		break;
+	}
+}
+
+static void
+conn_new(struct http_server *srv, int fd)
+{
+	struct http_conn	*c;
+
+	if ((c = calloc(1, sizeof(*c))) == NULL) {
+		log_warn("%s: calloc", __func__);
+		goto fail;
+	}
+	if ((c->c_timer = evtimer_new(srv->s_base, conn_timercb, c)) ==
+	    NULL) {
+		log_warnx("%s: evtimer_new", __func__);
+		goto fail;
+	}
+	if ((c->c_bev = bufferevent_socket_new(srv->s_base, fd,
+	    BEV_OPT_CLOSE_ON_FREE)) == NULL) {
+		log_warnx("%s: bufferevent_socket_new", __func__);
+		goto fail;
+	}
+	c->c_srv = srv;
+	c->c_state = C_HEAD;
+	bufferevent_setcb(c->c_bev, conn_readcb, conn_writecb, conn_eventcb,
+	    c);
+	if (bufferevent_set_max_single_read(c->c_bev, HTTP_READ_MAX) == -1 ||
+	    bufferevent_set_max_single_write(c->c_bev, HTTP_WRITE_MAX) == -1)
+		log_warnx("%s: bufferevent_set_max_single", __func__);
+	bufferevent_setwatermark(c->c_bev, EV_READ, 0, HTTP_HEAD_MAX + 1);
+	/* Writing is enabled from the start; its event waits for data. */
+	if (bufferevent_enable(c->c_bev, EV_READ) == -1) {
+		log_warnx("%s: bufferevent_enable", __func__);
+		bufferevent_free(c->c_bev);
+		event_free(c->c_timer);
+		free(c);
+		return;
+	}
+	conn_timer_add(c, srv->s_lim.hl_head_ms);
+	TAILQ_INSERT_TAIL(&srv->s_conns, c, c_entry);
+	srv->s_nconn++;
+	return;
+ fail:
+	if (c != NULL) {
+		if (c->c_timer != NULL)
+			event_free(c->c_timer);
+		free(c);
+	}
+	if (close(fd) == -1)
+		log_warn("%s: close", __func__);
+}
+
+static void
+http_accept_pause(struct http_server *srv)
+{
+	struct timeval	 tv;
+
+	event_del(srv->s_ev);
+	if (evtimer_add(srv->s_pause, ms_to_tv(HTTP_ACCEPT_PAUSE_MS, &tv)) ==
+	    -1)
+		fatalx("%s: evtimer_add", __func__);
+}
+
+static void
+http_accept_resume(evutil_socket_t fd, short ev, void *arg)
+{
+	struct http_server	*srv = arg;
+
+	if (event_add(srv->s_ev, NULL) == -1)
+		fatalx("%s: event_add", __func__);
+}
+
+static void
+http_accept(evutil_socket_t fd, short ev, void *arg)
+{
+	struct http_server	*srv = arg;
+	int			 i, s;
+
+	for (i = 0; i < HTTP_ACCEPT_BURST; i++) {
+		if ((s = accept4(fd, NULL, NULL,
+		    SOCK_NONBLOCK | SOCK_CLOEXEC)) == -1) {
+			switch (errno) {
+			case EINTR:
+			case ECONNABORTED:
+				continue;
+			case EAGAIN:
+				return;
+			case EMFILE:
+			case ENFILE:
+			case ENOBUFS:
+			case ENOMEM:
+				log_warn("%s: accept4", __func__);
+				http_accept_pause(srv);
+				return;
+			default:
+				log_warn("%s: accept4", __func__);
+				return;
+			}
+		}
+		/* PROTOCOL.md 3.5: "further ones are closed at once". */
+		if (srv->s_nconn >= srv->s_lim.hl_conn_max) {
+			log_debug("%s: %u connections, refused", __func__,
+			    srv->s_nconn);
+			if (close(s) == -1)
+				log_warn("%s: close", __func__);
+			continue;
+		}
+		conn_new(srv, s);
+	}
+}
+
+struct http_server *
+http_server_new(struct event_base *base, int fd,
+    const struct http_server_cbs *cbs, void *arg,
+    const struct http_limits *lim)
+{
+	struct http_server	*srv;
+	struct sigaction	 sa;
+	int			 fl;
+
+	if (cbs == NULL || cbs->on_head == NULL || (lim != NULL &&
+	    (lim->hl_conn_max == 0 || lim->hl_head_ms <= 0 ||
+	    lim->hl_silence_ms <= 0 || lim->hl_linger_ms <= 0))) {
+		log_warnx("%s: invalid arguments", __func__);
+		return NULL;
+	}
+	if ((fl = fcntl(fd, F_GETFL)) == -1 ||
+	    ((fl & O_NONBLOCK) == 0 &&
+	    fcntl(fd, F_SETFL, fl | O_NONBLOCK) == -1)) {
+		log_warn("%s: O_NONBLOCK", __func__);
+		return NULL;
+	}
+	/* Bufferevents write with writev(2): a client that left must give
+	 * EPIPE, not a SIGPIPE that ends the broker. */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_IGN;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGPIPE, &sa, NULL) == -1) {
+		log_warn("%s: sigaction", __func__);
+		return NULL;
+	}
+	if ((srv = calloc(1, sizeof(*srv))) == NULL) {
+		log_warn("%s: calloc", __func__);
+		return NULL;
+	}
+	srv->s_base = base;
+	srv->s_cbs = *cbs;
+	srv->s_arg = arg;
+	if (lim != NULL)
+		srv->s_lim = *lim;
+	else
+		http_limits_default(&srv->s_lim);
+	TAILQ_INIT(&srv->s_conns);
+	if ((srv->s_ev = event_new(base, fd, EV_READ | EV_PERSIST,
+	    http_accept, srv)) == NULL ||
+	    (srv->s_pause = evtimer_new(base, http_accept_resume, srv)) ==
+	    NULL || event_add(srv->s_ev, NULL) == -1) {
+		log_warnx("%s: event_new", __func__);
+		if (srv->s_ev != NULL)
+			event_free(srv->s_ev);
+		if (srv->s_pause != NULL)
+			event_free(srv->s_pause);
+		free(srv);
+		return NULL;
+	}
+	return srv;
+}
+
+void
+http_server_free(struct http_server *srv)
+{
+	struct http_conn	*c;
+
+	if (srv == NULL)
+		return;
+	while ((c = TAILQ_FIRST(&srv->s_conns)) != NULL)
+		conn_free(c, 0);
+	event_free(srv->s_ev);
+	event_free(srv->s_pause);
+	free(srv);
+}
+
+unsigned
+http_server_nconn(const struct http_server *srv)
+{
+	return srv->s_nconn;
+}

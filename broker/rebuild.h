@@ -1,0 +1,61 @@
+/*
+ * The broker never forwards what the worker sends: a model request
+ * (PROTOCOL.md 5) and an MCP call (PROTOCOL.md 3.3) are read, checked and
+ * built anew field by field.  Pure functions over a buffer and a length.
+ */
+#ifndef RTSANDBOX_REBUILD_H
+#define RTSANDBOX_REBUILD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The host-judged thinking level of the bound turn (PROTOCOL.md 4.1). */
+enum rebuild_level {
+	LEVEL_LOW,
+	LEVEL_MEDIUM,
+	LEVEL_HIGH,
+	LEVEL_XHIGH
+};
+
+/* "low", "medium", "high" or "xhigh": 0 and *level, else -1. */
+int	rebuild_level_parse(const char *, enum rebuild_level *);
+
+struct rebuild_params {
+	const char		*model;		/* the profile's model */
+	enum rebuild_level	 level;		/* the host-judged level */
+	uint64_t		 max_output_tokens; /* 1025-200000, 0: 128000 */
+	int			 count_tokens;	/* POST .../count_tokens */
+};
+
+/*
+ * Rebuild the body of POST /anthropic/v1/messages (or of count_tokens).
+ * Returns 0 with a malloc'd, NUL-terminated JSON object in *out and its
+ * length in *outlen; or -1 with the reason in err, worded for the 400 that
+ * rebuild_error_body() makes of it.  err is always NUL-terminated and
+ * valid UTF-8 when errlen > 0.
+ */
+int	rebuild_model_request(const char *, size_t,
+	    const struct rebuild_params *, char **, size_t *, char *, size_t);
+
+/*
+ * The 400 body in Anthropic's shape:
+ * {"type":"error","error":{"type":"invalid_request_error","message":msg}}.
+ * malloc'd and NUL-terminated, its length in *len; NULL when out of memory.
+ */
+char	*rebuild_error_body(const char *, size_t *);
+
+/* rebuild_mcp_request() results besides 0 (rebuilt). */
+#define REBUILD_MCP_INVALID	(-1)	/* 400: not a JSON-RPC request */
+#define REBUILD_MCP_REFUSED	1	/* 403: "MCP method refused" */
+
+/*
+ * Rebuild the body of POST /mcp/<server>: allowed_tools is that server's
+ * allow-list (ntools entries); startup is non-zero in the startup window,
+ * where tools/call is refused.  Returns 0 with the rebuilt body as
+ * rebuild_model_request() does, REBUILD_MCP_REFUSED or REBUILD_MCP_INVALID
+ * with the reason in err.
+ */
+int	rebuild_mcp_request(const char *, size_t, const char *const *, size_t,
+	    int, char **, size_t *, char *, size_t);
+
+#endif

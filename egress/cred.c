@@ -1,0 +1,212 @@
+/*
+ * Credential files (cred.h).  Nothing here logs: the caller reports the
+ * reason, and no path through this file ever formats the content.
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cred.h"
+
+const char *
+cred_err_to_string(enum cred_err e)
+{
+	switch (e) {
+	case CRED_OK:
+		return "ok";
+	case CRED_MISSING:
+		return "missing";
+	case CRED_SYMLINK:
+		return "a symbolic link";
+	case CRED_OPEN:
+		return "cannot be opened";
+	case CRED_NOT_REGULAR:
+		return "not a regular file";
+	case CRED_OWNER:
+		return "wrong owner";
+	case CRED_MODE:
+		return "group or other permission bits";
+	case CRED_TOO_LARGE:
+		return "too large";
+	case CRED_READ:
+		return "cannot be read";
+	case CRED_EMPTY:
+		return "empty";
+	case CRED_INVALID:
+		return "not a valid token";
+	}
+	return "unknown error";
+}
+
+static enum cred_err
+cred_fail(enum cred_err e, char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static enum cred_err
+cred_fail(enum cred_err e, char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list	 ap;
+
+	if (errlen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return e;
+}
+
+static const char *
+cred_type(mode_t mode)
+{
+	if (S_ISDIR(mode))
+		return "a directory";
+	if (S_ISFIFO(mode))
+		return "a FIFO";
+	if (S_ISSOCK(mode))
+		return "a socket";
+	if (S_ISCHR(mode) || S_ISBLK(mode))
+		return "a device";
+	return "not a regular file";
+}
+
+int
+cred_token_valid(const char *s, size_t len)
+{
+	size_t	 i;
+
+	if (s == NULL || len == 0)
+		return 0;
+	for (i = 0; i < len; i++)
+		if ((unsigned char)s[i] < 0x21 || (unsigned char)s[i] > 0x7e)
+			return 0;
+	return 1;
+}
+
+/* Read at most max bytes; *over is set when the file has more. */
+static int
+cred_read_fd(int fd, char *buf, size_t max, size_t *lenp, int *over)
+{
+	size_t	 len = 0;
+	ssize_t	 n;
+	char	 c;
+
+	*over = 0;
+	for (;;) {
+		if (len == max)
+			n = read(fd, &c, 1);
+		else
+			n = read(fd, buf + len, max - len);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			*lenp = len;
+			return -1;
+		}
+		if (n == 0)
+			break;
+		if (len == max) {
+			*over = 1;
+			break;
+		}
+		len += n;
+	}
+	*lenp = len;
+	return 0;
+}
+
+/* Read-only: a failing close(2) loses nothing; errno is kept. */
+static void
+cred_close(int fd)
+{
+	int	 saved = errno;
+
+	(void)close(fd);
+	errno = saved;
+}
+
+enum cred_err
+cred_read(int dirfd, const char *path, uid_t owner, char *buf, size_t bufsz,
+    size_t *lenp, char *err, size_t errlen)
+{
+	struct stat	 st;
+	enum cred_err	 e = CRED_OK;
+	size_t		 got = 0, len, max;
+	int		 fd, over;
+
+	*lenp = 0;
+	if (errlen > 0)
+		err[0] = '\0';
+	if (bufsz == 0)
+		return cred_fail(CRED_TOO_LARGE, err, errlen, "no buffer");
+	buf[0] = '\0';
+
+	fd = openat(dirfd, path,
+	    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd == -1) {
+		if (errno == ENOENT)
+			return cred_fail(CRED_MISSING, err, errlen, "missing");
+		if (errno == ELOOP)
+			return cred_fail(CRED_SYMLINK, err, errlen,
+			    "a symbolic link");
+		return cred_fail(CRED_OPEN, err, errlen, "open: %s",
+		    strerror(errno));
+	}
+	/* Checked on the descriptor: what is read is what was checked. */
+	if (fstat(fd, &st) == -1)
+		e = cred_fail(CRED_READ, err, errlen, "fstat: %s",
+		    strerror(errno));
+	else if (!S_ISREG(st.st_mode))
+		e = cred_fail(CRED_NOT_REGULAR, err, errlen, "%s",
+		    cred_type(st.st_mode));
+	else if (st.st_uid != owner)
+		e = cred_fail(CRED_OWNER, err, errlen,
+		    "owned by uid %lu, not %lu", (unsigned long)st.st_uid,
+		    (unsigned long)owner);
+	else if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0)
+		e = cred_fail(CRED_MODE, err, errlen,
+		    "mode %04o gives group or other access",
+		    (unsigned int)(st.st_mode & 07777));
+	else if (st.st_size > (off_t)CRED_FILE_MAX)
+		e = cred_fail(CRED_TOO_LARGE, err, errlen,
+		    "over %u bytes", CRED_FILE_MAX);
+	if (e != CRED_OK) {
+		cred_close(fd);
+		return e;
+	}
+
+	/* It may grow after fstat: the bound holds on what is read. */
+	max = bufsz - 1 < CRED_FILE_MAX ? bufsz - 1 : CRED_FILE_MAX;
+	if (cred_read_fd(fd, buf, max, &got, &over) == -1)
+		e = cred_fail(CRED_READ, err, errlen, "read: %s",
+		    strerror(errno));
+	else if (over)
+		e = cred_fail(CRED_TOO_LARGE, err, errlen, "over %zu bytes",
+		    max);
+	cred_close(fd);
+
+	len = got;
+	if (e == CRED_OK) {
+		if (len > 0 && buf[len - 1] == '\n') {
+			len--;
+			if (len > 0 && buf[len - 1] == '\r')
+				len--;
+		}
+		if (len == 0)
+			e = cred_fail(CRED_EMPTY, err, errlen, "empty");
+		else if (!cred_token_valid(buf, len))
+			e = cred_fail(CRED_INVALID, err, errlen, "not one run "
+			    "of visible ASCII characters");
+	}
+	if (e != CRED_OK)
+		len = 0;
+	/* Nothing of a refused file, nor the newline, is left behind. */
+	explicit_bzero(buf + len, got - len);
+	buf[len] = '\0';
+	*lenp = len;
+	return e;
+}

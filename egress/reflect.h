@@ -1,0 +1,67 @@
+/*
+ * Reflection filter of PROTOCOL.md 3.2: an upstream answer must not carry
+ * the secret back to the worker, raw or encoded.  A stream fails when any
+ * of these occurs in it:
+ *
+ * - raw, or percent-encoded: any mix of literal bytes and %XX triples (hex
+ *   digits of either case) that decodes in one pass to the secret, so "a"
+ *   and "%61" stand for "a" alike ("%2561" decodes to "%61", not "a");
+ * - hex of every byte, all lower case or all upper case;
+ * - base64 and base64url, with or without padding, at each of the three
+ *   alignments the secret can take inside a longer encoded blob: only the
+ *   characters that depend on the secret's bits alone are looked for, so a
+ *   standalone encoding, padded or not, is caught as well.
+ *
+ * The filter holds back reflect_holdback() bytes, the longest variant (the
+ * all-%XX form, 3 bytes per secret byte) less one, so that no byte of an
+ * occurrence is released before the occurrence is complete, whatever the
+ * chunking; it reports an occurrence at the call that completes it.  Its
+ * work is linear in the bytes fed, plus at most twice the secret's length
+ * looked at again per call.
+ *
+ * Not looked for: other encodings (JSON \u escapes, "\/" inside base64,
+ * base64 broken into lines, mixed-case hex).
+ */
+#ifndef RTSANDBOX_REFLECT_H
+#define RTSANDBOX_REFLECT_H
+
+#include <stddef.h>
+
+struct reflect;
+
+/*
+ * A filter for one stream.  Any secret of at least one byte works; one
+ * shorter than a few bytes matches often, by its nature.  NULL with errno
+ * EINVAL for an empty secret, ENOMEM when memory runs out.  The secret is
+ * copied; reflect_free() wipes what was derived from it.
+ */
+struct reflect	*reflect_new(const char *secret, size_t len);
+
+/*
+ * Feed the next chunk.  *out and *outlen receive the bytes that are safe to
+ * pass on now (*outlen may be 0); the pointer is valid until the next call.
+ * The filter's buffer holds the held-back bytes and the largest chunk.
+ * Returns 0, or -1 once the secret was seen, memory ran out (errno ENOMEM)
+ * or the stream was finished: -1 is sticky and nothing more is released.
+ */
+int		 reflect_feed(struct reflect *, const void *in, size_t len,
+		    const void **out, size_t *outlen);
+
+/* End of stream: the held-back tail, or -1 as for reflect_feed(). */
+int		 reflect_finish(struct reflect *, const void **out,
+		    size_t *outlen);
+
+/* Bytes held back before the end of stream: the longest variant less one. */
+size_t		 reflect_holdback(const struct reflect *);
+
+void		 reflect_free(struct reflect *);
+
+/*
+ * Whether s (a header value, say) contains the secret in any variant: 1 when
+ * it does, 0 when it does not, -1 when memory ran out; callers treat any
+ * non-zero result as a match.
+ */
+int		 reflect_contains(const char *secret, size_t slen,
+		    const char *s, size_t len);
+
+#endif

@@ -1,0 +1,595 @@
+/*
+ * Turns (DESIGN.md 6): one per channel at a time, a deadline over the whole
+ * turn, every input bound checked, the channel started, the broker bound to
+ * the host's identity, the turn submitted, the reply files checked again on
+ * the host, and the broker unbound in every outcome.  A turn that times out
+ * or is cancelled takes the channel's container with it.
+ */
+#include <sys/queue.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+#include <event2/event.h>
+
+#include "bodies.h"
+#include "control.h"
+#include "limits.h"
+#include "log.h"
+#include "supervisor.h"
+#include "validate.h"
+
+enum turn_state {
+	TURN_STARTING,		/* waiting for the channel */
+	TURN_SUBMITTED,		/* with the broker */
+	TURN_ENDED,		/* answered; waiting for the start to return */
+};
+
+struct turn_tool {
+	TAILQ_ENTRY(turn_tool)	 tt_entry;
+	struct turn		*tt_turn;
+	uint64_t		 tt_id;		/* the broker's request id */
+	struct ctl_call		*tt_call;
+};
+
+struct turn {
+	TAILQ_ENTRY(turn)	 t_entry;
+	enum turn_state		 t_state;
+	int			 t_starting;	/* chan_start not answered */
+	char			*t_key;
+	char			*t_profile;
+	char			*t_id;
+	char			*t_json;	/* the turn request of 4.1 */
+	char			 t_thinking[8];
+	char			*t_author_id;
+	char			*t_author_name;
+	struct ctl_req		*t_req;
+	struct ctl_client	*t_client;
+	struct event		*t_deadline;
+	struct timespec		 t_started;
+	TAILQ_HEAD(, turn_tool)	 t_tools;
+};
+
+static TAILQ_HEAD(, turn)	 turns = TAILQ_HEAD_INITIALIZER(turns);
+
+/* The level a channel's previous turn ran at. */
+struct turn_level {
+	TAILQ_ENTRY(turn_level)	 tl_entry;
+	char			*tl_key;
+	char			 tl_level[8];
+};
+static TAILQ_HEAD(, turn_level)	 levels = TAILQ_HEAD_INITIALIZER(levels);
+
+static struct turn *
+turn_find(const char *key)
+{
+	struct turn	*t;
+
+	TAILQ_FOREACH(t, &turns, t_entry)
+		if (t->t_state != TURN_ENDED && strcmp(t->t_key, key) == 0)
+			return t;
+	return NULL;
+}
+
+static const char *
+turn_level_get(const char *key)
+{
+	struct turn_level	*tl;
+
+	TAILQ_FOREACH(tl, &levels, tl_entry)
+		if (strcmp(tl->tl_key, key) == 0)
+			return tl->tl_level;
+	return sv->sv_conf->default_thinking;
+}
+
+static void
+turn_level_set(const char *key, const char *level)
+{
+	struct turn_level	*tl;
+
+	TAILQ_FOREACH(tl, &levels, tl_entry)
+		if (strcmp(tl->tl_key, key) == 0)
+			break;
+	if (tl == NULL) {
+		if ((tl = calloc(1, sizeof(*tl))) == NULL ||
+		    (tl->tl_key = strdup(key)) == NULL)
+			fatal("%s", __func__);
+		TAILQ_INSERT_TAIL(&levels, tl, tl_entry);
+	}
+	snprintf(tl->tl_level, sizeof(tl->tl_level), "%s", level);
+}
+
+static void
+turn_progress(struct turn *t, const char *phase)
+{
+	cJSON	*p;
+
+	if (t->t_client == NULL)
+		return;
+	if ((p = cJSON_CreateObject()) == NULL ||
+	    cJSON_AddStringToObject(p, "channel", t->t_key) == NULL ||
+	    cJSON_AddStringToObject(p, "turnId", t->t_id) == NULL ||
+	    cJSON_AddStringToObject(p, "phase", phase) == NULL)
+		fatalx("%s: out of memory", __func__);
+	ctl_client_notify(t->t_client, "turn.progress", p);
+}
+
+static void
+turn_free(struct turn *t)
+{
+	struct turn_tool	*tt;
+
+	while ((tt = TAILQ_FIRST(&t->t_tools)) != NULL) {
+		TAILQ_REMOVE(&t->t_tools, tt, tt_entry);
+		if (tt->tt_call != NULL)
+			ctl_call_withdraw(tt->tt_call);
+		free(tt);
+	}
+	TAILQ_REMOVE(&turns, t, t_entry);
+	if (t->t_deadline != NULL)
+		event_free(t->t_deadline);
+	free(t->t_key);
+	free(t->t_profile);
+	free(t->t_id);
+	free(t->t_json);
+	free(t->t_author_id);
+	free(t->t_author_name);
+	free(t);
+}
+
+static cJSON *
+turn_failure(const char *reason, const char *message, const char *worker)
+{
+	cJSON	*r;
+
+	if ((r = cJSON_CreateObject()) == NULL ||
+	    cJSON_AddFalseToObject(r, "ok") == NULL ||
+	    cJSON_AddStringToObject(r, "reason", reason) == NULL ||
+	    cJSON_AddStringToObject(r, "message", message) == NULL)
+		fatalx("%s: out of memory", __func__);
+	if (worker != NULL)
+		cJSON_AddStringToObject(r, "workerError", worker);
+	return r;
+}
+
+/*
+ * Settle the turn: unbind the broker always; on a timeout or a cancel also
+ * remove the container, whatever the worker inside does.
+ */
+static void
+turn_end(struct turn *t, cJSON *result, int kill)
+{
+	struct child	*b;
+	struct msgb	 mb;
+
+	if (t->t_state == TURN_SUBMITTED &&
+	    (b = chan_broker(t->t_key)) != NULL) {
+		if (kill) {
+			msgb_init(&mb, MSG_BRK_CANCEL, 0);
+			msg_add_str(&mb, "turn_id", t->t_id);
+			child_send_msg(b, &mb);
+		}
+		msgb_init(&mb, MSG_BRK_UNBIND, 0);
+		msg_add_str(&mb, "turn_id", t->t_id);
+		child_send_msg(b, &mb);
+	}
+	if (kill)
+		chan_kill(t->t_key);
+	if (t->t_req != NULL) {
+		ctl_set_cancel(t->t_req, NULL, NULL);
+		turn_progress(t, "result");
+		ctl_reply(t->t_req, result);
+		t->t_req = NULL;
+	} else
+		cJSON_Delete(result);
+	t->t_state = TURN_ENDED;
+	if (!t->t_starting)
+		turn_free(t);
+}
+
+static void
+turn_deadline(evutil_socket_t fd, short ev, void *arg)
+{
+	struct turn	*t = arg;
+
+	log_warnx("channel %s: turn %s timed out", t->t_key, t->t_id);
+	sv->sv_count.sc_failures++;
+	turn_end(t, turn_failure("timeout", "The turn ran out of time", NULL),
+	    1);
+}
+
+static void
+turn_cancel_req(struct ctl_req *req, void *arg)
+{
+	struct turn	*t = arg;
+
+	/* $/cancelRequest or the client left: the request is answered by
+	 * the control socket; the turn stops. */
+	log_info("channel %s: turn %s cancelled", t->t_key, t->t_id);
+	t->t_req = NULL;
+	t->t_client = NULL;
+	turn_end(t, NULL, 1);
+}
+
+static void
+turn_started(const char *err, void *arg)
+{
+	struct turn	*t = arg;
+	struct child	*b;
+	struct msgb	 mb;
+	struct timespec	 now;
+	long long	 elapsed;
+	uint64_t	 ms;
+
+	t->t_starting = 0;
+	if (t->t_state == TURN_ENDED) {
+		turn_free(t);
+		return;
+	}
+	if (err != NULL) {
+		turn_end(t, turn_failure("start_failed", err, NULL), 0);
+		return;
+	}
+	if ((b = chan_broker(t->t_key)) == NULL) {
+		turn_end(t, turn_failure("start_failed",
+		    "the channel's broker is not running", NULL), 0);
+		return;
+	}
+	turn_progress(t, "ready");
+	/* The broker's scope ends with the turn's own deadline. */
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	elapsed = (now.tv_sec - t->t_started.tv_sec) * 1000 +
+	    (now.tv_nsec - t->t_started.tv_nsec) / 1000000;
+	ms = elapsed >= (long long)sv->sv_conf->turn_ms ? 1 :
+	    sv->sv_conf->turn_ms - elapsed;
+	msgb_init(&mb, MSG_BRK_BIND, 0);
+	msg_add_str(&mb, "turn_id", t->t_id);
+	msg_add_str(&mb, "thinking", t->t_thinking);
+	msg_add_uint(&mb, "deadline_ms", ms);
+	msg_add_uint(&mb, "max_calls", sv->sv_conf->max_calls);
+	child_send_msg(b, &mb);
+	msgb_init(&mb, MSG_BRK_SUBMIT, 0);
+	msg_add_str(&mb, "turn_id", t->t_id);
+	msg_add_data(&mb, t->t_json, strlen(t->t_json));
+	if (child_send_msg(b, &mb) == -1) {
+		turn_end(t, turn_failure("start_failed",
+		    "the channel's broker is not running", NULL), 0);
+		return;
+	}
+	t->t_state = TURN_SUBMITTED;
+	log_debug("channel %s: turn %s submitted", t->t_key, t->t_id);
+}
+
+/* The worker's result, checked by the broker and again here. */
+static int
+turn_result(struct turn *t, const uint8_t *data, size_t len)
+{
+	cJSON		*r, *ok, *text, *files, *f, *out, *arr, *e;
+	char		 err[256];
+
+	if (body_parse((const char *)data, len, &r, err, sizeof(err)) !=
+	    BODY_OK)
+		return -1;
+	ok = cJSON_GetObjectItemCaseSensitive(r, "ok");
+	if (cJSON_IsTrue(ok)) {
+		text = cJSON_GetObjectItemCaseSensitive(r, "text");
+		files = cJSON_GetObjectItemCaseSensitive(r, "files");
+		if (!cJSON_IsString(text) || body_check_files(files, err,
+		    sizeof(err)) != BODY_OK) {
+			log_warnx("channel %s: reply refused on the host: %s",
+			    t->t_key, err);
+			cJSON_Delete(r);
+			turn_end(t, turn_failure("worker_failed",
+			    "The worker's reply was refused", NULL), 0);
+			return 0;
+		}
+		if ((out = cJSON_CreateObject()) == NULL ||
+		    cJSON_AddTrueToObject(out, "ok") == NULL ||
+		    cJSON_AddStringToObject(out, "text", text->valuestring) ==
+		    NULL || (arr = cJSON_AddArrayToObject(out, "files")) == NULL)
+			fatalx("%s: out of memory", __func__);
+		/* name and data only, whatever else the worker put there */
+		cJSON_ArrayForEach(f, files) {
+			if ((e = cJSON_CreateObject()) == NULL)
+				fatalx("%s: out of memory", __func__);
+			cJSON_AddStringToObject(e, "name",
+			    cJSON_GetObjectItemCaseSensitive(f,
+			    "name")->valuestring);
+			cJSON_AddStringToObject(e, "data",
+			    cJSON_GetObjectItemCaseSensitive(f,
+			    "data")->valuestring);
+			cJSON_AddItemToArray(arr, e);
+		}
+		cJSON_Delete(r);
+		turn_level_set(t->t_key, t->t_thinking);
+		log_info("channel %s: turn %s answered", t->t_key, t->t_id);
+		turn_end(t, out, 0);
+		return 0;
+	}
+	e = cJSON_GetObjectItemCaseSensitive(r, "error");
+	out = turn_failure("worker_failed", "The worker failed",
+	    cJSON_IsString(e) ? e->valuestring : "");
+	cJSON_Delete(r);
+	sv->sv_count.sc_failures++;
+	turn_end(t, out, 0);
+	return 0;
+}
+
+static void
+turn_tool_answer(struct turn_tool *tt, int ok, const char *json)
+{
+	struct turn	*t = tt->tt_turn;
+	struct child	*b;
+	struct msgb	 mb;
+
+	if ((b = chan_broker(t->t_key)) != NULL) {
+		msgb_init(&mb, MSG_BRK_TOOL_ANSWER, tt->tt_id);
+		msg_add_bool(&mb, "ok", ok);
+		msg_add_data(&mb, json, strlen(json));
+		child_send_msg(b, &mb);
+	}
+	TAILQ_REMOVE(&t->t_tools, tt, tt_entry);
+	free(tt);
+}
+
+static void
+turn_tool_done(cJSON *result, const char *error, void *arg)
+{
+	struct turn_tool	*tt = arg;
+	char			 err[256], *json;
+
+	tt->tt_call = NULL;
+	if (result == NULL) {
+		log_warnx("channel %s: tool.call failed: %s",
+		    tt->tt_turn->t_key, error);
+		turn_tool_answer(tt, 0, "{}");
+		return;
+	}
+	if (body_check_tool_answer_json(result, err, sizeof(err)) != BODY_OK) {
+		log_warnx("channel %s: tool answer refused: %s",
+		    tt->tt_turn->t_key, err);
+		turn_tool_answer(tt, 0, "{}");
+		return;
+	}
+	if ((json = cJSON_PrintUnformatted(result)) == NULL)
+		fatalx("%s: out of memory", __func__);
+	turn_tool_answer(tt, 1, json);
+	free(json);
+}
+
+/*
+ * A host tool call: the hook of the client that submitted the turn gets the
+ * bound identity, never what the worker claimed.
+ */
+static int
+turn_tool_call(struct turn *t, struct msg *m)
+{
+	struct turn_tool	*tt;
+	const char		*turn_id, *name;
+	const uint8_t		*data;
+	size_t			 len;
+	cJSON			*p, *input, *ctx, *sp;
+	char			 err[256];
+
+	if (msg_get_str(m, "turn_id", UTF8_BYTES_MAX(SAFE_NAME_MAX),
+	    &turn_id) == -1 ||
+	    msg_get_str(m, "name", HOST_TOOL_NAME_MAX, &name) == -1 ||
+	    msg_get_data(m, &data, &len) == -1 || msg_end(m) == -1)
+		return -1;
+	if ((tt = calloc(1, sizeof(*tt))) == NULL)
+		fatal("%s", __func__);
+	tt->tt_turn = t;
+	tt->tt_id = m->m_id;
+	TAILQ_INSERT_TAIL(&t->t_tools, tt, tt_entry);
+	if (strcmp(turn_id, t->t_id) != 0 || t->t_client == NULL ||
+	    (ctl_client_hooks(t->t_client) & HOOK_TOOL_CALL) == 0 ||
+	    body_parse((const char *)data, len, &input, err, sizeof(err)) !=
+	    BODY_OK) {
+		turn_tool_answer(tt, 0, "{}");
+		return 0;
+	}
+	turn_progress(t, "tool_call");
+	if ((p = cJSON_CreateObject()) == NULL ||
+	    cJSON_AddStringToObject(p, "name", name) == NULL)
+		fatalx("%s: out of memory", __func__);
+	cJSON_AddItemToObject(p, "input", input);
+	if ((ctx = cJSON_AddObjectToObject(p, "context")) == NULL ||
+	    cJSON_AddStringToObject(ctx, "channel", t->t_key) == NULL ||
+	    cJSON_AddStringToObject(ctx, "profile", t->t_profile) == NULL ||
+	    (sp = cJSON_AddObjectToObject(ctx, "speaker")) == NULL ||
+	    cJSON_AddStringToObject(sp, "id", t->t_author_id) == NULL ||
+	    cJSON_AddStringToObject(sp, "name", t->t_author_name) == NULL ||
+	    cJSON_AddStringToObject(ctx, "thinking", t->t_thinking) == NULL ||
+	    cJSON_AddStringToObject(ctx, "turnId", t->t_id) == NULL)
+		fatalx("%s: out of memory", __func__);
+	tt->tt_call = ctl_client_call(t->t_client, "tool.call", p,
+	    turn_tool_done, tt);
+	if (tt->tt_call == NULL)
+		turn_tool_answer(tt, 0, "{}");
+	return 0;
+}
+
+int
+turn_broker_msg(const char *key, struct child *c, struct msg *m)
+{
+	struct turn	*t = turn_find(key);
+	const char	*turn_id;
+	const uint8_t	*data;
+	size_t		 len;
+
+	switch (m->m_type) {
+	case MSG_BRK_DELIVERED:
+		if (msg_get_str(m, "turn_id", UTF8_BYTES_MAX(SAFE_NAME_MAX),
+		    &turn_id) == -1 || msg_end(m) == -1)
+			return -1;
+		if (t != NULL && strcmp(turn_id, t->t_id) == 0)
+			turn_progress(t, "delivered");
+		return 0;
+	case MSG_BRK_RESULT:
+		if (msg_get_str(m, "turn_id", UTF8_BYTES_MAX(SAFE_NAME_MAX),
+		    &turn_id) == -1 || msg_get_data(m, &data, &len) == -1 ||
+		    msg_end(m) == -1)
+			return -1;
+		if (t == NULL || t->t_state != TURN_SUBMITTED ||
+		    strcmp(turn_id, t->t_id) != 0)
+			return 0;	/* settled meanwhile */
+		return turn_result(t, data, len);
+	case MSG_BRK_TOOL_CALL:
+		if (t == NULL || t->t_state != TURN_SUBMITTED) {
+			struct msgb	 mb;
+
+			/* no turn: the worker gets a 502 */
+			msgb_init(&mb, MSG_BRK_TOOL_ANSWER, m->m_id);
+			msg_add_bool(&mb, "ok", 0);
+			msg_add_data(&mb, "{}", 2);
+			child_send_msg(c, &mb);
+			return 0;
+		}
+		return turn_tool_call(t, m);
+	default:
+		return -1;
+	}
+}
+
+static const char *
+str_param(const cJSON *params, const char *key)
+{
+	const cJSON	*v = cJSON_GetObjectItemCaseSensitive(params, key);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+void
+method_turn_run(struct ctl_req *req, cJSON *params)
+{
+	static const char *const allowed[] = { "channel", "profile", "turnId",
+	    "author", "text", "images", "memory", "thinking", NULL };
+	const char		*key, *profile, *thinking, *memory;
+	const char *const	*a;
+	const cJSON		*author, *images, *it;
+	struct body_turn	 bt;
+	struct turn		*t;
+	struct timeval		 tv;
+	enum body_err		 be;
+	char			 seg[SEGMENT_MAX + 1], err[256], *json;
+
+	cJSON_ArrayForEach(it, params) {
+		for (a = allowed; *a != NULL; a++)
+			if (strcmp(it->string, *a) == 0)
+				break;
+		if (*a == NULL) {
+			ctl_error(req, RPC_INVALID_PARAMS, "Invalid params: "
+			    "unknown field \"%.64s\"", it->string);
+			return;
+		}
+	}
+	key = str_param(params, "channel");
+	profile = str_param(params, "profile");
+	if (key == NULL || channel_segment(key, strlen(key), seg,
+	    sizeof(seg)) == -1) {
+		ctl_reply(req, turn_failure("invalid", "channel must be 1 to "
+		    "256 chars of valid UTF-8", NULL));
+		return;
+	}
+	if (profile == NULL || config_profile(sv->sv_conf, profile) == NULL) {
+		ctl_reply(req, turn_failure("invalid", "unknown profile", NULL));
+		return;
+	}
+	if (turn_find(key) != NULL) {
+		ctl_reply(req, turn_failure("busy",
+		    "the channel is running a turn", NULL));
+		return;
+	}
+	author = cJSON_GetObjectItemCaseSensitive(params, "author");
+	images = cJSON_GetObjectItemCaseSensitive(params, "images");
+	memory = str_param(params, "memory");
+	thinking = str_param(params, "thinking");
+	if (cJSON_GetObjectItemCaseSensitive(params, "thinking") != NULL &&
+	    (thinking == NULL || !valid_thinking(thinking, strlen(thinking)))) {
+		ctl_reply(req, turn_failure("invalid",
+		    "thinking must be low, medium, high or xhigh", NULL));
+		return;
+	}
+	if (thinking == NULL)
+		thinking = turn_level_get(key);
+	memset(&bt, 0, sizeof(bt));
+	bt.bt_turn_id = str_param(params, "turnId");
+	bt.bt_author_id = cJSON_IsObject(author) ? str_param(author, "id") :
+	    NULL;
+	bt.bt_author_name = cJSON_IsObject(author) ? str_param(author,
+	    "name") : NULL;
+	bt.bt_text = str_param(params, "text");
+	bt.bt_memory = memory;
+	bt.bt_images = images;
+	bt.bt_thinking = thinking;
+	if (bt.bt_turn_id == NULL || bt.bt_author_id == NULL ||
+	    bt.bt_author_name == NULL || bt.bt_text == NULL ||
+	    (images != NULL && !cJSON_IsArray(images)) ||
+	    (cJSON_GetObjectItemCaseSensitive(params, "memory") != NULL &&
+	    memory == NULL)) {
+		ctl_reply(req, turn_failure("invalid", "turnId, author{id,name} "
+		    "and text are required strings; images an array; memory a "
+		    "string", NULL));
+		return;
+	}
+	if ((json = body_build_turn(&bt, &be, err, sizeof(err))) == NULL) {
+		ctl_reply(req, turn_failure("invalid", err, NULL));
+		return;
+	}
+
+	if ((t = calloc(1, sizeof(*t))) == NULL)
+		fatal("%s", __func__);
+	TAILQ_INIT(&t->t_tools);
+	if ((t->t_key = strdup(key)) == NULL ||
+	    (t->t_profile = strdup(profile)) == NULL ||
+	    (t->t_id = strdup(bt.bt_turn_id)) == NULL ||
+	    (t->t_json = strdup(json)) == NULL ||
+	    (t->t_author_id = strdup(bt.bt_author_id)) == NULL ||
+	    (t->t_author_name = strdup(bt.bt_author_name)) == NULL)
+		fatal("%s", __func__);
+	cJSON_free(json);
+	snprintf(t->t_thinking, sizeof(t->t_thinking), "%s", thinking);
+	t->t_req = req;
+	t->t_client = ctl_req_client(req);
+	TAILQ_INSERT_TAIL(&turns, t, t_entry);
+	sv->sv_count.sc_turns++;
+	ctl_set_cancel(req, turn_cancel_req, t);
+
+	clock_gettime(CLOCK_MONOTONIC, &t->t_started);
+	tv.tv_sec = sv->sv_conf->turn_ms / 1000;
+	tv.tv_usec = (sv->sv_conf->turn_ms % 1000) * 1000;
+	if ((t->t_deadline = evtimer_new(sv->sv_base, turn_deadline, t)) ==
+	    NULL || evtimer_add(t->t_deadline, &tv) == -1)
+		fatalx("%s: timer", __func__);
+	turn_progress(t, "starting");
+	t->t_starting = 1;
+	turn_progress(t, "container");
+	chan_start(key, profile, turn_started, t);
+}
+
+void
+method_turn_cancel(struct ctl_req *req, cJSON *params)
+{
+	const char	*key = str_param(params, "channel");
+	struct turn	*t;
+	cJSON		*res;
+
+	if (key == NULL || cJSON_GetArraySize(params) != 1) {
+		ctl_error(req, RPC_INVALID_PARAMS,
+		    "Invalid params: turn.cancel needs {\"channel\": key}");
+		return;
+	}
+	if ((t = turn_find(key)) != NULL) {
+		log_info("channel %s: turn %s cancelled", key, t->t_id);
+		turn_end(t, turn_failure("cancelled", "The turn was cancelled",
+		    NULL), 1);
+	}
+	if ((res = cJSON_CreateObject()) == NULL ||
+	    cJSON_AddBoolToObject(res, "cancelled", t != NULL) == NULL)
+		fatalx("%s: out of memory", __func__);
+	ctl_reply(req, res);
+}
