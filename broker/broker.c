@@ -584,6 +584,7 @@ call_body(struct http_conn *c, const char *body, size_t len, void *arg)
 		egress_send_call(cl, h, "model", h->h_path +
 		    strlen("/anthropic"), NULL, out, outlen);
 		free(out);
+		sup_event(br, "model_call", h->h_path, 0);
 		return;
 	case CALL_MCP:
 		ms = mcp_find(br, h->h_path + strlen("/mcp/"));
@@ -600,6 +601,7 @@ call_body(struct http_conn *c, const char *body, size_t len, void *arg)
 		}
 		egress_send_call(cl, h, "mcp", "", ms->ms_name, out, outlen);
 		free(out);
+		sup_event(br, "mcp_call", h->h_path, 0);
 		return;
 	case CALL_TOOL:
 		if (body_tool_input(body, len, &input, &why, err,

@@ -1,8 +1,13 @@
 /*
  * rtsandboxctl: the command-line client of rtsandboxd's control socket.
  */
+#include <sys/stat.h>
+
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <time.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +40,11 @@ usage(FILE *f)
 	    "  stop CHANNEL           remove the container, stop the broker\n"
 	    "  fresh CHANNEL          stop, then archive the session files\n"
 	    "  ps                     the managed containers\n"
+	    "  turn CHANNEL TEXT [-p PROFILE] [-a ID:NAME] [-i IMAGE]... [-o DIR]\n"
+	    "       [-t THINKING] [-n TURNID]\n"
+	    "                         run one turn: progress on a terminal, the\n"
+	    "                         reply on stdout, reply files saved in DIR\n"
+	    "  cancel CHANNEL         cancel the channel's running turn\n"
 	    "  call METHOD [PARAMS]   send one JSON-RPC request, print its "
 	    "result\n"
 	    "\n"
@@ -220,6 +230,14 @@ show_fresh(const char *key, const cJSON *res)
 }
 
 static void
+show_cancelled(const char *key, const cJSON *res)
+{
+	printf("channel %s: %s\n", key, cJSON_IsTrue(
+	    cJSON_GetObjectItemCaseSensitive(res, "cancelled")) ?
+	    "turn cancelled" : "no turn was running");
+}
+
+static void
 show_started(const char *key, const cJSON *res)
 {
 	printf("channel %s started\n", key);
@@ -288,6 +306,306 @@ cmd_start(struct ctl_opts *o, int argc, char *argv[])
 	    show_started);
 }
 
+/* An image file as {"data": base64, "mimeType": ...}, by its suffix. */
+static cJSON *
+image_load(const char *path)
+{
+	static const char b64[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const char	*dot = strrchr(path, '.'), *mime;
+	unsigned char	*buf = NULL;
+	char		*enc;
+	size_t		 len = 0, cap = 0, i, j;
+	ssize_t		 n;
+	cJSON		*img;
+	int		 fd;
+
+	if (dot == NULL)
+		mime = NULL;
+	else if (strcasecmp(dot, ".png") == 0)
+		mime = "image/png";
+	else if (strcasecmp(dot, ".jpg") == 0 || strcasecmp(dot, ".jpeg") == 0)
+		mime = "image/jpeg";
+	else if (strcasecmp(dot, ".webp") == 0)
+		mime = "image/webp";
+	else if (strcasecmp(dot, ".gif") == 0)
+		mime = "image/gif";
+	else
+		mime = NULL;
+	if (mime == NULL) {
+		fprintf(stderr, "rtsandboxctl: %s: not a .png, .jpg, .webp or "
+		    ".gif file\n", path);
+		return NULL;
+	}
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		fprintf(stderr, "rtsandboxctl: %s: %s\n", path, strerror(errno));
+		return NULL;
+	}
+	for (;;) {
+		if (cap - len < 65536) {
+			unsigned char	*nb;
+
+			cap = cap ? cap * 2 : 131072;
+			if ((nb = realloc(buf, cap)) == NULL)
+				goto fail;
+			buf = nb;
+		}
+		if ((n = read(fd, buf + len, cap - len)) <= 0)
+			break;
+		len += n;
+	}
+	close(fd);
+	if (n < 0)
+		goto fail;
+	if ((enc = malloc((len + 2) / 3 * 4 + 1)) == NULL)
+		goto fail;
+	for (i = 0, j = 0; i < len; i += 3) {
+		unsigned	 v = buf[i] << 16;
+
+		if (i + 1 < len)
+			v |= buf[i + 1] << 8;
+		if (i + 2 < len)
+			v |= buf[i + 2];
+		enc[j++] = b64[(v >> 18) & 63];
+		enc[j++] = b64[(v >> 12) & 63];
+		enc[j++] = i + 1 < len ? b64[(v >> 6) & 63] : '=';
+		enc[j++] = i + 2 < len ? b64[v & 63] : '=';
+	}
+	enc[j] = '\0';
+	free(buf);
+	img = cJSON_CreateObject();
+	cJSON_AddStringToObject(img, "data", enc);
+	cJSON_AddStringToObject(img, "mimeType", mime);
+	free(enc);
+	return img;
+ fail:
+	fprintf(stderr, "rtsandboxctl: %s: cannot read\n", path);
+	free(buf);
+	return NULL;
+}
+
+static int
+b64val(int c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+')
+		return 62;
+	if (c == '/')
+		return 63;
+	return -1;
+}
+
+/* Save a reply file under dir, never over an existing one. */
+static int
+file_save(const char *dir, const char *name, const char *data)
+{
+	char		 path[4096];
+	unsigned char	*out;
+	size_t		 len = strlen(data), i, n = 0;
+	unsigned	 acc = 0;
+	int		 bits = 0, fd, v, rc = 0;
+
+	if (strchr(name, '/') != NULL || strcmp(name, ".") == 0 ||
+	    strcmp(name, "..") == 0) {
+		fprintf(stderr, "rtsandboxctl: refusing file name %s\n", name);
+		return -1;
+	}
+	if ((out = malloc(len / 4 * 3 + 3)) == NULL)
+		return -1;
+	for (i = 0; i < len && data[i] != '='; i++) {
+		if ((v = b64val((unsigned char)data[i])) < 0) {
+			free(out);
+			return -1;
+		}
+		acc = acc << 6 | v;
+		if ((bits += 6) >= 8) {
+			bits -= 8;
+			out[n++] = acc >> bits;
+		}
+	}
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, 0644)) == -1 || write(fd, out, n) != (ssize_t)n) {
+		fprintf(stderr, "rtsandboxctl: %s: %s\n", path,
+		    strerror(errno));
+		rc = -1;
+	} else
+		printf("saved %s (%zu bytes)\n", path, n);
+	if (fd != -1)
+		close(fd);
+	free(out);
+	return rc;
+}
+
+/* rtsandboxctl offers no host tools of its own: it says so. */
+static void
+answer_tool_call(struct rpc *r, const cJSON *m)
+{
+	cJSON	*a, *res;
+
+	a = cJSON_CreateObject();
+	cJSON_AddStringToObject(a, "jsonrpc", "2.0");
+	cJSON_AddItemToObject(a, "id", cJSON_Duplicate(
+	    cJSON_GetObjectItemCaseSensitive(m, "id"), 1));
+	res = cJSON_AddObjectToObject(a, "result");
+	cJSON_AddFalseToObject(res, "ok");
+	cJSON_AddStringToObject(res, "error",
+	    "rtsandboxctl implements no host tools");
+	rpc_write(r, a);
+}
+
+static int
+cmd_turn(struct ctl_opts *o, int argc, char *argv[])
+{
+	static const char *const hooks[] = { "tool.call", NULL };
+	static const char spin[] = "|/-\\";
+	const char	*profile = "default", *author = "rtsandboxctl:operator";
+	const char	*outdir = NULL, *thinking = NULL, *turn_id = NULL;
+	const char	*phase = "sending", *colon;
+	char		 idbuf[64], aid[257], aname[257];
+	struct rpc	*r;
+	cJSON		*p, *images, *img, *m, *res, *id, *f;
+	double		 myid;
+	int		 ch, tty = isatty(STDERR_FILENO), to, k = 0, rc = 1;
+
+	if ((images = cJSON_CreateArray()) == NULL)
+		return 1;
+	optind = 0;	/* glibc: start over after the global options */
+	while ((ch = getopt(argc, argv, "p:a:i:o:t:n:")) != -1) {
+		switch (ch) {
+		case 'p':
+			profile = optarg;
+			break;
+		case 'a':
+			author = optarg;
+			break;
+		case 'i':
+			if ((img = image_load(optarg)) == NULL) {
+				cJSON_Delete(images);
+				return 1;
+			}
+			cJSON_AddItemToArray(images, img);
+			break;
+		case 'o':
+			outdir = optarg;
+			break;
+		case 't':
+			thinking = optarg;
+			break;
+		case 'n':
+			turn_id = optarg;
+			break;
+		default:
+			cJSON_Delete(images);
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (argc - optind != 2 || (colon = strchr(author, ':')) == NULL ||
+	    colon - author > 256 || strlen(colon + 1) > 256) {
+		cJSON_Delete(images);
+		usage(stderr);
+		return 2;
+	}
+	snprintf(aid, sizeof(aid), "%.*s", (int)(colon - author), author);
+	snprintf(aname, sizeof(aname), "%s", colon + 1);
+	if (turn_id == NULL) {
+		snprintf(idbuf, sizeof(idbuf), "ctl-%lld-%d",
+		    (long long)time(NULL), (int)getpid());
+		turn_id = idbuf;
+	}
+	p = cJSON_CreateObject();
+	cJSON_AddStringToObject(p, "channel", argv[optind]);
+	cJSON_AddStringToObject(p, "profile", profile);
+	cJSON_AddStringToObject(p, "turnId", turn_id);
+	f = cJSON_AddObjectToObject(p, "author");
+	cJSON_AddStringToObject(f, "id", aid);
+	cJSON_AddStringToObject(f, "name", aname);
+	cJSON_AddStringToObject(p, "text", argv[optind + 1]);
+	cJSON_AddItemToObject(p, "images", images);
+	if (thinking != NULL)
+		cJSON_AddStringToObject(p, "thinking", thinking);
+
+	if ((r = rpc_open(o->socket, hooks)) == NULL) {
+		cJSON_Delete(p);
+		return 1;
+	}
+	if ((myid = rpc_send(r, "turn.run", p)) < 0)
+		goto out;
+	for (;;) {
+		if (tty)
+			fprintf(stderr, "\r%c %-24s", spin[k++ % 4], phase);
+		if ((m = rpc_next(r, tty ? 100 : -1, &to)) == NULL) {
+			if (to)
+				continue;
+			fprintf(stderr, "\nrtsandboxctl: connection lost\n");
+			goto out;
+		}
+		id = cJSON_GetObjectItemCaseSensitive(m, "id");
+		if (strcmp(str(m, "method"), "turn.progress") == 0) {
+			static char	 last[32];
+
+			snprintf(last, sizeof(last), "%s", str(
+			    cJSON_GetObjectItemCaseSensitive(m, "params"),
+			    "phase"));
+			phase = last;
+			if (!tty && !o->json)
+				fprintf(stderr, "rtsandboxctl: %s\n", phase);
+		} else if (strcmp(str(m, "method"), "tool.call") == 0)
+			answer_tool_call(r, m);
+		else if (cJSON_IsNumber(id) && id->valuedouble == myid) {
+			if (tty)
+				fprintf(stderr, "\r%-26s\r", "");
+			break;
+		}
+		cJSON_Delete(m);
+	}
+	if ((res = cJSON_GetObjectItemCaseSensitive(m, "result")) == NULL) {
+		fprintf(stderr, "rtsandboxctl: turn.run: %s\n", str(
+		    cJSON_GetObjectItemCaseSensitive(m, "error"), "message"));
+		cJSON_Delete(m);
+		goto out;
+	}
+	if (o->json)
+		print_json(res);
+	else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "ok"))) {
+		printf("%s\n", str(res, "text"));
+		cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(res,
+		    "files")) {
+			if (outdir == NULL)
+				printf("file %s (not saved: give -o DIR)\n",
+				    str(f, "name"));
+			else
+				file_save(outdir, str(f, "name"),
+				    str(f, "data"));
+		}
+	} else
+		fprintf(stderr, "rtsandboxctl: turn failed (%s): %s%s%s\n",
+		    str(res, "reason"), str(res, "message"),
+		    *str(res, "workerError") ? ": " : "",
+		    str(res, "workerError"));
+	rc = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "ok")) ? 0 : 1;
+	cJSON_Delete(m);
+ out:
+	rpc_close(r);
+	return rc;
+}
+
+static int
+cmd_cancel(struct ctl_opts *o, int argc, char *argv[])
+{
+	if (argc != 2) {
+		usage(stderr);
+		return 2;
+	}
+	return channel_call(o, "turn.cancel", argv[1], NULL, show_cancelled);
+}
+
 static int
 cmd_ps(struct ctl_opts *o, int argc, char *argv[])
 {
@@ -310,6 +628,8 @@ static const struct {
 	{ "stop",	cmd_channel },
 	{ "fresh",	cmd_channel },
 	{ "ps",		cmd_ps },
+	{ "turn",	cmd_turn },
+	{ "cancel",	cmd_cancel },
 };
 
 int

@@ -2,6 +2,7 @@
 #include <sys/un.h>
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,4 +207,69 @@ rpc_close(struct rpc *r)
 		close(r->fd);
 	free(r->buf);
 	free(r);
+}
+
+int
+rpc_write(struct rpc *r, cJSON *o)
+{
+	char	*s = cJSON_PrintUnformatted(o);
+	int	 rc;
+
+	cJSON_Delete(o);
+	if (s == NULL)
+		return -1;
+	rc = rpc_write_all(r->fd, s, strlen(s)) == -1 ||
+	    rpc_write_all(r->fd, "\n", 1) == -1 ? -1 : 0;
+	free(s);
+	return rc;
+}
+
+double
+rpc_send(struct rpc *r, const char *method, cJSON *params)
+{
+	cJSON	*req;
+	double	 id = ++r->next_id;
+
+	if ((req = cJSON_CreateObject()) == NULL) {
+		cJSON_Delete(params);
+		return -1;
+	}
+	cJSON_AddStringToObject(req, "jsonrpc", "2.0");
+	cJSON_AddNumberToObject(req, "id", id);
+	cJSON_AddStringToObject(req, "method", method);
+	if (params != NULL)
+		cJSON_AddItemToObject(req, "params", params);
+	return rpc_write(r, req) == -1 ? -1 : id;
+}
+
+cJSON *
+rpc_next(struct rpc *r, int timeout_ms, int *timed_out)
+{
+	struct pollfd	 pfd;
+	char		*line;
+	cJSON		*m;
+	int		 n;
+
+	*timed_out = 0;
+	/* A whole line already buffered needs no poll. */
+	if (r->len == 0 || memchr(r->buf, '\n', r->len) == NULL) {
+		pfd.fd = r->fd;
+		pfd.events = POLLIN;
+		do
+			n = poll(&pfd, 1, timeout_ms);
+		while (n == -1 && errno == EINTR);
+		if (n == 0) {
+			*timed_out = 1;
+			return NULL;
+		}
+		if (n == -1)
+			return NULL;
+	}
+	if ((line = rpc_read_line(r)) == NULL)
+		return NULL;
+	m = cJSON_Parse(line);
+	free(line);
+	if (m == NULL)
+		fprintf(stderr, "rtsandboxctl: unreadable message\n");
+	return m;
 }

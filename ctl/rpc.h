@@ -16,4 +16,14 @@ struct cJSON	*rpc_call(struct rpc *, const char *method,
 		    struct cJSON *params, int *code);
 void		 rpc_close(struct rpc *);
 
+/* The pieces of rpc_call() for commands that also answer the daemon's
+ * requests and follow its notifications. */
+double		 rpc_send(struct rpc *, const char *method,
+		    struct cJSON *params);
+/* The next message, or NULL: *timed_out says whether timeout_ms passed
+ * (-1: wait for ever) or the connection failed. */
+struct cJSON	*rpc_next(struct rpc *, int timeout_ms, int *timed_out);
+/* Send one JSON object as a line (takes it). */
+int		 rpc_write(struct rpc *, struct cJSON *);
+
 #endif

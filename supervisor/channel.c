@@ -368,9 +368,11 @@ chan_broker_msg(struct child *c, struct msg *m, void *arg)
 				ch->ch_worker_wait = NULL;
 				chan_op_done(op, cJSON_CreateObject(), NULL);
 			}
-		} else if (strcmp(kind, "tool_call") == 0 ||
-		    strcmp(kind, "model_call") == 0)
+		} else if (strcmp(kind, "model_call") == 0 ||
+		    strcmp(kind, "mcp_call") == 0) {
 			sv->sv_count.sc_upstream_calls++;
+			turn_event(ch->ch_key, "model_call");
+		}
 		return 0;
 	default:
 		return turn_broker_msg(ch->ch_key, c, m);

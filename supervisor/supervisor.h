@@ -128,6 +128,8 @@ struct child	*chan_broker(const char *key);
 
 /* turn.c */
 int		 turn_broker_msg(const char *key, struct child *, struct msg *);
+/* A phase of the channel's running turn, for its client. */
+void		 turn_event(const char *key, const char *phase);
 void		 method_turn_run(struct ctl_req *, struct cJSON *);
 void		 method_turn_cancel(struct ctl_req *, struct cJSON *);
 uint64_t	 chan_count(void);

@@ -455,6 +455,15 @@ turn_broker_msg(const char *key, struct child *c, struct msg *m)
 	}
 }
 
+void
+turn_event(const char *key, const char *phase)
+{
+	struct turn	*t = turn_find(key);
+
+	if (t != NULL)
+		turn_progress(t, phase);
+}
+
 static const char *
 str_param(const cJSON *params, const char *key)
 {

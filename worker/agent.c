@@ -92,7 +92,7 @@ struct sse_block {
 	struct wjson	*sb_block;
 	enum block_kind	 sb_kind;
 	int		 sb_open;
-	struct wbuf	 sb_acc;	/* text, thinking, or tool input JSON */
+	struct wbuf	 sb_acc;	/* text, thinking or tool input */
 	struct wbuf	 sb_sig;
 };
 
@@ -570,8 +570,8 @@ sse_block_delta(struct sse *s, const struct wjson *ev)
 	    strcmp(type, "signature_delta") == 0)
 		return sse_fail(s, "model stream: %s for another kind of "
 		    "block", type);
-	else
-		return 0;	/* citations and later kinds carry nothing we send */
+	else	/* citations and later kinds carry nothing we send */
+		return 0;
 	if (v == NULL)
 		return sse_fail(s, "model stream: malformed %s", type);
 	if (wbuf_add(to, v, len) == -1)
@@ -602,8 +602,8 @@ sse_block_stop(struct sse *s, const struct wjson *ev)
 			    &answer_limits, &err);
 			if (!wjson_is(input, WJSON_OBJECT)) {
 				wjson_free(input);
-				return sse_fail(s, "model stream: tool input is "
-				    "not a JSON object");
+				return sse_fail(s, "model stream: tool input "
+				    "is not a JSON object");
 			}
 			wjson_set(sb->sb_block, "input", input);
 		} else if (!wjson_is(wjson_get(sb->sb_block, "input"),
@@ -1406,7 +1406,7 @@ agent_turn(const struct agent_config *cfg, const char *body, size_t len,
 		replylen = 0;
 	out = result_body(&t, reply != NULL ? reply : "", replylen, outlen);
 	if (out == NULL && !t.t_failed) {
-		/* Within the limits this cannot happen; say so rather than hang. */
+		/* Within the limits this cannot happen; say so, not nothing. */
 		turn_fail(&t, "the reply could not be encoded");
 		out = result_body(&t, "", 0, outlen);
 	}

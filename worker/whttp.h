@@ -17,21 +17,22 @@ typedef int	(*whttp_sink)(void *, const struct whttp_response *,
 
 struct whttp_request {
 	const char	*wr_method;
-	const char	*wr_path;		/* checked: no space, CR or LF */
-	const char	*wr_content_type;	/* NULL: none */
-	const char	*wr_extra;		/* header lines, each ending CRLF */
+	const char	*wr_path;	/* checked: no space, CR or LF */
+	const char	*wr_content_type; /* NULL: none */
+	const char	*wr_extra;	/* header lines, each ending CRLF */
 	const void	*wr_body;
 	size_t		 wr_body_len;
-	int		 wr_timeout_ms;		/* for the whole exchange */
-	size_t		 wr_body_max;		/* response body bound */
-	whttp_sink	 wr_sink;		/* NULL: collect in ws_body */
+	int		 wr_timeout_ms;	/* for the whole exchange */
+	size_t		 wr_body_max;	/* of the answer's body */
+	whttp_sink	 wr_sink;	/* NULL: collect in ws_body */
 	void		*wr_sink_arg;
 };
 
+/* With a sink, ws_body still collects the body of a non-2xx answer. */
 struct whttp_response {
 	int		 ws_status;
 	char		 ws_content_type[128];
-	struct wbuf	 ws_body;	/* non-2xx bodies too, with a sink */
+	struct wbuf	 ws_body;
 };
 
 enum whttp_err {

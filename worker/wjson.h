@@ -16,8 +16,8 @@ struct wbuf {
 	char		*b_data;
 	size_t		 b_len;
 	size_t		 b_cap;
-	size_t		 b_max;		/* most bytes it may hold, 0: no bound */
-	int		 b_err;		/* sticky: 0, ENOMEM or EFBIG */
+	size_t		 b_max;		/* 0: no bound */
+	int		 b_err;		/* sticky: ENOMEM or EFBIG */
 };
 
 void		 wbuf_init(struct wbuf *, size_t);
@@ -43,9 +43,9 @@ struct wjson {
 	enum wjson_type	 j_type;
 	int		 j_bool;
 	int		 j_bad;		/* a member could not be added */
-	char		*j_str;		/* string value or a number's text */
+	char		*j_str;		/* a string, or a number's text */
 	size_t		 j_len;
-	char		*j_key;		/* member name, inside an object */
+	char		*j_key;		/* the member's name */
 	size_t		 j_keylen;
 	struct wjson	*j_head;	/* first element or member */
 	struct wjson	*j_tail;
@@ -55,15 +55,16 @@ struct wjson {
 
 /* A zero field takes the default below. */
 struct wjson_limits {
-	size_t		 wl_input_max;	/* bytes of JSON text */
-	unsigned int	 wl_depth_max;	/* nesting of arrays and objects */
-	size_t		 wl_string_max;	/* decoded bytes of one string or name */
+	size_t		 wl_input_max;	/* bytes of text */
+	unsigned int	 wl_depth_max;	/* containers nested */
+	size_t		 wl_string_max;	/* bytes, decoded */
 	size_t		 wl_nodes_max;	/* values in all */
 };
 
 #define WJSON_INPUT_DEFAULT	(16u * 1048576u)
 #define WJSON_DEPTH_DEFAULT	64u
-#define WJSON_DEPTH_HARD	1000u	/* the parser recurses once per level */
+/* The parser recurses once per level: a bound for the stack's sake. */
+#define WJSON_DEPTH_HARD	1000u
 #define WJSON_STRING_DEFAULT	(16u * 1048576u)
 #define WJSON_NODES_DEFAULT	1000000u
 
@@ -92,8 +93,8 @@ struct wjson_error {
 
 const char	*wjson_err_to_string(enum wjson_err);
 
-struct wjson	*wjson_parse(const char *, size_t, const struct wjson_limits *,
-		    struct wjson_error *);
+struct wjson	*wjson_parse(const char *, size_t,
+		    const struct wjson_limits *, struct wjson_error *);
 void		 wjson_free(struct wjson *);
 
 /* Emitting refuses a tree with a bad node and stops at the buffer's bound. */

@@ -170,7 +170,7 @@ static void
 discover(const struct agent_config *cfg)
 {
 	struct whttp_response	 resp;
-	struct wjson		*list;
+	struct wjson		*list, *servers;
 	enum whttp_err		 e;
 
 	e = call(cfg, "GET", "/mcp-tools", NULL, 0, DISCOVERY_TIMEOUT_MS,
@@ -182,10 +182,10 @@ discover(const struct agent_config *cfg)
 	else {
 		list = wjson_parse(resp.ws_body.b_data, resp.ws_body.b_len,
 		    NULL, NULL);
-		if (wjson_is(wjson_get(list, "servers"), WJSON_ARRAY))
-			wlog("mcp-tools: %zu server%s",
-			    wjson_get(list, "servers")->j_count,
-			    wjson_get(list, "servers")->j_count == 1 ? "" : "s");
+		servers = wjson_get(list, "servers");
+		if (wjson_is(servers, WJSON_ARRAY))
+			wlog("mcp-tools: %zu server%s", servers->j_count,
+			    servers->j_count == 1 ? "" : "s");
 		else
 			wlog("mcp-tools: malformed answer");
 		wjson_free(list);
