@@ -47,6 +47,12 @@ struct turn {
 	char			 t_thinking[8];
 	char			*t_author_id;
 	char			*t_author_name;
+	char			*t_text;
+	char			*t_memory;	/* NULL: from the hook or "" */
+	cJSON			*t_images;
+	int			 t_hooks;	/* hook answers awaited */
+	struct ctl_call		*t_memory_call;
+	struct ctl_call		*t_judge_call;
 	struct ctl_req		*t_req;
 	struct ctl_client	*t_client;
 	struct event		*t_deadline;
@@ -129,7 +135,14 @@ turn_free(struct turn *t)
 			ctl_call_withdraw(tt->tt_call);
 		free(tt);
 	}
+	if (t->t_memory_call != NULL)
+		ctl_call_withdraw(t->t_memory_call);
+	if (t->t_judge_call != NULL)
+		ctl_call_withdraw(t->t_judge_call);
 	TAILQ_REMOVE(&turns, t, t_entry);
+	free(t->t_text);
+	free(t->t_memory);
+	cJSON_Delete(t->t_images);
 	if (t->t_deadline != NULL)
 		event_free(t->t_deadline);
 	free(t->t_key);
@@ -215,15 +228,39 @@ turn_cancel_req(struct ctl_req *req, void *arg)
 	turn_end(t, NULL, 1);
 }
 
+/* The turn request of 4.1, once memory and thinking are known. */
+static int
+turn_build(struct turn *t)
+{
+	struct body_turn	 bt;
+	enum body_err		 be;
+	char			 err[256], *json;
+
+	memset(&bt, 0, sizeof(bt));
+	bt.bt_turn_id = t->t_id;
+	bt.bt_author_id = t->t_author_id;
+	bt.bt_author_name = t->t_author_name;
+	bt.bt_text = t->t_text;
+	bt.bt_memory = t->t_memory;
+	bt.bt_images = t->t_images;
+	bt.bt_thinking = t->t_thinking;
+	if ((json = body_build_turn(&bt, &be, err, sizeof(err))) == NULL) {
+		turn_end(t, turn_failure("invalid", err, NULL), 0);
+		return -1;
+	}
+	free(t->t_json);
+	if ((t->t_json = strdup(json)) == NULL)
+		fatal("%s", __func__);
+	cJSON_free(json);
+	return 0;
+}
+
+static void	turn_submit(struct turn *);
+
 static void
 turn_started(const char *err, void *arg)
 {
 	struct turn	*t = arg;
-	struct child	*b;
-	struct msgb	 mb;
-	struct timespec	 now;
-	long long	 elapsed;
-	uint64_t	 ms;
 
 	t->t_starting = 0;
 	if (t->t_state == TURN_ENDED) {
@@ -234,12 +271,28 @@ turn_started(const char *err, void *arg)
 		turn_end(t, turn_failure("start_failed", err, NULL), 0);
 		return;
 	}
+	turn_progress(t, "ready");
+	if (t->t_hooks == 0)
+		turn_submit(t);
+}
+
+/* Both the channel and the hooks are done: bind and hand over. */
+static void
+turn_submit(struct turn *t)
+{
+	struct child	*b;
+	struct msgb	 mb;
+	struct timespec	 now;
+	long long	 elapsed;
+	uint64_t	 ms;
+
+	if (turn_build(t) == -1)
+		return;
 	if ((b = chan_broker(t->t_key)) == NULL) {
 		turn_end(t, turn_failure("start_failed",
 		    "the channel's broker is not running", NULL), 0);
 		return;
 	}
-	turn_progress(t, "ready");
 	/* The broker's scope ends with the turn's own deadline. */
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	elapsed = (now.tv_sec - t->t_started.tv_sec) * 1000 +
@@ -464,6 +517,54 @@ turn_event(const char *key, const char *phase)
 		turn_progress(t, phase);
 }
 
+static void
+turn_hook_done(struct turn *t)
+{
+	if (--t->t_hooks == 0 && !t->t_starting && t->t_state == TURN_STARTING)
+		turn_submit(t);
+}
+
+/* memory.block answers {"text": ...}; anything else means no memory. */
+static void
+turn_memory_done(cJSON *result, const char *error, void *arg)
+{
+	struct turn	*t = arg;
+	cJSON		*text;
+
+	t->t_memory_call = NULL;
+	text = result != NULL ? cJSON_GetObjectItemCaseSensitive(result,
+	    "text") : NULL;
+	if (cJSON_IsString(text) && utf8_text_check(text->valuestring,
+	    strlen(text->valuestring), MEMORY_MAX) == 0) {
+		free(t->t_memory);
+		if ((t->t_memory = strdup(text->valuestring)) == NULL)
+			fatal("%s", __func__);
+	} else
+		log_warnx("channel %s: memory.block gave no usable memory%s%s",
+		    t->t_key, error ? ": " : "", error ? error : "");
+	turn_hook_done(t);
+}
+
+/* effort.judge answers {"level": ...}; anything else keeps the default. */
+static void
+turn_judge_done(cJSON *result, const char *error, void *arg)
+{
+	struct turn	*t = arg;
+	cJSON		*level;
+
+	t->t_judge_call = NULL;
+	level = result != NULL ? cJSON_GetObjectItemCaseSensitive(result,
+	    "level") : NULL;
+	if (cJSON_IsString(level) && valid_thinking(level->valuestring,
+	    strlen(level->valuestring)))
+		snprintf(t->t_thinking, sizeof(t->t_thinking), "%s",
+		    level->valuestring);
+	else
+		log_warnx("channel %s: effort.judge gave no level%s%s",
+		    t->t_key, error ? ": " : "", error ? error : "");
+	turn_hook_done(t);
+}
+
 static const char *
 str_param(const cJSON *params, const char *key)
 {
@@ -485,6 +586,8 @@ method_turn_run(struct ctl_req *req, cJSON *params)
 	struct timeval		 tv;
 	enum body_err		 be;
 	char			 seg[SEGMENT_MAX + 1], err[256], *json;
+	unsigned		 hooks;
+	int			 thinking_given;
 
 	cJSON_ArrayForEach(it, params) {
 		for (a = allowed; *a != NULL; a++)
@@ -523,6 +626,7 @@ method_turn_run(struct ctl_req *req, cJSON *params)
 		    "thinking must be low, medium, high or xhigh", NULL));
 		return;
 	}
+	thinking_given = thinking != NULL;
 	if (thinking == NULL)
 		thinking = turn_level_get(key);
 	memset(&bt, 0, sizeof(bt));
@@ -545,10 +649,12 @@ method_turn_run(struct ctl_req *req, cJSON *params)
 		    "string", NULL));
 		return;
 	}
+	/* Every bound is checked now, before anything starts. */
 	if ((json = body_build_turn(&bt, &be, err, sizeof(err))) == NULL) {
 		ctl_reply(req, turn_failure("invalid", err, NULL));
 		return;
 	}
+	cJSON_free(json);
 
 	if ((t = calloc(1, sizeof(*t))) == NULL)
 		fatal("%s", __func__);
@@ -556,11 +662,13 @@ method_turn_run(struct ctl_req *req, cJSON *params)
 	if ((t->t_key = strdup(key)) == NULL ||
 	    (t->t_profile = strdup(profile)) == NULL ||
 	    (t->t_id = strdup(bt.bt_turn_id)) == NULL ||
-	    (t->t_json = strdup(json)) == NULL ||
 	    (t->t_author_id = strdup(bt.bt_author_id)) == NULL ||
-	    (t->t_author_name = strdup(bt.bt_author_name)) == NULL)
+	    (t->t_author_name = strdup(bt.bt_author_name)) == NULL ||
+	    (t->t_text = strdup(bt.bt_text)) == NULL ||
+	    (memory != NULL && (t->t_memory = strdup(memory)) == NULL) ||
+	    (images != NULL && (t->t_images = cJSON_Duplicate(images,
+	    1)) == NULL))
 		fatal("%s", __func__);
-	cJSON_free(json);
 	snprintf(t->t_thinking, sizeof(t->t_thinking), "%s", thinking);
 	t->t_req = req;
 	t->t_client = ctl_req_client(req);
@@ -575,6 +683,27 @@ method_turn_run(struct ctl_req *req, cJSON *params)
 	    NULL || evtimer_add(t->t_deadline, &tv) == -1)
 		fatalx("%s: timer", __func__);
 	turn_progress(t, "starting");
+	/* The hooks run while the channel starts (DESIGN.md 6). */
+	hooks = ctl_client_hooks(t->t_client);
+	if (memory == NULL && (hooks & HOOK_MEMORY_BLOCK)) {
+		cJSON	*p = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(p, "channel", key);
+		cJSON_AddStringToObject(p, "id", t->t_author_id);
+		cJSON_AddStringToObject(p, "name", t->t_author_name);
+		if ((t->t_memory_call = ctl_client_call(t->t_client,
+		    "memory.block", p, turn_memory_done, t)) != NULL)
+			t->t_hooks++;
+	}
+	if (!thinking_given && (hooks & HOOK_EFFORT_JUDGE)) {
+		cJSON	*p = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(p, "text", t->t_text);
+		cJSON_AddStringToObject(p, "previous", thinking);
+		if ((t->t_judge_call = ctl_client_call(t->t_client,
+		    "effort.judge", p, turn_judge_done, t)) != NULL)
+			t->t_hooks++;
+	}
 	t->t_starting = 1;
 	turn_progress(t, "container");
 	chan_start(key, profile, turn_started, t);
