@@ -187,6 +187,79 @@ class Client:
         self.close()
 
 
+DOCKER_SOCKET = "/var/run/docker.sock"
+DOCKER_TIMEOUT = 30
+_docker_config = None
+
+
+def docker(*args, timeout=DOCKER_TIMEOUT):
+    """The docker CLI with a private configuration directory (HOME may be
+    another user's when the tests run under setpriv)."""
+    global _docker_config
+    if _docker_config is None:
+        _docker_config = tempfile.mkdtemp(prefix="rtsb-dcfg-", dir="/tmp")
+    return subprocess.run(
+        ["docker"] + list(args), capture_output=True, text=True,
+        timeout=timeout, env={"PATH": "/usr/local/bin:/usr/bin:/bin",
+                              "DOCKER_CONFIG": _docker_config,
+                              "HOME": _docker_config})
+
+
+def docker_cleanup():
+    if _docker_config is not None:
+        shutil.rmtree(_docker_config, ignore_errors=True)
+
+
+def docker_skip_reason(image):
+    """Why the Docker tests cannot run here, or None."""
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(5)
+        try:
+            s.connect(DOCKER_SOCKET)
+            s.sendall(b"GET /_ping HTTP/1.0\r\nHost: docker\r\n\r\n")
+            answer = s.recv(4096)
+        finally:
+            s.close()
+    except OSError as e:
+        return "Docker socket %s not reachable by uid %d: %s" % (
+            DOCKER_SOCKET, os.getuid(), e)
+    if b" 200 " not in answer.split(b"\r\n", 1)[0]:
+        return "Docker socket %s answers /_ping with %r" % (
+            DOCKER_SOCKET, answer[:60])
+    if shutil.which("docker", path="/usr/local/bin:/usr/bin:/bin") is None:
+        return "the docker command line client is not installed"
+    try:
+        r = docker("image", "inspect", image)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return "docker image inspect failed: %s" % e
+    if r.returncode != 0:
+        return ("image %s missing (the worker's: DOCKER_BUILDKIT=0 docker "
+                "build -f worker/Dockerfile -t %s BUILD/worker)" %
+                (image, image))
+    return None
+
+
+def prefixed_containers(prefix):
+    r = docker("ps", "-a", "--format", "{{.Names}}")
+    if r.returncode != 0:
+        raise AssertionError("docker ps: " + r.stderr)
+    return sorted(n for n in r.stdout.split() if n.startswith(prefix + "-"))
+
+
+def remove_containers(prefix):
+    names = prefixed_containers(prefix)
+    if names:
+        docker("rm", "-f", *names)
+
+
+def inspect_container(name):
+    r = docker("inspect", "--type", "container", name)
+    if r.returncode != 0:
+        return None
+    return json.loads(r.stdout)[0]
+
+
 def pid_alive(pid):
     try:
         os.kill(pid, 0)

@@ -38,73 +38,16 @@ OLD_TIME_NS = 1000000000 * 10 ** 9
 ARCHIVE_FOLDER = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})T(\d{2})-(\d{2})-(\d{2})(\.\d{3})?Z(-\d+)?$")
 
-_docker_config = tempfile.mkdtemp(prefix="rtsb-dcfg-", dir="/tmp")
-
-
-def docker(*args, timeout=DOCKER_TIMEOUT):
-    """The docker CLI with a private configuration directory (HOME may be
-    another user's when the tests run under setpriv)."""
-    return subprocess.run(
-        ["docker"] + list(args), capture_output=True, text=True,
-        timeout=timeout, env={"PATH": "/usr/local/bin:/usr/bin:/bin",
-                              "DOCKER_CONFIG": _docker_config,
-                              "HOME": _docker_config})
-
-
-def docker_skip_reason():
-    """Why the Docker tests cannot run here, or None."""
-    try:
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(5)
-        try:
-            s.connect(DOCKER_SOCKET)
-            s.sendall(b"GET /_ping HTTP/1.0\r\nHost: docker\r\n\r\n")
-            answer = s.recv(4096)
-        finally:
-            s.close()
-    except OSError as e:
-        return "Docker socket %s not reachable by uid %d: %s" % (
-            DOCKER_SOCKET, os.getuid(), e)
-    if b" 200 " not in answer.split(b"\r\n", 1)[0]:
-        return "Docker socket %s answers /_ping with %r" % (
-            DOCKER_SOCKET, answer[:60])
-    if shutil.which("docker", path="/usr/local/bin:/usr/bin:/bin") is None:
-        return "the docker command line client is not installed"
-    try:
-        r = docker("image", "inspect", IMAGE)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return "docker image inspect failed: %s" % e
-    if r.returncode != 0:
-        return ("worker image %s missing (build it with DOCKER_BUILDKIT=0 "
-                "docker build -f worker/Dockerfile -t %s BUILD/worker)" %
-                (IMAGE, IMAGE))
-    return None
-
-
-DOCKER_SKIP = docker_skip_reason()
+docker = rtsb.docker
+DOCKER_SKIP = rtsb.docker_skip_reason(IMAGE)
 needs_docker = unittest.skipIf(DOCKER_SKIP is not None, DOCKER_SKIP)
-
-
-def prefixed_containers(prefix):
-    r = docker("ps", "-a", "--format", "{{.Names}}")
-    if r.returncode != 0:
-        raise AssertionError("docker ps: " + r.stderr)
-    return sorted(n for n in r.stdout.split() if n.startswith(prefix + "-"))
+prefixed_containers = rtsb.prefixed_containers
+inspect = rtsb.inspect_container
 
 
 def remove_containers(prefix):
-    if DOCKER_SKIP is not None:
-        return
-    names = prefixed_containers(prefix)
-    if names:
-        docker("rm", "-f", *names)
-
-
-def inspect(name):
-    r = docker("inspect", "--type", "container", name)
-    if r.returncode != 0:
-        return None
-    return json.loads(r.stdout)[0]
+    if DOCKER_SKIP is None:
+        rtsb.remove_containers(prefix)
 
 
 def tearDownModule():
@@ -116,7 +59,7 @@ def tearDownModule():
             docker("rm", "-f", *names)
         if docker("image", "inspect", ALT_IMAGE).returncode == 0:
             docker("rmi", ALT_IMAGE)
-    shutil.rmtree(_docker_config, ignore_errors=True)
+    rtsb.docker_cleanup()
 
 
 def write_file(path, text):
