@@ -229,6 +229,7 @@ class ControlSocket(unittest.TestCase):
         line = head + b" " * (LINE_MAX - len(head) - 1) + b"}"
         self.assertEqual(len(line), LINE_MAX)
         with Client(self.d.socket, initialize=False) as c:
+            c.sock.settimeout(300)
             m = self.raw(line + b"\n", c)
             self.assertIn("result", m)
 
@@ -236,6 +237,8 @@ class ControlSocket(unittest.TestCase):
         line = b'{"jsonrpc":"2.0","id":1,"method":"initialize"' + \
             b" " * LINE_MAX
         c = Client(self.d.socket, initialize=False)
+        # 128 MiB through a sanitizer build on a busy machine takes a while
+        c.sock.settimeout(300)
         try:
             c.send_raw(line[:LINE_MAX + 1])
         except (BrokenPipeError, ConnectionResetError):
