@@ -809,7 +809,7 @@ chan_status_answer(struct child *c, struct msg *m, void *arg)
 	cJSON_AddStringToObject(res, "broker", ch == NULL ||
 	    ch->ch_broker == NULL ? "none" : ch->ch_broker_ready ? "ready" :
 	    "starting");
-	cJSON_AddBoolToObject(res, "busy", 0);
+	cJSON_AddBoolToObject(res, "busy", turn_busy(q->q_key));
 	ctl_set_cancel(q->q_req, NULL, NULL);
 	ctl_reply(q->q_req, res);
 	q->q_req = NULL;

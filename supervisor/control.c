@@ -50,6 +50,8 @@ struct ctl_client {
 	TAILQ_HEAD(, ctl_call)	 cc_calls;
 	uint64_t		 cc_next_call;
 	struct bufferevent	*cc_bev;
+	char			*cc_buf;	/* the line being read */
+	size_t			 cc_len, cc_cap;
 	size_t			 cc_scanned;	/* bytes known to hold no EOL */
 	int			 cc_closing;	/* flush, then close */
 	int			 cc_initialized;
@@ -529,46 +531,71 @@ ctl_maybe_close(struct ctl_client *cc)
 		ctl_client_free(cc);
 }
 
+/*
+ * Lines are gathered in the client's own buffer, so that each byte is
+ * looked at once however the line arrives (searching the evbuffer from an
+ * offset walks its chain from the start every time).
+ */
 static void
 ctl_read(struct bufferevent *bev, void *arg)
 {
 	struct ctl_client	*cc = arg;
 	struct evbuffer		*in = bufferevent_get_input(bev);
-	struct evbuffer_ptr	 start, eol;
-	size_t			 len;
-	unsigned char		*line;
+	size_t			 avail, take, len;
+	char			*nl, *nbuf;
 
-	while (!cc->cc_closing) {
-		len = evbuffer_get_length(in);
-		if (len == 0)
-			break;
-		if (evbuffer_ptr_set(in, &start, cc->cc_scanned,
-		    EVBUFFER_PTR_SET) == -1)
-			fatalx("%s: evbuffer_ptr_set", __func__);
-		eol = evbuffer_search(in, "\n", 1, &start);
-		if (eol.pos == -1) {
-			if (len > CONTROL_LINE_MAX)
+	while (!cc->cc_closing && (avail = evbuffer_get_length(in)) > 0) {
+		/* Never hold more than one byte past the longest line. */
+		take = CONTROL_LINE_MAX + 2 - cc->cc_len;
+		if (take > avail)
+			take = avail;
+		if (cc->cc_cap - cc->cc_len < take) {
+			size_t	 cap = cc->cc_cap ? cc->cc_cap : 4096;
+
+			while (cap - cc->cc_len < take)
+				cap *= 2;
+			if ((nbuf = realloc(cc->cc_buf, cap)) == NULL)
+				fatal("%s", __func__);
+			cc->cc_buf = nbuf;
+			cc->cc_cap = cap;
+		}
+		if (evbuffer_remove(in, cc->cc_buf + cc->cc_len, take) !=
+		    (int)take)
+			fatalx("%s: evbuffer_remove", __func__);
+		cc->cc_len += take;
+		while (!cc->cc_closing && (nl = memchr(cc->cc_buf +
+		    cc->cc_scanned, '\n', cc->cc_len - cc->cc_scanned)) !=
+		    NULL) {
+			len = nl - cc->cc_buf;
+			if (len > CONTROL_LINE_MAX) {
 				ctl_too_long(cc);
-			else
-				cc->cc_scanned = len;
-			break;
+				break;
+			}
+			if (len > 0 && cc->cc_buf[len - 1] == '\r')
+				len--;
+			if (len > 0)
+				ctl_handle_line(cc, cc->cc_buf, len);
+			len = nl - cc->cc_buf + 1;
+			memmove(cc->cc_buf, cc->cc_buf + len, cc->cc_len - len);
+			cc->cc_len -= len;
+			cc->cc_scanned = 0;
 		}
-		if ((size_t)eol.pos > CONTROL_LINE_MAX) {
+		if (cc->cc_closing)
+			break;
+		cc->cc_scanned = cc->cc_len;
+		if (cc->cc_len > CONTROL_LINE_MAX)
 			ctl_too_long(cc);
-			break;
-		}
-		cc->cc_scanned = 0;
-		if ((line = evbuffer_pullup(in, eol.pos + 1)) == NULL)
-			fatalx("%s: out of memory", __func__);
-		len = eol.pos;
-		if (len > 0 && line[len - 1] == '\r')
-			len--;
-		if (len > 0)
-			ctl_handle_line(cc, (const char *)line, len);
-		evbuffer_drain(in, eol.pos + 1);
 	}
-	if (cc->cc_closing)
+	if (cc->cc_closing) {
 		evbuffer_drain(in, evbuffer_get_length(in));
+		cc->cc_len = cc->cc_scanned = 0;
+	}
+	/* A long line's buffer goes back once the line is done. */
+	if (cc->cc_len == 0 && cc->cc_cap > 65536) {
+		free(cc->cc_buf);
+		cc->cc_buf = NULL;
+		cc->cc_cap = 0;
+	}
 	ctl_maybe_close(cc);
 }
 
@@ -608,6 +635,7 @@ ctl_client_free(struct ctl_client *cc)
 	}
 	TAILQ_REMOVE(&ctl_clients, cc, cc_entry);
 	bufferevent_free(cc->cc_bev);
+	free(cc->cc_buf);
 	free(cc->cc_name);
 	free(cc);
 }

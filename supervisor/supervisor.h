@@ -128,6 +128,7 @@ struct child	*chan_broker(const char *key);
 
 /* turn.c */
 int		 turn_broker_msg(const char *key, struct child *, struct msg *);
+int		 turn_busy(const char *key);
 /* A phase of the channel's running turn, for its client. */
 void		 turn_event(const char *key, const char *phase);
 void		 method_turn_run(struct ctl_req *, struct cJSON *);

@@ -508,6 +508,12 @@ turn_broker_msg(const char *key, struct child *c, struct msg *m)
 	}
 }
 
+int
+turn_busy(const char *key)
+{
+	return turn_find(key) != NULL;
+}
+
 void
 turn_event(const char *key, const char *phase)
 {

@@ -1,0 +1,953 @@
+"""turn.run end to end (DESIGN.md 5, 6, 10; PROTOCOL.md 2, 4): the real
+rtsandboxd, run as an unprivileged user, the real Docker daemon, the real
+reference worker (rtsandbox-worker:latest) in each channel's container, and
+the fake upstream of tests/fixtures/fake_upstream.py over HTTPS with a test
+CA made now.
+
+The fake model's rules (see its docstring): "echo: <last user text>";
+[[tool:NAME {json}]] -> a tool_use block; [[file:NAME content]] -> a
+write_file tool_use; after tool results -> "done: <result texts>".  The
+reference worker puts "<author name>: " before the turn's text, sends the
+memory as system text, and asks for a stream when the text holds
+[[stream]] (worker/agent.c).
+
+Every daemon gets its own container prefix (rttu<pid>x<n>), and every test
+removes the containers of its prefix at the end."""
+
+import base64
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "fixtures"))
+from rtsb import Client, Daemon, wait_until  # noqa: E402
+from fake_upstream import FakeUpstream  # noqa: E402
+
+IMAGE = "rtsandbox-worker:latest"
+ALT_IMAGE = "rtsandbox-worker:turns%d" % os.getpid()
+PREFIX_BASE = "rttu%dx" % os.getpid()
+DOCKER_SOCKET = "/var/run/docker.sock"
+DOCKER_TIMEOUT = 30
+REAL_TOKEN = "sk-test-real-token"
+DUMMY_TOKEN = "sandbox-dummy-token"
+MIB = 1024 * 1024
+AUTHOR = {"id": "u1", "name": "Ann"}
+# A 1x1 PNG.
+TINY_PNG = base64.b64encode(bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360f8cf00000301010018dd8db4000000"
+    "0049454e44ae426082")).decode()
+MEMORY_INTRO = "\n\nWhat you remember about this channel:\n"
+
+_docker_config = tempfile.mkdtemp(prefix="rtsb-dcfg-", dir="/tmp")
+_certdir = None
+FU = None
+
+
+def docker(*args, timeout=DOCKER_TIMEOUT):
+    """The docker CLI with a private configuration directory (HOME may be
+    another user's when the tests run under setpriv)."""
+    return subprocess.run(
+        ["docker"] + list(args), capture_output=True, text=True,
+        timeout=timeout, env={"PATH": "/usr/local/bin:/usr/bin:/bin",
+                              "DOCKER_CONFIG": _docker_config,
+                              "HOME": _docker_config})
+
+
+def docker_skip_reason():
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(5)
+        try:
+            s.connect(DOCKER_SOCKET)
+            s.sendall(b"GET /_ping HTTP/1.0\r\nHost: docker\r\n\r\n")
+            answer = s.recv(4096)
+        finally:
+            s.close()
+    except OSError as e:
+        return "Docker socket %s not reachable by uid %d: %s" % (
+            DOCKER_SOCKET, os.getuid(), e)
+    if b" 200 " not in answer.split(b"\r\n", 1)[0]:
+        return "Docker socket %s answers /_ping with %r" % (
+            DOCKER_SOCKET, answer[:60])
+    if shutil.which("docker", path="/usr/local/bin:/usr/bin:/bin") is None:
+        return "the docker command line client is not installed"
+    if shutil.which("openssl") is None:
+        return "openssl is needed for the fake upstream's test CA"
+    r = docker("image", "inspect", IMAGE)
+    if r.returncode != 0:
+        return ("worker image %s missing (DOCKER_BUILDKIT=0 docker build "
+                "-f worker/Dockerfile -t %s BUILD/worker)" % (IMAGE, IMAGE))
+    return None
+
+
+DOCKER_SKIP = docker_skip_reason()
+
+
+def setUpModule():
+    global FU, _certdir
+    if DOCKER_SKIP is not None:
+        shutil.rmtree(_docker_config, ignore_errors=True)
+        raise unittest.SkipTest(DOCKER_SKIP)
+    _certdir = tempfile.mkdtemp(prefix="rtsb-certs-", dir="/tmp")
+    os.chmod(_certdir, 0o755)
+    FU = FakeUpstream(os.path.join(_certdir, "certs"))
+    FU.start()
+
+
+def tearDownModule():
+    if FU is not None:
+        FU.stop()
+    if DOCKER_SKIP is None:
+        names = [n for n in docker("ps", "-a", "--format",
+                                   "{{.Names}}").stdout.split()
+                 if n.startswith(PREFIX_BASE)]
+        if names:
+            docker("rm", "-f", *names)
+        if docker("image", "inspect", ALT_IMAGE).returncode == 0:
+            docker("rmi", ALT_IMAGE)
+    if _certdir is not None:
+        shutil.rmtree(_certdir, ignore_errors=True)
+    shutil.rmtree(_docker_config, ignore_errors=True)
+
+
+def prefixed_containers(prefix):
+    r = docker("ps", "-a", "--format", "{{.Names}}")
+    if r.returncode != 0:
+        raise AssertionError("docker ps: " + r.stderr)
+    return sorted(n for n in r.stdout.split() if n.startswith(prefix + "-"))
+
+
+def inspect(name):
+    r = docker("inspect", "--type", "container", name)
+    if r.returncode != 0:
+        return None
+    return json.loads(r.stdout)[0]
+
+
+def segment_of(key):
+    """PROTOCOL.md 6, for the ASCII keys used here."""
+    return "".join(ch if ch.isascii() and (ch.isalnum() or ch in "_-")
+                   else "_" for ch in key)
+
+
+def message_text(msg):
+    c = msg["content"]
+    if isinstance(c, str):
+        return c
+    return "\n".join(b.get("text", "") for b in c if b.get("type") == "text")
+
+
+def model_requests(since=0):
+    return [r for r in FU.requests(since=since) if r["path"] == "/v1/messages"]
+
+
+def last_seq():
+    recs = FU.requests()
+    return recs[-1]["seq"] if recs else 0
+
+
+class Outcome:
+    """What one turn.run brought: its result (or RPC error), the progress
+    notifications and the hook requests, in the order they came."""
+
+    def __init__(self):
+        self.result = None
+        self.error = None
+        self.progress = []
+        self.hooks = []
+        self.seconds = None
+
+    def phases(self):
+        return [p["phase"] for p in self.progress]
+
+
+class TurnTest(unittest.TestCase):
+    counter = 0
+
+    def setUp(self):
+        FU.reset()
+
+    def daemon(self, conf=None):
+        """A daemon of its own prefix, against the fake upstream; at the end
+        of the test stopped, its containers and directory removed."""
+        TurnTest.counter += 1
+        prefix = "%s%d" % (PREFIX_BASE, TurnTest.counter)
+
+        def config(c):
+            c["docker"] = {"container_prefix": prefix}
+            c["upstream"]["url"] = FU.url
+            c["upstream"]["ca_file"] = FU.ca_file
+            c["tools"] = ["roll_dice"]
+            c["timeouts"] = {"start_ms": 60000, "turn_ms": 60000}
+            if conf:
+                conf(c)
+        d = Daemon(config=config)
+        d.prefix = prefix
+        d.state = d.config["state_dir"]
+
+        def done():
+            try:
+                d.stop()
+            finally:
+                for n in prefixed_containers(prefix):
+                    docker("rm", "-f", n)
+                d.cleanup()
+        self.addCleanup(done)
+        d.start()
+        return d
+
+    def restart(self, d, image=None):
+        """SIGTERM (containers stay), then the same configuration and state
+        directory again, with another image if asked."""
+        self.assertEqual(d.stop(), 0, d.read_log()[-3000:])
+        if image is not None:
+            d.config["image"] = image
+            with open(d.config_path, "w") as f:
+                json.dump(d.config, f)
+        d.start()
+
+    def client(self, d, hooks=("tool.call",)):
+        c = Client(d.socket, hooks=hooks)
+        c.sock.settimeout(120)
+        self.addCleanup(c.close)
+        return c
+
+    def container(self, d, key):
+        return "%s-%s" % (d.prefix, segment_of(key))
+
+    def container_id(self, c, key):
+        return c.call("channel.status", {"channel": key}).get("container")
+
+    def assertGone(self, d, key, timeout=15):
+        name = self.container(d, key)
+        self.assertTrue(wait_until(lambda: inspect(name) is None, timeout,
+                                   0.2), "container %s still there" % name)
+
+    @staticmethod
+    def params(key, text, turn_id="t1", **extra):
+        p = {"channel": key, "profile": "default", "turnId": turn_id,
+             "author": dict(AUTHOR), "text": text, "images": []}
+        p.update(extra)
+        return p
+
+    @staticmethod
+    def dice(params):
+        return {"ok": True, "text": "4"}
+
+    def finish(self, c, rid, handlers=None, timeout=120):
+        """Answer the hooks (handlers: method -> function(params) -> result)
+        until the answer to rid comes."""
+        handlers = dict(handlers or {})
+        handlers.setdefault("tool.call", self.dice)
+        out = Outcome()
+        t0 = time.monotonic()
+        c.sock.settimeout(timeout)
+        while True:
+            m = c.pending.pop(0) if c.pending else c.read_message()
+            if "method" in m:
+                if m["method"] == "turn.progress":
+                    out.progress.append(m["params"])
+                elif "id" in m:
+                    out.hooks.append((m["method"], m["params"]))
+                    fn = handlers.get(m["method"])
+                    if fn is None:
+                        ans = {"jsonrpc": "2.0", "id": m["id"], "error": {
+                            "code": -32601, "message": "no such hook"}}
+                    else:
+                        ans = {"jsonrpc": "2.0", "id": m["id"],
+                               "result": fn(m["params"])}
+                    c.send_raw(json.dumps(ans).encode() + b"\n")
+                continue
+            if m.get("id") != rid:
+                c.pending.append(m)
+                if len(c.pending) > 1000:
+                    raise AssertionError("runaway answers: %r" % m)
+                continue
+            out.seconds = time.monotonic() - t0
+            if "error" in m:
+                out.error = m["error"]
+            else:
+                out.result = m["result"]
+            return out
+
+    def turn(self, c, params, handlers=None, timeout=120):
+        return self.finish(c, c.request("turn.run", params), handlers,
+                           timeout)
+
+    def ok(self, c, params, handlers=None, timeout=120):
+        o = self.turn(c, params, handlers, timeout)
+        self.assertIsNotNone(o.result, o.error)
+        self.assertTrue(o.result.get("ok"), o.result)
+        return o
+
+    def failed(self, c, params, reason, timeout=120):
+        o = self.turn(c, params, timeout=timeout)
+        self.assertIsNotNone(o.result, o.error)
+        self.assertIs(o.result.get("ok"), False, o.result)
+        self.assertEqual(o.result.get("reason"), reason, o.result)
+        self.assertIsInstance(o.result.get("message"), str)
+        return o
+
+    def assertProgress(self, o, key, turn_id, tools=0, calls=None):
+        """starting, container, ready, delivered, then model and tool calls,
+        result last; all of this channel and turn."""
+        for p in o.progress:
+            self.assertEqual((p["channel"], p["turnId"]), (key, turn_id), p)
+        ph = o.phases()
+        self.assertEqual(ph[:4], ["starting", "container", "ready",
+                                  "delivered"], ph)
+        self.assertEqual(ph[-1], "result", ph)
+        middle = ph[4:-1]
+        self.assertEqual(set(middle) - {"model_call", "tool_call"}, set(), ph)
+        self.assertEqual(middle.count("tool_call"), tools, ph)
+        if calls is None:
+            calls = 2 if tools else 1
+        self.assertEqual(middle.count("model_call"), calls, ph)
+        self.assertEqual(middle[0], "model_call", ph)
+
+    def stall_model(self, seconds):
+        FU.script({"kind": "stall", "seconds": seconds,
+                   "match": "/v1/messages"})
+
+
+class Turns(TurnTest):
+    def test_host_tool_and_reply_file(self):
+        d = self.daemon()
+        c = self.client(d)
+        key = "turn:1"
+        content = ("Hello from inside the sandbox, "
+                   "\u00fcn\u00efc\u00f6de \u2713")
+        text = ('roll [[tool:roll_dice {"sides":6}]] and '
+                '[[file:hello.txt %s]]' % content)
+        o = self.ok(c, self.params(key, text))
+        body = content.encode()
+        self.assertEqual(o.result, {
+            "ok": True,
+            "text": "done: 4\nWrote hello.txt (%d bytes); it goes with the "
+                    "reply." % len(body),
+            "files": [{"name": "hello.txt",
+                       "data": base64.b64encode(body).decode()}]})
+        self.assertEqual(base64.b64decode(o.result["files"][0]["data"],
+                                          validate=True), body)
+        # the tool.call hook: the bound identity
+        self.assertEqual(o.hooks, [("tool.call", {
+            "name": "roll_dice", "input": {"sides": 6},
+            "context": {"channel": key, "profile": "default",
+                        "speaker": AUTHOR, "thinking": "low",
+                        "turnId": "t1"}})])
+        self.assertProgress(o, key, "t1", tools=1)
+        # two model calls: the first with the turn, the second with the
+        # tool results; the profile's model, the real credential
+        reqs = model_requests()
+        self.assertEqual(len(reqs), 2, reqs)
+        first, second = reqs[0]["json"], reqs[1]["json"]
+        self.assertEqual(first["model"], "claude-test")
+        self.assertEqual(message_text(first["messages"][0]), "Ann: " + text)
+        self.assertNotIn("stream", first)
+        results = [b for b in second["messages"][-1]["content"]
+                   if b["type"] == "tool_result"]
+        self.assertEqual(len(results), 2, second)
+        for r in reqs:
+            self.assertEqual(r["token"], REAL_TOKEN)
+        # the file is in the outbox of the turn
+        ob = os.path.join(d.state, "turn_1", "workspace", "outbox", "t1",
+                          "hello.txt")
+        with open(ob, "rb") as f:
+            self.assertEqual(f.read(), body)
+        # and the channel goes on: a plain echo with another turn id
+        o = self.ok(c, self.params(key, "plain words", "t2"))
+        self.assertEqual(o.result, {"ok": True, "text": "echo: Ann: plain "
+                                    "words", "files": []})
+        self.assertEqual(o.hooks, [])
+        self.assertProgress(o, key, "t2")
+
+    def test_tool_failures(self):
+        d = self.daemon()
+        c = self.client(d)
+        key = "toolfail:1"
+        # the host's tool says no: an error result the model sees
+        o = self.ok(c, self.params(key, "[[tool:roll_dice {}]]"), {
+            "tool.call": lambda p: {"ok": False, "error": "no dice today"}})
+        self.assertEqual(o.result["text"], "done: no dice today")
+        results = [b for b in model_requests()[-1]["json"]["messages"][-1][
+            "content"] if b["type"] == "tool_result"]
+        self.assertEqual([r.get("is_error") for r in results], [True])
+        # a malformed hook answer: the worker's tool call fails (502)
+        o = self.ok(c, self.params(key, "[[tool:roll_dice {}]]", "t2"), {
+            "tool.call": lambda p: {"ok": "yes"}})
+        self.assertEqual(o.result["text"], "done: Tool roll_dice failed: "
+                         "HTTP 502 Broker call failed")
+        # a tool the configuration does not allow never reaches the hook
+        o = self.ok(c, self.params(key, "[[tool:rm_rf {}]]", "t3"))
+        self.assertEqual(o.hooks, [])
+        self.assertEqual(o.result["text"], "done: Tool rm_rf failed: HTTP "
+                         "404 Not found")
+        self.assertProgress(o, key, "t3", tools=0, calls=2)
+
+    def test_streamed_turn(self):
+        d = self.daemon()
+        c = self.client(d)
+        key = "stream:1"
+        text = "[[stream]] say hello"
+        o = self.ok(c, self.params(key, text))
+        self.assertEqual(o.result, {"ok": True, "files": [],
+                                    "text": "echo: Ann: " + text})
+        self.assertProgress(o, key, "t1")
+        reqs = model_requests()
+        self.assertEqual(len(reqs), 1)
+        self.assertIs(reqs[0]["json"].get("stream"), True)
+        # really streamed: many events, written one by one
+        self.assertGreater(len(reqs[0]["response"]["event_times"]), 5)
+        self.assertEqual(reqs[0]["response"]["status"], 200)
+        # a streamed tool_use (input_json_delta pieces) and file
+        data = "streamed file body " * 20
+        text = ('[[stream]] [[tool:roll_dice {"sides":20}]] '
+                '[[file:s.txt %s]]' % data)
+        o = self.ok(c, self.params(key, text, "t2"))
+        self.assertEqual(o.result["text"], "done: 4\nWrote s.txt (%d bytes); "
+                         "it goes with the reply." % len(data))
+        self.assertEqual(base64.b64decode(o.result["files"][0]["data"]),
+                         data.encode())
+        self.assertEqual(o.hooks[0][1]["input"], {"sides": 20})
+        self.assertProgress(o, key, "t2", tools=1)
+        for r in model_requests():
+            self.assertIs(r["json"].get("stream"), True)
+
+    def test_credential_never_inside(self):
+        d = self.daemon()
+        c = self.client(d)
+        key = "cred:1"
+        o = self.ok(c, self.params(
+            key, '[[tool:roll_dice {}]] [[file:f.txt abc]]'))
+        self.assertEqual(len(o.result["files"]), 1)
+        name = self.container(d, key)
+        info = inspect(name)
+        self.assertIsNotNone(info)
+        cf = info["Config"]
+        cred = d.config["upstream"]["credential_file"]
+        for part, value in (("Env", cf.get("Env")), ("Cmd", cf.get("Cmd")),
+                            ("Entrypoint", cf.get("Entrypoint")),
+                            ("Args", info.get("Args")),
+                            ("Path", info.get("Path")),
+                            ("Mounts", info.get("Mounts")),
+                            ("Labels", cf.get("Labels")),
+                            ("HostConfig", info.get("HostConfig"))):
+            s = json.dumps(value)
+            self.assertNotIn(REAL_TOKEN, s, part)
+            self.assertNotIn(cred, s, part)
+        self.assertNotIn(REAL_TOKEN, json.dumps(info))
+        self.assertIn("CLAUDE_CODE_OAUTH_TOKEN=" + DUMMY_TOKEN, cf["Env"])
+        self.assertEqual(sorted(m["Destination"] for m in info["Mounts"]),
+                         ["/run/sandbox", "/workspace"])
+        # what the guest can see or has written: nothing holds the token
+        seg = os.path.join(d.state, segment_of(key))
+        seen = 0
+        for top in ("workspace", "run"):
+            for root, dirs, files in os.walk(os.path.join(seg, top)):
+                for f in files:
+                    p = os.path.join(root, f)
+                    if not os.path.isfile(p) or os.path.islink(p):
+                        continue
+                    seen += 1
+                    with open(p, "rb") as fh:
+                        self.assertNotIn(REAL_TOKEN.encode(), fh.read(), p)
+        self.assertGreaterEqual(seen, 1)    # the reply file at least
+        logs = docker("logs", name)
+        self.assertEqual(logs.returncode, 0, logs.stderr)
+        self.assertIn("answered, 1 file", logs.stderr + logs.stdout)
+        self.assertNotIn(REAL_TOKEN, logs.stdout + logs.stderr)
+        # the upstream saw the real token only, never the dummy one
+        recs = FU.requests()
+        self.assertEqual(len(recs), 2)
+        for r in recs:
+            self.assertEqual(r["token"], REAL_TOKEN)
+            auth = [v for n, v in r["headers"]
+                    if n.lower() == "authorization"]
+            self.assertEqual(auth, ["Bearer " + REAL_TOKEN])
+            self.assertNotIn(DUMMY_TOKEN, r["raw_headers"])
+            self.assertNotIn(DUMMY_TOKEN.encode(), r["body"])
+
+    def test_busy(self):
+        d = self.daemon()
+        c = self.client(d)
+        c2 = self.client(d)
+        key = "busy:1"
+        self.stall_model(8)
+        rid = c.request("turn.run", self.params(key, "slow one"))
+        # while it starts (same connection: read in order)
+        o = self.turn(c, self.params(key, "second", "t2"))
+        self.assertEqual((o.result["ok"], o.result["reason"]),
+                         (False, "busy"), o.result)
+        FU.wait_for(1, 60, path="/v1/messages")
+        # while the model call runs, from another client too
+        for cl in (c, c2):
+            o = self.turn(cl, self.params(key, "third", "t3"))
+            self.assertEqual(o.result["reason"], "busy", o.result)
+        # another channel is not busy
+        o = self.ok(c2, self.params("busy:2", "other channel"))
+        self.assertEqual(o.result["text"], "echo: Ann: other channel")
+        t0 = time.monotonic()
+        self.assertEqual(c2.call("turn.cancel", {"channel": key}),
+                         {"cancelled": True})
+        o = self.finish(c, rid)
+        self.assertEqual(o.result["reason"], "cancelled", o.result)
+        self.assertLess(time.monotonic() - t0, 5)
+        self.assertGone(d, key)
+        self.assertFalse(c2.call("channel.status", {"channel": key})["busy"])
+
+    def test_status_busy_during_turn(self):
+        d = self.daemon()
+        c = self.client(d)
+        c2 = self.client(d, hooks=())
+        key = "busy:3"
+        self.stall_model(8)
+        rid = c.request("turn.run", self.params(key, "slow one"))
+        FU.wait_for(1, 60, path="/v1/messages")
+        during = c2.call("channel.status", {"channel": key})
+        self.assertEqual(c2.call("turn.cancel", {"channel": key}),
+                         {"cancelled": True})
+        self.assertEqual(self.finish(c, rid).result["reason"], "cancelled")
+        self.assertGone(d, key)
+        after = c2.call("channel.status", {"channel": key})
+        self.assertEqual((during["state"], during["broker"]),
+                         ("running", "ready"))
+        self.assertFalse(after["busy"])
+        self.assertTrue(during["busy"], during)
+
+
+class Bounds(TurnTest):
+    """PROTOCOL.md 4.1 and 4.3: each bound and one past it.  The refused
+    ones never start anything; the allowed ones run in the real worker."""
+
+    def test_bounds(self):
+        d = self.daemon()
+        c = self.client(d)
+        key, never = "bounds:1", "bounds:2"
+
+        def runs(text_expected, **over):
+            p = self.params(key, "hi", "b%d" % runs.n)
+            p.update(over)
+            runs.n += 1
+            since = last_seq()
+            o = self.ok(c, p)
+            self.assertEqual(o.result["text"], text_expected)
+            reqs = model_requests(since)
+            self.assertEqual(len(reqs), 1)
+            return reqs[0]["json"]
+        runs.n = 1
+
+        def refused(fragment=None, **over):
+            p = self.params(never, "hi", "x1")
+            p.update(over)
+            o = self.turn(c, p)
+            self.assertEqual((o.result["ok"], o.result["reason"]),
+                             (False, "invalid"), (list(over), o.result))
+            self.assertEqual(o.phases(), [])
+            self.assertLess(o.seconds, 10)
+            return o.result
+
+        # text
+        text = "x" * 100000
+        body = runs(("echo: Ann: " + text)[:100000], text=text)
+        self.assertEqual(message_text(body["messages"][0]), "Ann: " + text)
+        refused(text="x" * 100001)
+        # text counted in UTF-16 code units: 50000 non-BMP chars = 100000
+        # (the reply is cut at 100000 without splitting a character)
+        runs("echo: Ann: " + "\U0001F600" * 49994,
+             text="\U0001F600" * 50000)
+        refused(text="\U0001F600" * 50000 + "y")
+        # memory: into the system text
+        mem = "m" * 100000
+        body = runs("echo: Ann: hi", memory=mem)
+        self.assertTrue(body["system"].endswith(MEMORY_INTRO + mem))
+        refused(memory="m" * 100001)
+        # author id and name
+        runs("echo: Ann: hi", author={"id": "i" * 256, "name": "Ann"})
+        refused(author={"id": "i" * 257, "name": "Ann"})
+        name = "n" * 256
+        runs("echo: %s: hi" % name, author={"id": "u1", "name": name})
+        refused(author={"id": "u1", "name": "n" * 257})
+        # images: 8 of them, 9
+        img = {"data": TINY_PNG, "mimeType": "image/png"}
+        body = runs("echo: Ann: hi", images=[img] * 8)
+        blocks = body["messages"][0]["content"]
+        self.assertEqual([b["type"] for b in blocks], ["image"] * 8 +
+                         ["text"])
+        self.assertEqual(blocks[0]["source"], {
+            "type": "base64", "media_type": "image/png", "data": TINY_PNG})
+        refused(images=[img] * 9)
+        # 20 MiB decoded, and one byte more (the same base64 length:
+        # 20 MiB = 3k+2 bytes has one pad, 20 MiB + 1 = 3k' has none)
+        big = base64.b64encode(b"\x89" * (20 * MIB)).decode()
+        bigger = base64.b64encode(b"\x89" * (20 * MIB + 1)).decode()
+        self.assertEqual(len(big), len(bigger))
+        body = runs("echo: Ann: hi",
+                    images=[{"data": big, "mimeType": "image/jpeg"}])
+        src = body["messages"][0]["content"][0]["source"]
+        self.assertEqual((src["media_type"], len(src["data"])),
+                         ("image/jpeg", len(big)))
+        self.assertEqual(src["data"], big)
+        del body, src
+        refused(images=[{"data": bigger, "mimeType": "image/jpeg"}])
+        del big, bigger
+        # other image rules
+        refused(images=[{"data": TINY_PNG, "mimeType": "image/bmp"}])
+        refused(images=[{"data": TINY_PNG[:-1], "mimeType": "image/png"}])
+        refused(images=[{"data": "", "mimeType": "image/png"}])
+        # turnId: a safe file name
+        for tid in (".", "..", "a/b", "a\\b", "a\nb", "", "t" * 256):
+            refused(turnId=tid)
+        p = self.params(key, "hi", "t" * 255)
+        o = self.ok(c, p)
+        self.assertEqual(o.result["text"], "echo: Ann: hi")
+        # thinking
+        refused(thinking="max")
+        refused(thinking="")
+        for level in ("low", "medium", "high", "xhigh"):
+            p = self.params(key, "[[tool:roll_dice {}]]", "th-" + level,
+                            thinking=level)
+            o = self.ok(c, p)
+            self.assertEqual(o.hooks[0][1]["context"]["thinking"], level)
+        # missing or mistyped fields
+        refused(text=5)
+        refused(author={"id": "u1"})
+        refused(images={"data": TINY_PNG})
+        # the never-valid channel was never started
+        self.assertIsNone(inspect(self.container(d, never)))
+        st = c.call("channel.status", {"channel": never})
+        self.assertEqual((st["state"], st["broker"], st["busy"]),
+                         ("missing", "none", False))
+
+
+    def test_images_total(self):
+        """At most 64 MiB of images in all (PROTOCOL.md 4.3).  The slowest
+        test here (about a minute): each turn.run line is about 90 MB, and
+        the control socket reads one line in time that grows faster than
+        its length (see the report of this file's author)."""
+        d = self.daemon()
+        c = self.client(d)
+        key = "total:1"
+        part = base64.b64encode(b"\x47" * (16 * MIB)).decode()
+        more = base64.b64encode(b"\x47" * (16 * MIB + 1)).decode()
+        imgs = [{"data": part, "mimeType": "image/gif"}] * 4
+        o = self.turn(c, self.params("total:2", "hi", images=imgs[:3] + [
+            {"data": more, "mimeType": "image/gif"}]))
+        self.assertEqual((o.result["ok"], o.result["reason"]),
+                         (False, "invalid"), o.result)
+        self.assertIsNone(inspect(self.container(d, "total:2")))
+        o = self.ok(c, self.params(key, "hi", images=imgs))
+        self.assertEqual(o.result["text"], "echo: Ann: hi")
+        blocks = model_requests()[-1]["json"]["messages"][0]["content"]
+        self.assertEqual([b["type"] for b in blocks], ["image"] * 4 +
+                         ["text"])
+        self.assertTrue(all(b["source"]["data"] == part
+                            for b in blocks[:4]))
+        del blocks, imgs, part, more
+        FU.reset()
+
+
+class Deadlines(TurnTest):
+    def test_timeout_removes_container(self):
+        d = self.daemon(lambda c: c["timeouts"].update(turn_ms=5000))
+        c = self.client(d)
+        key = "late:1"
+        # the channel is up first, so the deadline runs out in the model call
+        self.assertEqual(c.call("channel.start", {"channel": key,
+                                                  "profile": "default"}), {})
+        first = self.container_id(c, key)
+        self.stall_model(30)
+        o = self.failed(c, self.params(key, "never answered"), "timeout")
+        self.assertGreaterEqual(o.seconds, 4.9)
+        self.assertLess(o.seconds, 5 + 3)
+        self.assertEqual(o.phases()[-1], "result")
+        self.assertIn("delivered", o.phases())
+        self.assertGone(d, key)
+        self.assertEqual(len(model_requests()), 1)
+        # the channel works again, in a new container
+        o = self.ok(c, self.params(key, "again", "t2"))
+        self.assertEqual(o.result["text"], "echo: Ann: again")
+        self.assertNotEqual(self.container_id(c, key), first)
+
+    def test_turn_cancel(self):
+        d = self.daemon()
+        c = self.client(d)
+        c2 = self.client(d, hooks=())
+        key = "cancel:1"
+        self.assertEqual(c2.call("turn.cancel", {"channel": key}),
+                         {"cancelled": False})
+        self.stall_model(30)
+        rid = c.request("turn.run", self.params(key, "to be cancelled"))
+        FU.wait_for(1, 60, path="/v1/messages")
+        self.assertEqual(c2.call("turn.cancel", {"channel": key}),
+                         {"cancelled": True})
+        o = self.finish(c, rid, timeout=10)
+        self.assertEqual((o.result["ok"], o.result["reason"]),
+                         (False, "cancelled"), o.result)
+        self.assertEqual(o.phases()[-1], "result")
+        self.assertGone(d, key)
+        self.assertEqual(c2.call("turn.cancel", {"channel": key}),
+                         {"cancelled": False})
+        o = self.ok(c, self.params(key, "after", "t2"))
+        self.assertEqual(o.result["text"], "echo: Ann: after")
+
+    def test_cancel_request(self):
+        d = self.daemon()
+        c = self.client(d)
+        key = "cancelreq:1"
+        self.stall_model(30)
+        rid = c.request("turn.run", self.params(key, "to be cancelled"))
+        FU.wait_for(1, 60, path="/v1/messages")
+        c.send_raw(json.dumps({"jsonrpc": "2.0", "method": "$/cancelRequest",
+                               "params": {"id": rid}}).encode() + b"\n")
+        o = self.finish(c, rid, timeout=10)
+        self.assertIsNone(o.result)
+        self.assertEqual(o.error["code"], -32800, o.error)
+        self.assertGone(d, key)
+        self.assertFalse(c.call("channel.status", {"channel": key})["busy"])
+        o = self.ok(c, self.params(key, "after", "t2"))
+        self.assertEqual(o.result["text"], "echo: Ann: after")
+
+    def test_client_disconnects(self):
+        d = self.daemon()
+        c = Client(d.socket, hooks=["tool.call"])
+        key = "gone:1"
+        self.stall_model(30)
+        c.request("turn.run", self.params(key, "the client leaves"))
+        FU.wait_for(1, 60, path="/v1/messages")
+        self.assertIsNotNone(inspect(self.container(d, key)))
+        c.close()
+        self.assertGone(d, key)
+        c2 = self.client(d)
+        self.assertTrue(wait_until(lambda: not c2.call(
+            "channel.status", {"channel": key})["busy"], 10))
+        o = self.ok(c2, self.params(key, "another client", "t2"))
+        self.assertEqual(o.result["text"], "echo: Ann: another client")
+
+
+class Hooks(TurnTest):
+    def test_memory_and_effort(self):
+        d = self.daemon()
+        c = self.client(d, hooks=("tool.call", "memory.block",
+                                  "effort.judge"))
+        key = "hooks:1"
+        handlers = {"memory.block": lambda p: {"text": "remember X"},
+                    "effort.judge": lambda p: {"level": "high"}}
+        text = 'think [[tool:roll_dice {"sides":6}]]'
+        o = self.ok(c, self.params(key, text), handlers)
+        self.assertEqual(o.result["text"], "done: 4")
+        got = {m: p for m, p in o.hooks}
+        self.assertEqual(sorted(m for m, _ in o.hooks),
+                         ["effort.judge", "memory.block", "tool.call"])
+        self.assertEqual(got["memory.block"], {"channel": key, "id": "u1",
+                                               "name": "Ann"})
+        self.assertEqual(got["effort.judge"], {"text": text,
+                                               "previous": "low"})
+        # the judged level is the turn's: the bound context says so
+        self.assertEqual(got["tool.call"]["context"]["thinking"], "high")
+        # the memory reached the worker, which sends it as system text
+        reqs = model_requests()
+        self.assertEqual(len(reqs), 2)
+        for r in reqs:
+            self.assertTrue(r["json"]["system"].endswith(
+                MEMORY_INTRO + "remember X"), r["json"]["system"])
+        # The reference worker asks for no thinking, so the ceiling of
+        # "high" (PROTOCOL.md 5) has nothing to lower: no thinking and
+        # no output_config go out, max_tokens stays what it asked.
+        for r in reqs:
+            self.assertNotIn("thinking", r["json"])
+            self.assertNotIn("output_config", r["json"])
+            self.assertEqual(r["json"]["max_tokens"], 4096)
+        # the next turn: previous is the level the last one ran at
+        o = self.ok(c, self.params(key, "again", "t2"), {
+            "memory.block": lambda p: {"text": "second memory"},
+            "effort.judge": lambda p: {"level": "medium"}})
+        self.assertEqual(o.result["text"], "echo: Ann: again")
+        got = {m: p for m, p in o.hooks}
+        self.assertEqual(got["effort.judge"], {"text": "again",
+                                               "previous": "high"})
+        self.assertTrue(model_requests()[-1]["json"]["system"].endswith(
+            MEMORY_INTRO + "second memory"))
+        # memory and thinking given: no hook is asked
+        o = self.ok(c, self.params(key, "[[tool:roll_dice {}]]", "t3",
+                                   memory="given memory", thinking="xhigh"),
+                    handlers)
+        self.assertEqual([m for m, _ in o.hooks], ["tool.call"])
+        self.assertEqual(o.hooks[0][1]["context"]["thinking"], "xhigh")
+        self.assertTrue(model_requests()[-1]["json"]["system"].endswith(
+            MEMORY_INTRO + "given memory"))
+        # unusable hook answers: no memory, the previous level kept
+        o = self.ok(c, self.params(key, "[[tool:roll_dice {}]]", "t4"), {
+            "memory.block": lambda p: {"nope": 1},
+            "effort.judge": lambda p: {"level": "max"}})
+        got = {m: p for m, p in o.hooks}
+        self.assertEqual(got["effort.judge"]["previous"], "xhigh")
+        self.assertEqual(got["tool.call"]["context"]["thinking"], "xhigh")
+        self.assertNotIn("remember", model_requests()[-1]["json"]["system"])
+        self.assertNotIn(MEMORY_INTRO, model_requests()[-1]["json"]["system"])
+        # a client without the hooks gets none, and an empty memory
+        c2 = self.client(d, hooks=())
+        o = self.ok(c2, self.params(key, "[[tool:roll_dice {}]]", "t5"))
+        self.assertEqual(o.hooks, [])
+        # no tool.call hook: the tool fails inside the turn
+        self.assertTrue(o.result["text"].startswith("done: "), o.result)
+        self.assertNotEqual(o.result["text"], "done: 4")
+
+
+class Containers(TurnTest):
+    def test_profile_switch_recreates(self):
+        d = self.daemon(lambda c: c["profiles"].update(
+            second={"model": "claude-other"}))
+        c = self.client(d)
+        key = "prof:1"
+        o = self.ok(c, self.params(key, "[[tool:roll_dice {}]]"))
+        self.assertEqual(o.hooks[0][1]["context"]["profile"], "default")
+        first = self.container_id(c, key)
+        self.assertTrue(first)
+        p = self.params(key, "[[tool:roll_dice {}]]", "t2")
+        p["profile"] = "second"
+        o = self.ok(c, p)
+        self.assertEqual(o.hooks[0][1]["context"]["profile"], "second")
+        st = c.call("channel.status", {"channel": key})
+        self.assertEqual(st["profile"], "second")
+        self.assertNotEqual(st["container"], first)
+        self.assertEqual([r["json"]["model"] for r in model_requests()],
+                         ["claude-test"] * 2 + ["claude-other"] * 2)
+        # the same profile again keeps it
+        p = self.params(key, "same", "t3")
+        p["profile"] = "second"
+        self.ok(c, p)
+        self.assertEqual(self.container_id(c, key), st["container"])
+        self.assertEqual(prefixed_containers(d.prefix),
+                         [self.container(d, key)])
+
+    def test_image_change_recreates(self):
+        r = docker("tag", IMAGE, ALT_IMAGE)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.addCleanup(docker, "rmi", ALT_IMAGE)
+        d = self.daemon()
+        key = "img:1"
+        with Client(d.socket, hooks=["tool.call"]) as c:
+            self.ok(c, self.params(key, "first"))
+            first = self.container_id(c, key)
+        self.restart(d, ALT_IMAGE)
+        c = self.client(d)
+        o = self.ok(c, self.params(key, "second", "t2"))
+        self.assertEqual(o.result["text"], "echo: Ann: second")
+        st = c.call("channel.status", {"channel": key})
+        self.assertEqual(st["image"], ALT_IMAGE)
+        self.assertNotEqual(st["container"], first)
+        self.assertEqual(inspect(self.container(d, key))["Config"]["Image"],
+                         ALT_IMAGE)
+
+    def test_kept_container_served_after_restart(self):
+        d = self.daemon()
+        key = "keep:1"
+        name = self.container(d, key)
+        with Client(d.socket, hooks=["tool.call"]) as c:
+            self.ok(c, self.params(key, "before"))
+            first = self.container_id(c, key)
+        self.restart(d)
+        # SIGTERM kept the container running
+        info = inspect(name)
+        self.assertTrue(info["State"]["Running"])
+        self.assertEqual(info["Id"], first)
+        t0 = time.monotonic()
+        c = self.client(d)
+        o = self.ok(c, self.params(key, "after [[file:k.txt kept]]", "t2"),
+                    timeout=90)
+        elapsed = time.monotonic() - t0
+        self.assertEqual(o.result["text"], "done: Wrote k.txt (4 bytes); it "
+                         "goes with the reply.")
+        self.assertEqual(self.container_id(c, key), first)
+        self.assertEqual(inspect(name)["Id"], first)
+        # The worker's poll fails with the old broker gone and it retries
+        # every 250 ms, so it re-announces itself at once, not after 45 s.
+        sys.stderr.write("[kept container served %.1f s after the "
+                         "restart] " % elapsed)
+        self.assertLess(elapsed, 60)
+
+    def test_fresh_archives_sessions(self):
+        d = self.daemon()
+        c = self.client(d)
+        key = "fresh:1"
+        self.ok(c, self.params(key, "first"))
+        first = self.container_id(c, key)
+        paths = c.call("channel.paths", {"channel": key})
+        sess = paths["sessions"]
+        self.assertEqual(sess, os.path.join(d.state, "fresh_1", "workspace",
+                                            "sessions"))
+        data = b'{"type":"session","turn":"t1"}\n'
+        with open(os.path.join(sess, "s1.jsonl"), "wb") as f:
+            f.write(data)
+        r = c.call("channel.fresh", {"channel": key})
+        self.assertEqual(r["archived"], 1, r)
+        self.assertIsNone(inspect(self.container(d, key)))
+        self.assertFalse(os.path.exists(os.path.join(sess, "s1.jsonl")))
+        folders = os.listdir(os.path.join(sess, "archive"))
+        self.assertEqual(folders, [r["folder"]])
+        with open(os.path.join(sess, "archive", folders[0], "s1.jsonl"),
+                  "rb") as f:
+            self.assertEqual(f.read(), data)
+        o = self.ok(c, self.params(key, "fresh start", "t2"))
+        self.assertEqual(o.result["text"], "echo: Ann: fresh start")
+        self.assertProgress(o, key, "t2")
+        now = self.container_id(c, key)
+        self.assertTrue(now)
+        self.assertNotEqual(now, first)
+        # nothing to archive the second time
+        self.assertEqual(c.call("channel.fresh", {"channel": key}),
+                         {"archived": 0})
+
+    def test_two_channels_at_once(self):
+        d = self.daemon()
+        ca, cb = self.client(d), self.client(d)
+        ka, kb = "two:a", "two:b"
+        for k in (ka, kb):
+            self.assertEqual(ca.call("channel.start", {
+                "channel": k, "profile": "default"}), {})
+        # the first model call to come is answered after 3 s
+        FU.script({"kind": "json", "delay_ms": 3000, "match": "/v1/messages",
+                   "body": {"id": "msg_slow", "type": "message",
+                            "role": "assistant", "model": "claude-test",
+                            "content": [{"type": "text",
+                                         "text": "slow answer for a"}],
+                            "stop_reason": "end_turn",
+                            "stop_sequence": None,
+                            "usage": {"input_tokens": 1,
+                                      "output_tokens": 1}}})
+        t0 = time.monotonic()
+        ra = ca.request("turn.run", dict(self.params(ka, "channel a",
+                                                     "ta")))
+        FU.wait_for(1, 30, path="/v1/messages")
+        ob = self.ok(cb, self.params(kb, "[[tool:roll_dice {}]] b", "tb"))
+        tb = time.monotonic() - t0
+        oa = self.finish(ca, ra)
+        ta = time.monotonic() - t0
+        self.assertEqual(oa.result, {"ok": True, "text": "slow answer for a",
+                                     "files": []})
+        self.assertEqual(ob.result, {"ok": True, "text": "done: 4",
+                                     "files": []})
+        self.assertLess(tb, 3.0, "channel b waited for channel a")
+        self.assertGreaterEqual(ta, 3.0)
+        self.assertGreater(ta, tb)
+        self.assertProgress(oa, ka, "ta")
+        self.assertProgress(ob, kb, "tb", tools=1)
+        self.assertEqual(ob.hooks[0][1]["context"]["channel"], kb)
+        ida, idb = self.container_id(ca, ka), self.container_id(ca, kb)
+        self.assertTrue(ida and idb and ida != idb)
+        self.assertEqual(prefixed_containers(d.prefix),
+                         sorted([self.container(d, ka),
+                                 self.container(d, kb)]))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
