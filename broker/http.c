@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -42,6 +43,15 @@
 #define HTTP_WRITE_MAX		262144
 /* First allocation of a chunked body, which then doubles. */
 #define HTTP_BODY_MIN		16384
+/*
+ * The allocator: buffers under 1 MiB come from the heap and up to 4 MiB of
+ * it stays free for reuse, so a stream's refills do not fault pages in and
+ * out; when the last connection ends after 1 MiB or more went through, the
+ * free memory goes back to the kernel (an idle broker stays small).
+ */
+#define HTTP_MMAP_THRESHOLD	(1024 * 1024)
+#define HTTP_TRIM_THRESHOLD	(4 * 1024 * 1024)
+#define HTTP_TRIM_AFTER		(1024 * 1024)
 
 enum conn_state {
 	C_HEAD,			/* collecting the head, head timer running */
@@ -95,6 +105,7 @@ struct http_server {
 	struct http_limits	 s_lim;
 	unsigned		 s_nconn;
 	struct http_connq	 s_conns;
+	size_t			 s_moved;	/* bytes since the last trim */
 };
 
 static void	conn_input(struct http_conn *);
@@ -220,6 +231,11 @@ conn_free(struct http_conn *c, int notify)
 	http_head_free(&c->c_head);
 	free(c->c_body);
 	free(c);
+	if (notify && TAILQ_EMPTY(&srv->s_conns) &&
+	    srv->s_moved >= HTTP_TRIM_AFTER) {
+		srv->s_moved = 0;
+		(void)malloc_trim(0);
+	}
 }
 
 /* Close the descriptor now; on_close and the free come from the loop. */
@@ -364,6 +380,7 @@ conn_answer(struct http_conn *c, int status, const char *ctype,
 	    framing[0] != '\0' ? framing : NULL);
 	if (rv == 0 && len > 0 && !c->c_nobody)
 		rv = evbuffer_add(conn_out(c), body, len);
+	c->c_srv->s_moved += len;
 	if (rv != 0) {
 		log_warnx("%s: out of memory", __func__);
 		conn_close(c);
@@ -479,6 +496,7 @@ http_stream_write(struct http_conn *c, const void *data, size_t len)
 	rv |= evbuffer_add(out, data, len);
 	if (c->c_chunked_out)
 		rv |= evbuffer_add(out, "\r\n", 2);
+	c->c_srv->s_moved += len;
 	if (rv != 0) {
 		log_warnx("%s: out of memory", __func__);
 		conn_close(c);
@@ -505,6 +523,7 @@ http_stream_write_buffer(struct http_conn *c, struct evbuffer *buf)
 	rv |= evbuffer_add_buffer(out, buf);
 	if (c->c_chunked_out)
 		rv |= evbuffer_add(out, "\r\n", 2);
+	c->c_srv->s_moved += len;
 	if (rv != 0) {
 		log_warnx("%s: out of memory", __func__);
 		conn_close(c);
@@ -719,6 +738,7 @@ conn_body_append(void *arg, const char *data, size_t len)
 	}
 	memcpy(c->c_body + c->c_body_len, data, len);
 	c->c_body_len += len;
+	c->c_srv->s_moved += len;
 	return 0;
 }
 
@@ -738,6 +758,7 @@ conn_read_body(struct http_conn *c)
 		    n) != (int)n)
 			fatalx("%s: evbuffer_remove", __func__);
 		c->c_body_len += n;
+		c->c_srv->s_moved += n;
 		if (c->c_body_len == c->c_head.h_content_length)
 			conn_body_done(c);
 		return;
@@ -1078,6 +1099,9 @@ http_server_new(struct event_base *base, int fd,
 		log_warn("%s: O_NONBLOCK", __func__);
 		return NULL;
 	}
+	if (mallopt(M_MMAP_THRESHOLD, HTTP_MMAP_THRESHOLD) != 1 ||
+	    mallopt(M_TRIM_THRESHOLD, HTTP_TRIM_THRESHOLD) != 1)
+		log_warnx("%s: mallopt", __func__);
 	/* Bufferevents write with writev(2): a client that left must give
 	 * EPIPE, not a SIGPIPE that ends the broker. */
 	memset(&sa, 0, sizeof(sa));

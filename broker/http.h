@@ -23,6 +23,8 @@ struct http_conn;
  * sending after the answer went out, so that its client reads the answer. */
 #define HTTP_LINGER_MS		2000
 
+/* The head limit counts from accept; the silence limits from the last byte
+ * moved while a body is read or an answer is queued. */
 struct http_limits {
 	unsigned	 hl_conn_max;	/* BROKER_CONN_MAX */
 	int		 hl_head_ms;	/* BROKER_HEADER_TIMEOUT_MS */
@@ -58,17 +60,20 @@ struct http_server_cbs {
 	http_head_cb	 on_head;
 	/*
 	 * Once for every connection that got on_head, whatever ended it: the
-	 * answer was written, the client left, a timer fired, a kill.  The
-	 * conn is valid until this returns; every http_*() call on it fails.
-	 * Connections that never delivered a head end without a callback.
+	 * answer was written, the client left, a timer fired, a kill.  An
+	 * end of file after the head counts as leaving (a half-closed client
+	 * is not answered).  The conn is valid until this returns; every
+	 * http_*() call on it fails.  Connections that never delivered a head
+	 * (answered 400, or gone) end without a callback.
 	 */
 	http_conn_cb	 on_close;
 };
 
 /*
  * Serve the listening socket listen_fd (made non-blocking; it stays the
- * caller's).  limits NULL means those of PROTOCOL.md 3.5.  SIGPIPE is
- * ignored from here on.
+ * caller's).  limits NULL means those of PROTOCOL.md 3.5.  For the whole
+ * process: SIGPIPE is ignored, and malloc keeps buffers under 1 MiB on its
+ * heap with up to 4 MiB free while connections are open (see http.c).
  */
 struct http_server *http_server_new(struct event_base *, int listen_fd,
 		    const struct http_server_cbs *, void *arg,
@@ -133,12 +138,14 @@ size_t		 http_conn_pending(const struct http_conn *);
  * above it while streaming. */
 void		 http_conn_set_drain(struct http_conn *, size_t lowat,
 		    http_conn_cb);
-/* Stop or resume reading the client (no silence timer while stopped). */
+/* Stop or resume reading the socket (no silence timer while stopped);
+ * bytes already received are still processed. */
 void		 http_conn_pause_read(struct http_conn *);
 void		 http_conn_resume_read(struct http_conn *);
 
 /* One timer per conn for the router, once the head is in: cb after ms
- * (replaces the previous one); cb NULL cancels.  -1 once answered. */
+ * (replaces the previous one); cb NULL cancels.  -1 once the whole answer
+ * is queued. */
 int		 http_conn_set_timer(struct http_conn *, int ms, http_conn_cb);
 
 void		 http_conn_set_data(struct http_conn *, void *);

@@ -119,13 +119,14 @@ struct http_chunked {
 	int		 hc_state;
 	enum hc_err	 hc_err;
 	uint64_t	 hc_max;	/* most data bytes in all */
-	uint64_t	 hc_total;	/* data bytes so far */
+	uint64_t	 hc_total;	/* data bytes of the chunks so far */
 	uint64_t	 hc_size;	/* size being read, then data left */
 	size_t		 hc_line;	/* bytes of the current size line */
 	size_t		 hc_trailer;	/* trailer bytes so far */
 };
 
-/* Data callback: 0 to go on, -1 to stop with HC_ERR_CALLBACK. */
+/* Data callback: 0 to go on, -1 to stop with HC_ERR_CALLBACK.  NULL: the
+ * data is skipped. */
 typedef int	(*http_chunked_cb)(void *arg, const char *data, size_t len);
 
 void		 http_chunked_init(struct http_chunked *, uint64_t max);

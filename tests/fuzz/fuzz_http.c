@@ -64,6 +64,9 @@ head_shape(const struct http_head *h, size_t len)
 			    *s != 0x7f));
 		CHECK(s == h->h_fields[i].value || (s[-1] != ' ' &&
 		    s[-1] != '\t'));
+		/* What is read as a field could be sent as one. */
+		CHECK(http_field_valid(h->h_fields[i].name,
+		    h->h_fields[i].value));
 	}
 	CHECK(h->h_framing != HTTP_BODY_CHUNKED || h->h_minor == 1);
 	CHECK(h->h_framing == HTTP_BODY_LENGTH || h->h_content_length == 0);

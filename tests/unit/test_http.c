@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include <check.h>
+#include <event2/buffer.h>
 #include <event2/event.h>
 
 #include "http.h"
@@ -1169,11 +1170,22 @@ static void
 stream_tick(struct http_conn *c, void *arg)
 {
 	struct t	*t = arg;
+	struct evbuffer	*buf;
 	char		 msg[32];
 
 	(void)snprintf(msg, sizeof(msg), "data: %d\n\n", t->step++);
-	t->rv[t->nrv++] = http_stream_write(c, msg, strlen(msg));
-	t->rv[t->nrv++] = http_stream_write(c, "", 0);
+	if (t->step == 3) {
+		/* Moved, not copied. */
+		ck_assert_ptr_nonnull(buf = evbuffer_new());
+		ck_assert_int_eq(evbuffer_add(buf, msg, strlen(msg)), 0);
+		t->rv[t->nrv++] = http_stream_write_buffer(c, buf);
+		ck_assert_uint_eq(evbuffer_get_length(buf), 0);
+		t->rv[t->nrv++] = http_stream_write_buffer(c, buf);
+		evbuffer_free(buf);
+	} else {
+		t->rv[t->nrv++] = http_stream_write(c, msg, strlen(msg));
+		t->rv[t->nrv++] = http_stream_write(c, "", 0);
+	}
 	if (t->step == 5)
 		t->rv[t->nrv++] = http_stream_end(c);
 	else
