@@ -1017,17 +1017,22 @@ write_file(struct turn *t, const struct wjson *input, int *is_error)
 	if (outdir_open(t) == -1)
 		return wjson_string("write_file: the outbox folder cannot be "
 		    "used.");
+	if ((copy = strdup(name)) == NULL)
+		return wjson_string("write_file: out of memory.");
 
 	/* The name is a plain file name: no separator, no NUL. */
 	fd = openat(t->t_outdir, name, O_WRONLY | O_CREAT | O_EXCL |
 	    O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd == -1) {
-		if (errno == EEXIST)
+		saved = errno;
+		free(copy);
+		if (saved == EEXIST)
 			return message_string("write_file: %s already exists.",
 			    name);
+		errno = saved;
 		wlog_errno("turn %s: write_file", t->t_id);
 		return message_string("write_file: %s cannot be created (%s).",
-		    name, strerror(errno));
+		    name, strerror(saved));
 	}
 	saved = 0;
 	for (p = content, left = len; left > 0; ) {
@@ -1035,6 +1040,11 @@ write_file(struct turn *t, const struct wjson *input, int *is_error)
 			if (errno == EINTR)
 				continue;
 			saved = errno;
+			break;
+		}
+		/* Not for a regular file; but never spin on it. */
+		if (n == 0) {
+			saved = EIO;
 			break;
 		}
 		p += n;
@@ -1047,11 +1057,10 @@ write_file(struct turn *t, const struct wjson *input, int *is_error)
 		/* Half a file must not be mistaken for the reply's. */
 		if (unlinkat(t->t_outdir, name, 0) == -1)
 			wlog_errno("turn %s: unlink", t->t_id);
+		free(copy);
 		return message_string("write_file: %s could not be written "
 		    "(%s).", name, strerror(saved));
 	}
-	if ((copy = strdup(name)) == NULL)
-		return wjson_string("write_file: out of memory.");
 	t->t_files[t->t_nfiles].of_name = copy;
 	t->t_files[t->t_nfiles].of_size = len;
 	t->t_nfiles++;

@@ -175,8 +175,9 @@ START_TEST(numbers)
 	}
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		e = parse_err(bad[i]);
-		ck_assert_msg(e == WJSON_ERR_NUMBER || e == WJSON_ERR_TRAILING ||
-		    e == WJSON_ERR_SYNTAX, "%s: %s", bad[i],
+		ck_assert_msg(e == WJSON_ERR_NUMBER ||
+		    e == WJSON_ERR_TRAILING || e == WJSON_ERR_SYNTAX,
+		    "%s: %s", bad[i],
 		    wjson_err_to_string(e));
 	}
 	ck_assert_int_eq(parse_err("01"), WJSON_ERR_TRAILING);
@@ -224,7 +225,8 @@ START_TEST(syntax_refusals)
 		"{a:1}", "{'a':1}", "['a']", "{\"a\":1}}", "[1]]", "{}{}",
 		"nul", "nulll", "tru", "truex", "True", "FALSE", "None",
 		"/* c */1", "1 // c", "[1,/*x*/2]", "\"abc", "\"abc\\\"",
-		"[\"a\":1]", "{\"a\":1:2}", "{1:2}", "{null:1}", "\xef\xbb\xbf{}",
+		"[\"a\":1]", "{\"a\":1:2}", "{1:2}", "{null:1}",
+		"\xef\xbb\xbf{}",
 		"\f1", "1\f", "\v1", "[1\x00]", "@", "'x'", "{\"a\"::1}",
 	};
 	size_t		 i;
