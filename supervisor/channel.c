@@ -688,13 +688,17 @@ method_channel_start(struct ctl_req *req, cJSON *params)
 		(void)chan_submit(req, key, CHOP_START, profile, NULL, NULL);
 }
 
+/* stop and fresh end the channel's turn first and forget its level. */
 void
 method_channel_stop(struct ctl_req *req, cJSON *params)
 {
 	const char	*key;
 
-	if (chan_params(req, params, 0, &key, NULL) == 0)
-		(void)chan_submit(req, key, CHOP_STOP, NULL, NULL, NULL);
+	if (chan_params(req, params, 0, &key, NULL) == -1)
+		return;
+	turn_abort(key, "The channel was stopped");
+	turn_level_forget(key);
+	(void)chan_submit(req, key, CHOP_STOP, NULL, NULL, NULL);
 }
 
 void
@@ -702,8 +706,39 @@ method_channel_fresh(struct ctl_req *req, cJSON *params)
 {
 	const char	*key;
 
-	if (chan_params(req, params, 0, &key, NULL) == 0)
-		(void)chan_submit(req, key, CHOP_FRESH, NULL, NULL, NULL);
+	if (chan_params(req, params, 0, &key, NULL) == -1)
+		return;
+	turn_abort(key, "The channel was started fresh");
+	turn_level_forget(key);
+	(void)chan_submit(req, key, CHOP_FRESH, NULL, NULL, NULL);
+}
+
+/* daemon.stop_brokers: turns cancelled, brokers stopped, containers kept;
+ * the next start binds a new broker and the worker re-announces itself. */
+uint64_t
+chan_stop_brokers(void)
+{
+	struct channel	*ch, *next;
+	struct chan_op	*op;
+	uint64_t	 n = 0;
+
+	for (ch = TAILQ_FIRST(&channels); ch != NULL; ch = next) {
+		next = TAILQ_NEXT(ch, ch_entry);
+		turn_abort(ch->ch_key, "The daemon stopped its brokers");
+		if (ch->ch_broker == NULL)
+			continue;
+		/* A start waiting on this broker fails; it may free ch. */
+		op = ch->ch_broker_wait != NULL ? ch->ch_broker_wait :
+		    ch->ch_worker_wait;
+		ch->ch_broker_wait = ch->ch_worker_wait = NULL;
+		chan_broker_stop(ch);
+		n++;
+		if (op != NULL)
+			chan_op_fail(op, "the daemon stopped its brokers");
+		else
+			chan_gc(ch);
+	}
+	return n;
 }
 
 void

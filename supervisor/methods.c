@@ -212,9 +212,28 @@ method_daemon_stats(struct ctl_req *cr, cJSON *params)
 	ctl_reply(cr, daemon_stats());
 }
 
+static void
+method_daemon_stop_brokers(struct ctl_req *cr, cJSON *params)
+{
+	static const char *const allowed[] = { NULL };
+	cJSON		*res;
+	uint64_t	 n;
+
+	if (params_only(cr, params, allowed) == -1)
+		return;
+	n = chan_stop_brokers();
+	log_info("%llu broker(s) stopped on request; containers kept",
+	    (unsigned long long)n);
+	if ((res = cJSON_CreateObject()) == NULL ||
+	    cJSON_AddNumberToObject(res, "stopped", (double)n) == NULL)
+		fatalx("%s: out of memory", __func__);
+	ctl_reply(cr, res);
+}
+
 const struct ctl_method ctl_methods[] = {
 	{ "initialize",		method_initialize,	1 },
 	{ "daemon.stats",	method_daemon_stats,	0 },
+	{ "daemon.stop_brokers", method_daemon_stop_brokers, 0 },
 	{ "channel.start",	method_channel_start,	0 },
 	{ "channel.stop",	method_channel_stop,	0 },
 	{ "channel.fresh",	method_channel_fresh,	0 },

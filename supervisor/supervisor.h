@@ -129,6 +129,9 @@ struct child	*chan_broker(const char *key);
 /* turn.c */
 int		 turn_broker_msg(const char *key, struct child *, struct msg *);
 int		 turn_busy(const char *key);
+void		 turn_abort(const char *key, const char *why);
+void		 turn_level_forget(const char *key);
+uint64_t	 chan_stop_brokers(void);
 /* A phase of the channel's running turn, for its client. */
 void		 turn_event(const char *key, const char *phase);
 void		 method_turn_run(struct ctl_req *, struct cJSON *);

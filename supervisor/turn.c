@@ -508,6 +508,33 @@ turn_broker_msg(const char *key, struct child *c, struct msg *m)
 	}
 }
 
+/* channel.stop, channel.fresh and daemon.stop_brokers end a running turn
+ * as cancelled; the caller takes care of the container. */
+void
+turn_abort(const char *key, const char *why)
+{
+	struct turn	*t = turn_find(key);
+
+	if (t == NULL)
+		return;
+	log_info("channel %s: turn %s cancelled: %s", key, t->t_id, why);
+	turn_end(t, turn_failure("cancelled", why, NULL), 0);
+}
+
+void
+turn_level_forget(const char *key)
+{
+	struct turn_level	*tl;
+
+	TAILQ_FOREACH(tl, &levels, tl_entry)
+		if (strcmp(tl->tl_key, key) == 0) {
+			TAILQ_REMOVE(&levels, tl, tl_entry);
+			free(tl->tl_key);
+			free(tl);
+			return;
+		}
+}
+
 int
 turn_busy(const char *key)
 {

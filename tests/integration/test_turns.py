@@ -699,6 +699,43 @@ class Deadlines(TurnTest):
         o = self.ok(c, self.params(key, "after", "t2"))
         self.assertEqual(o.result["text"], "echo: Ann: after")
 
+    def test_stop_during_turn(self):
+        d = self.daemon()
+        c = self.client(d)
+        c2 = self.client(d, hooks=())
+        key = "stopturn:1"
+        self.stall_model(30)
+        rid = c.request("turn.run", self.params(key, "to be stopped"))
+        FU.wait_for(1, 60, path="/v1/messages")
+        self.assertEqual(c2.call("channel.stop", {"channel": key}), {})
+        o = self.finish(c, rid, timeout=10)
+        self.assertEqual((o.result["ok"], o.result["reason"]),
+                         (False, "cancelled"), o.result)
+        self.assertGone(d, key)
+        self.assertFalse(c2.call("channel.status", {"channel": key})["busy"])
+
+    def test_stop_brokers_keeps_containers(self):
+        d = self.daemon()
+        c = self.client(d)
+        key = "stopbrokers:1"
+        self.ok(c, self.params(key, "first"))
+        before = self.container_id(c, key)
+        self.stall_model(30)
+        rid = c.request("turn.run", self.params(key, "to be cut", "t2"))
+        FU.wait_for(1, 60, path="/v1/messages")
+        c2 = self.client(d, hooks=())
+        self.assertEqual(c2.call("daemon.stop_brokers"), {"stopped": 1})
+        o = self.finish(c, rid, timeout=10)
+        self.assertEqual((o.result["ok"], o.result["reason"]),
+                         (False, "cancelled"), o.result)
+        st = c2.call("channel.status", {"channel": key})
+        self.assertEqual((st["state"], st["broker"], st["container"]),
+                         ("running", "none", before))
+        FU.reset()
+        o = self.ok(c, self.params(key, "again", "t3"))
+        self.assertEqual(o.result["text"], "echo: Ann: again")
+        self.assertEqual(self.container_id(c, key), before)
+
     def test_cancel_request(self):
         d = self.daemon()
         c = self.client(d)
