@@ -30,8 +30,12 @@
 #define MCP_SERVERS_PER_PROFILE	32
 #define MCP_TOOLS_PER_SERVER	128
 #define HOST_TOOLS_MAX		64
-/* Egress may run this far ahead of what the worker has read. */
+/* Bytes are acknowledged to egress while at most LOWAT wait for the
+ * worker, in batches of at least BATCH: one ack per frame would wake
+ * egress for every 16 KiB.  BATCH is below egress's window, so egress
+ * never waits for an ack that is not coming. */
 #define BROKER_ACK_LOWAT	(256u * 1024)
+#define BROKER_ACK_BATCH	(128u * 1024)
 
 struct scope {
 	int		 sc_refs;	/* the broker's, and each call's */
@@ -850,7 +854,8 @@ broker_dispatch_egress(struct frame_conn *fc, struct frame *f, void *arg)
 		    http_stream_write(cl->cl_conn, data, len) == -1)
 			http_conn_kill(cl->cl_conn);
 		if (cl->cl_conn == NULL || cl->cl_nobody ||
-		    http_conn_pending(cl->cl_conn) <= BROKER_ACK_LOWAT)
+		    (cl->cl_unacked >= BROKER_ACK_BATCH &&
+		    http_conn_pending(cl->cl_conn) <= BROKER_ACK_LOWAT))
 			call_ack(br, cl);
 		break;
 	case MSG_EGR_END:

@@ -20,7 +20,7 @@
 #include "log.h"
 
 /* Read buffer kept between frames; a larger frame gets exactly its size. */
-#define FRAME_RBUF	16384
+#define FRAME_RBUF	131072
 /* Frames without descriptors gathered into one sendmsg(). */
 #define FRAME_WIOV	16
 /* Received descriptors waiting for their frame: one frame's worth plus
