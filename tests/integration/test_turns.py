@@ -28,14 +28,13 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "fixtures"))
+import rtsb  # noqa: E402
 from rtsb import Client, Daemon, wait_until  # noqa: E402
 from fake_upstream import FakeUpstream  # noqa: E402
 
 IMAGE = "rtsandbox-worker:latest"
 ALT_IMAGE = "rtsandbox-worker:turns%d" % os.getpid()
 PREFIX_BASE = "rttu%dx" % os.getpid()
-DOCKER_SOCKET = "/var/run/docker.sock"
-DOCKER_TIMEOUT = 30
 REAL_TOKEN = "sk-test-real-token"
 DUMMY_TOKEN = "sandbox-dummy-token"
 MIB = 1024 * 1024
@@ -47,46 +46,19 @@ TINY_PNG = base64.b64encode(bytes.fromhex(
     "0049454e44ae426082")).decode()
 MEMORY_INTRO = "\n\nWhat you remember about this channel:\n"
 
-_docker_config = tempfile.mkdtemp(prefix="rtsb-dcfg-", dir="/tmp")
 _certdir = None
 FU = None
 
 
-def docker(*args, timeout=DOCKER_TIMEOUT):
-    """The docker CLI with a private configuration directory (HOME may be
-    another user's when the tests run under setpriv)."""
-    return subprocess.run(
-        ["docker"] + list(args), capture_output=True, text=True,
-        timeout=timeout, env={"PATH": "/usr/local/bin:/usr/bin:/bin",
-                              "DOCKER_CONFIG": _docker_config,
-                              "HOME": _docker_config})
+docker = rtsb.docker
+prefixed_containers = rtsb.prefixed_containers
+inspect = rtsb.inspect_container
 
 
 def docker_skip_reason():
-    try:
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(5)
-        try:
-            s.connect(DOCKER_SOCKET)
-            s.sendall(b"GET /_ping HTTP/1.0\r\nHost: docker\r\n\r\n")
-            answer = s.recv(4096)
-        finally:
-            s.close()
-    except OSError as e:
-        return "Docker socket %s not reachable by uid %d: %s" % (
-            DOCKER_SOCKET, os.getuid(), e)
-    if b" 200 " not in answer.split(b"\r\n", 1)[0]:
-        return "Docker socket %s answers /_ping with %r" % (
-            DOCKER_SOCKET, answer[:60])
-    if shutil.which("docker", path="/usr/local/bin:/usr/bin:/bin") is None:
-        return "the docker command line client is not installed"
     if shutil.which("openssl") is None:
         return "openssl is needed for the fake upstream's test CA"
-    r = docker("image", "inspect", IMAGE)
-    if r.returncode != 0:
-        return ("worker image %s missing (DOCKER_BUILDKIT=0 docker build "
-                "-f worker/Dockerfile -t %s BUILD/worker)" % (IMAGE, IMAGE))
-    return None
+    return rtsb.docker_skip_reason(IMAGE)
 
 
 DOCKER_SKIP = docker_skip_reason()
@@ -95,7 +67,7 @@ DOCKER_SKIP = docker_skip_reason()
 def setUpModule():
     global FU, _certdir
     if DOCKER_SKIP is not None:
-        shutil.rmtree(_docker_config, ignore_errors=True)
+        rtsb.docker_cleanup()
         raise unittest.SkipTest(DOCKER_SKIP)
     _certdir = tempfile.mkdtemp(prefix="rtsb-certs-", dir="/tmp")
     os.chmod(_certdir, 0o755)
@@ -116,21 +88,7 @@ def tearDownModule():
             docker("rmi", ALT_IMAGE)
     if _certdir is not None:
         shutil.rmtree(_certdir, ignore_errors=True)
-    shutil.rmtree(_docker_config, ignore_errors=True)
-
-
-def prefixed_containers(prefix):
-    r = docker("ps", "-a", "--format", "{{.Names}}")
-    if r.returncode != 0:
-        raise AssertionError("docker ps: " + r.stderr)
-    return sorted(n for n in r.stdout.split() if n.startswith(prefix + "-"))
-
-
-def inspect(name):
-    r = docker("inspect", "--type", "container", name)
-    if r.returncode != 0:
-        return None
-    return json.loads(r.stdout)[0]
+    rtsb.docker_cleanup()
 
 
 def segment_of(key):
