@@ -869,7 +869,9 @@ broker_dispatch_egress(struct frame_conn *fc, struct frame *f, void *arg)
 				http_stream_end(cl->cl_conn);
 			call_free(cl);
 		} else
-			call_fail(cl, (int)status, "Broker call failed");
+			call_fail(cl, (int)status, err != NULL &&
+			    strcmp(err, "upstream_refused") == 0 ?
+			    "Upstream refused" : "Broker call failed");
 		break;
 	default:
 		fatalx("protocol violation from egress: %s",

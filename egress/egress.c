@@ -49,6 +49,7 @@ struct egress_call {
 	char				*ec_route;
 	long				 ec_status;
 	int				 ec_head_sent;
+	int				 ec_refused;	/* status outside 200-599 */
 	int				 ec_paused;
 	uint64_t			 ec_unacked;
 	uint64_t			 ec_bytes;
@@ -177,6 +178,9 @@ egress_end(struct egress_call *ec, int ok, int status, const char *why)
 	msg_add_bool(&mb, "ok", ok);
 	if (!ok)
 		msg_add_uint(&mb, "status", status);
+	/* The worker learns this much and nothing of the upstream's detail. */
+	if (!ok && ec->ec_refused)
+		msg_add_str(&mb, "error", "upstream_refused");
 	egress_send(ec->ec_peer, &mb);
 }
 
@@ -204,8 +208,12 @@ egress_on_head(struct up_call *up, long status, const struct up_hdr *hdrs,
 	struct msgb		 mb;
 
 	ec->ec_status = status;
-	/* Redirects are errors; anything outside 200-599 is refused. */
-	if (status < 200 || status > 599 || (status >= 300 && status < 400))
+	/* Anything outside 200-599 is refused; redirects are errors. */
+	if (status < 200 || status > 599) {
+		ec->ec_refused = 1;
+		return -1;
+	}
+	if (status >= 300 && status < 400)
 		return -1;
 	for (i = 0; i < n && k < EGRESS_RESP_HDRS; i++)
 		if (hdrs_response_allowed(hdrs[i].name, hdrs[i].value,
@@ -384,7 +392,8 @@ egress_call(struct egress_peer *ep, struct msg *m)
 	req.nhdrs = hr.hr_n;
 	req.body = ec->ec_body;
 	req.body_len = len;
-	req.ca_file = mcp ? NULL : eg->eg_ca_file;
+	/* upstream.ca_file is the operator's private CA for MCP too */
+	req.ca_file = eg->eg_ca_file;
 	req.max_body = RESPONSE_BODY_MAX;
 	ec->ec_up = upstream_call(eg->eg_upstream, &req, &egress_up_cbs, ec);
 	hdrs_req_free(&hr);

@@ -793,6 +793,10 @@ up_setopts(struct up_call *c, const struct up_request *req)
 	    (rc = curl_easy_setopt(e, CURLOPT_ERRORBUFFER, c->uc_errbuf)) !=
 	    CURLE_OK ||
 	    (rc = curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L)) != CURLE_OK ||
+	    /* A reused connection that dies makes libcurl send the POST
+	     * again: a model call paid twice.  Every call gets its own. */
+	    (rc = curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L)) != CURLE_OK ||
+	    (rc = curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L)) != CURLE_OK ||
 	    (rc = curl_easy_setopt(e, CURLOPT_URL, req->url)) != CURLE_OK ||
 	    (rc = curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https")) !=
 	    CURLE_OK ||

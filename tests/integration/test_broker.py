@@ -1,0 +1,2125 @@
+"""The broker's HTTP surface (PROTOCOL.md 3, 4 and 5) against the real
+rtsandboxd, run as an unprivileged user with the real Docker daemon.
+
+The containers run a test image whose entry point does nothing (the sleeper
+of tests/fixtures/sleeper), so the test itself plays the hostile worker:
+raw HTTP/1.1 on <state>/<segment>/run/broker.sock, including the
+POST /worker/ready that channel.start waits for.  The model service and the
+MCP servers are the in-process fake upstream of tests/fixtures, which
+records what reached it.  Host tool calls are answered by a control client
+that declared the tool.call hook.
+
+Every test class has its own daemon, fake upstream and container prefix
+(rtsbk<pid>x<n>); its containers are removed when the class ends."""
+
+import base64
+import contextlib
+import json
+import os
+import select
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "fixtures"))
+from rtsb import Client, Daemon, wait_until  # noqa: E402
+import fake_upstream  # noqa: E402
+from fake_upstream import (FakeUpstream, encode_token, header,  # noqa: E402
+                           header_values)
+
+SLEEPER = "rtsandbox-test-sleeper:latest"
+SLEEPER_SRC = os.path.join(HERE, "..", "fixtures", "sleeper")
+PREFIX_BASE = "rtsbk%dx" % os.getpid()
+DOCKER_SOCKET = "/var/run/docker.sock"
+MIB = 1048576
+REAL_TOKEN = "sk-test-real-token"
+MCP_TOKEN = "sk-test-mcp-token"
+MODEL = "claude-test"
+ENCODINGS = ("raw", "percent", "percent_lower", "base64", "base64url", "hex",
+             "hex_lower")
+# What PROTOCOL.md 3.2 lets reach the model service.
+UPSTREAM_HEADERS = {"host", "content-type", "accept", "accept-encoding",
+                    "anthropic-version", "anthropic-beta", "user-agent",
+                    "x-app", "authorization", "content-length"}
+UPSTREAM_MCP_HEADERS = {"host", "content-type", "accept", "accept-encoding",
+                        "mcp-session-id", "mcp-protocol-version",
+                        "authorization", "content-length"}
+
+# Made by setUpModule: a private docker CLI configuration directory (HOME
+# may be another user's under setpriv) and the test CA's directory.
+_docker_config = None
+_certdir = None
+
+
+def docker(*args, timeout=60):
+    return subprocess.run(
+        ["docker"] + list(args), capture_output=True, text=True,
+        timeout=timeout, env={"PATH": "/usr/local/bin:/usr/bin:/bin",
+                              "DOCKER_CONFIG": _docker_config,
+                              "HOME": _docker_config,
+                              "DOCKER_BUILDKIT": "0"})
+
+
+def _ensure_sleeper():
+    """Build the do-nothing worker image when it is missing."""
+    if docker("image", "inspect", SLEEPER).returncode == 0:
+        return None
+    d = tempfile.mkdtemp(prefix="rtsb-sleeper-", dir="/tmp")
+    try:
+        r = subprocess.run(["gcc", "-static", "-O2", "-o",
+                            os.path.join(d, "sleeper"),
+                            os.path.join(SLEEPER_SRC, "sleeper.c")],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            return "cannot build the sleeper: " + r.stderr
+        shutil.copy(os.path.join(SLEEPER_SRC, "Dockerfile"), d)
+        r = docker("build", "-q", "-t", SLEEPER, d, timeout=300)
+        if r.returncode != 0:
+            return "docker build of %s failed: %s" % (SLEEPER, r.stderr)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    return None
+
+
+def docker_skip_reason():
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(5)
+        try:
+            s.connect(DOCKER_SOCKET)
+            s.sendall(b"GET /_ping HTTP/1.0\r\nHost: docker\r\n\r\n")
+            answer = s.recv(4096)
+        finally:
+            s.close()
+    except OSError as e:
+        return "Docker socket %s not reachable by uid %d: %s" % (
+            DOCKER_SOCKET, os.getuid(), e)
+    if b" 200 " not in answer.split(b"\r\n", 1)[0]:
+        return "Docker socket answers /_ping with %r" % answer[:60]
+    if shutil.which("docker", path="/usr/local/bin:/usr/bin:/bin") is None:
+        return "the docker command line client is not installed"
+    try:
+        return _ensure_sleeper()
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return "cannot prepare %s: %s" % (SLEEPER, e)
+
+
+DOCKER_SKIP = "not checked yet"
+
+
+def setUpModule():
+    """Docker reachable and the sleeper image there (built when missing)."""
+    global DOCKER_SKIP, _docker_config, _certdir
+    _docker_config = tempfile.mkdtemp(prefix="rtsb-dcfg-", dir="/tmp")
+    _certdir = tempfile.mkdtemp(prefix="rtsb-certs-", dir="/tmp")
+    if os.getuid() == 0:
+        DOCKER_SKIP = "run as the service user, not root"
+    else:
+        DOCKER_SKIP = docker_skip_reason()
+
+
+def prefixed_containers(prefix):
+    r = docker("ps", "-a", "--format", "{{.Names}}")
+    if r.returncode != 0:
+        raise AssertionError("docker ps: " + r.stderr)
+    return sorted(n for n in r.stdout.split() if n.startswith(prefix))
+
+
+def remove_containers(prefix):
+    names = prefixed_containers(prefix)
+    if names:
+        docker("rm", "-f", *names)
+
+
+def tearDownModule():
+    if DOCKER_SKIP is None:
+        remove_containers(PREFIX_BASE)
+    for d in (_docker_config, _certdir):
+        if d is not None:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def write_secret(path, text):
+    """Replace a credential file atomically (as a refresher would)."""
+    tmp = path + ".new"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+
+
+def all_encodings(token):
+    return [encode_token(token, e) for e in ENCODINGS] + [
+        encode_token(token, "base64", pad=False),
+        encode_token(token, "base64url", pad=True)]
+
+
+# ---------------------------------------------------------------- raw HTTP
+
+class Resp:
+    """One answer as the worker read it off the socket."""
+
+    def __init__(self, raw, eof, arrivals):
+        self.raw = raw
+        self.eof = eof
+        self.arrivals = arrivals      # [(monotonic time, total bytes)]
+        self.status = None
+        self.reason = None
+        self.headers = []
+        self.body = b""
+        self.head_complete = False
+        self.complete = False
+        self.chunked = False
+        self.head_len = 0
+        head, sep, rest = raw.partition(b"\r\n\r\n")
+        if not sep:
+            return
+        self.head_complete = True
+        self.head_len = len(head) + 4
+        lines = head.decode("latin-1").split("\r\n")
+        parts = lines[0].split(" ", 2)
+        self.version = parts[0]
+        self.status = int(parts[1])
+        self.reason = parts[2] if len(parts) > 2 else ""
+        for line in lines[1:]:
+            n, _, v = line.partition(":")
+            self.headers.append((n.strip().lower(), v.strip()))
+        te = (self.header("transfer-encoding") or "").lower()
+        cl = self.header("content-length")
+        if self.status in (204, 304) or self.status < 200:
+            self.complete = True
+        elif "chunked" in te:
+            self.chunked = True
+            self.body, self.complete = self._dechunk(rest)
+        elif cl is not None:
+            self.body = rest[:int(cl)]
+            self.complete = len(rest) >= int(cl)
+        else:
+            self.body = rest
+            self.complete = eof
+
+    @staticmethod
+    def _dechunk(data):
+        out, pos = [], 0
+        while True:
+            eol = data.find(b"\r\n", pos)
+            if eol == -1:
+                return b"".join(out), False
+            try:
+                size = int(data[pos:eol].split(b";")[0], 16)
+            except ValueError:
+                return b"".join(out), False
+            start = eol + 2
+            if size == 0:
+                return b"".join(out), data[start:start + 2] == b"\r\n"
+            chunk = data[start:start + size]
+            out.append(chunk)
+            if len(chunk) < size or data[start + size:start + size + 2] != \
+                    b"\r\n":
+                return b"".join(out), False
+            pos = start + size + 2
+
+    def header(self, name):
+        for n, v in self.headers:
+            if n == name.lower():
+                return v
+        return None
+
+    def header_names(self):
+        return {n for n, _ in self.headers}
+
+    @property
+    def text(self):
+        return self.body.decode("utf-8", "replace")
+
+    def json(self):
+        return json.loads(self.body)
+
+    def time_at(self, offset):
+        """When the byte at offset of raw arrived."""
+        for t, total in self.arrivals:
+            if total > offset:
+                return t
+        return None
+
+    def __repr__(self):
+        return "<Resp %s %r %d bytes%s>" % (
+            self.status, self.body[:200], len(self.raw),
+            "" if self.complete else " (incomplete)")
+
+
+def connect(path, timeout=30):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.settimeout(timeout)
+        s.connect(path)
+    except BaseException:
+        s.close()
+        raise
+    return s
+
+
+def build_request(method, target, body=None, headers=()):
+    if body is not None and not isinstance(body, (bytes, bytearray)):
+        body = json.dumps(body).encode()
+    lines = ["%s %s HTTP/1.1" % (method, target), "Host: broker"]
+    names = {n.lower() for n, _ in headers}
+    for n, v in headers:
+        lines.append("%s: %s" % (n, v))
+    if body is not None and "content-length" not in names and \
+            "transfer-encoding" not in names:
+        lines.append("Content-Length: %d" % len(body))
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8") + (body or b"")
+
+
+def read_response(s, timeout=30, limit=None):
+    """Read until the broker closes (or timeout); every answer the broker
+    gives must say connection: close (PROTOCOL.md 3.5)."""
+    chunks, arrivals, total, eof = [], [], 0, False
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            s.settimeout(left)
+            try:
+                data = s.recv(1 << 20)
+            except socket.timeout:
+                break
+            except ConnectionResetError:
+                eof = True
+                break
+            if not data:
+                eof = True
+                break
+            total += len(data)
+            if limit is None or sum(map(len, chunks)) < limit:
+                chunks.append(data)
+            arrivals.append((time.monotonic(), total))
+    finally:
+        s.close()
+    r = Resp(b"".join(chunks), eof, arrivals)
+    r.total = total
+    if r.head_complete and (r.header("connection") or "").lower() != "close":
+        raise AssertionError("answer without connection: close: %r" %
+                             r.raw[:r.head_len])
+    return r
+
+
+class Worker:
+    """The hostile worker of one channel, over raw HTTP/1.1."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def send(self, method, target, body=None, headers=(), raw=None,
+             timeout=60):
+        s = connect(self.path, timeout)
+        try:
+            s.sendall(raw if raw is not None else
+                      build_request(method, target, body, headers))
+        except BaseException:
+            s.close()
+            raise
+        return s
+
+    def req(self, method, target, body=None, headers=(), raw=None,
+            timeout=60, limit=None):
+        return read_response(self.send(method, target, body, headers, raw),
+                             timeout, limit)
+
+    def ready(self):
+        return self.req("POST", "/worker/ready", timeout=10)
+
+    def next(self, timeout=50):
+        return self.req("GET", "/worker/next", timeout=timeout)
+
+    def result(self, turn_id, result):
+        return self.req("POST", "/worker/result",
+                        {"turnId": turn_id, "result": result})
+
+    def model(self, body=None, target="/anthropic/v1/messages", headers=(),
+              timeout=60, limit=None):
+        if body is None:
+            body = {"model": "anything", "max_tokens": 100,
+                    "messages": [{"role": "user", "content": "hello"}]}
+        return self.req("POST", target, body, headers, timeout=timeout,
+                        limit=limit)
+
+    def mcp(self, body, server="files", headers=()):
+        return self.req("POST", "/mcp/" + server, body,
+                        [("content-type", "application/json"),
+                         ("accept", "application/json, text/event-stream"),
+                         ("authorization", "Bearer sandbox-dummy-token")] +
+                        list(headers))
+
+    def tool(self, name, body):
+        return self.req("POST", "/tools/" + name, body)
+
+
+def rpc(method, mid=1, params=None, **extra):
+    m = {"jsonrpc": "2.0", "method": method}
+    if mid is not None:
+        m["id"] = mid
+    if params is not None:
+        m["params"] = params
+    m.update(extra)
+    return m
+
+
+INIT_PARAMS = {"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "hostile", "version": "1"}}
+
+
+# ---------------------------------------------------------------- turns
+
+class TurnRun(threading.Thread):
+    """turn.run on a control client of its own, in a thread: answers the
+    tool.call hook with hook(params) and keeps the progress phases."""
+
+    def __init__(self, socket_path, params, hook=None):
+        super().__init__(daemon=True)
+        self.client = Client(socket_path, hooks=["tool.call"])
+        self.client.sock.settimeout(None)
+        self.params = params
+        self.hook = hook
+        self.hook_calls = []
+        self.progress = []
+        self.result = None
+        self.error = None
+        self.answered_at = None
+        self.sent_at = None
+
+    def read_message(self):
+        """Client.read_message without its quadratic buffer (a turn.run
+        answer carries up to 50 MiB of files)."""
+        c = self.client
+        i = c.buf.find(b"\n")
+        if i >= 0:
+            line, c.buf = c.buf[:i], c.buf[i + 1:]
+            return json.loads(line)
+        parts = [c.buf]
+        while True:
+            chunk = c.sock.recv(1 << 22)
+            if not chunk:
+                raise ConnectionError("connection closed")
+            i = chunk.find(b"\n")
+            if i >= 0:
+                parts.append(chunk[:i])
+                c.buf = chunk[i + 1:]
+                return json.loads(b"".join(parts))
+            parts.append(chunk)
+
+    def run(self):
+        try:
+            self.sent_at = time.monotonic()
+            rid = self.client.request("turn.run", self.params)
+            while True:
+                m = self.read_message()
+                if m.get("method") == "tool.call":
+                    self.hook_calls.append(m["params"])
+                    ans = self.hook(m["params"]) if self.hook else \
+                        {"ok": True, "text": "tool ok"}
+                    self.client.send_raw(json.dumps(
+                        {"jsonrpc": "2.0", "id": m["id"], "result": ans}
+                    ).encode() + b"\n")
+                elif m.get("method") == "turn.progress":
+                    self.progress.append(m["params"]["phase"])
+                elif m.get("id") == rid:
+                    self.answered_at = time.monotonic()
+                    self.result = m
+                    return
+        except Exception as e:  # noqa: BLE001 (reported by wait())
+            self.error = e
+
+    def wait(self, timeout=40):
+        self.join(timeout)
+        if self.is_alive():
+            raise AssertionError("turn.run not answered in %ss" % timeout)
+        if self.error is not None:
+            raise self.error
+        if "error" in self.result:
+            raise AssertionError("turn.run error: %r" % self.result)
+        return self.result["result"]
+
+    def disconnect(self):
+        try:
+            self.client.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.client.close()
+
+    def close(self):
+        self.disconnect()
+        self.join(5)
+
+
+# ---------------------------------------------------------------- base
+
+class BrokerCase(unittest.TestCase):
+    """One daemon and one fake upstream for the class."""
+
+    TURN_MS = 30000
+    MAX_CALLS = None
+    CHANNEL = "brk-main"
+    counter = 0
+
+    @classmethod
+    def setUpClass(cls):
+        if DOCKER_SKIP is not None:
+            raise unittest.SkipTest(DOCKER_SKIP)
+        BrokerCase.counter += 1
+        cls.prefix = "%s%d" % (PREFIX_BASE, BrokerCase.counter)
+        cls.fu = FakeUpstream(_certdir, default_delay_ms=5)
+        cls.fu.start()
+        fu = cls.fu
+
+        def conf(c):
+            root = os.path.dirname(c["state_dir"])
+            mcpcred = os.path.join(root, "mcp-credential")
+            with open(mcpcred, "w") as f:
+                f.write(MCP_TOKEN + "\n")
+            os.chmod(mcpcred, 0o600)
+            c["image"] = SLEEPER
+            c["docker"] = {"container_prefix": cls.prefix}
+            c["upstream"]["url"] = fu.url
+            c["upstream"]["ca_file"] = fu.ca_file
+            c["mcp"] = {"servers": [
+                {"name": "files", "url": fu.mcp_url("files"),
+                 "tools": ["echo", "add"]},
+                {"name": "other", "url": fu.mcp_url("other"),
+                 "tools": ["echo"]}],
+                "credential_file": mcpcred, "allow_http": False}
+            c["profiles"] = {"default": {"model": MODEL, "mcp": ["files"]}}
+            c["tools"] = ["roll_dice", "lookup"]
+            c["timeouts"] = {"start_ms": 20000, "turn_ms": cls.TURN_MS}
+            if cls.MAX_CALLS is not None:
+                c["budgets"] = {"max_calls": cls.MAX_CALLS}
+        try:
+            cls.d = Daemon(config=conf)
+            cls.d.start()
+            cls.ctl = Client(cls.d.socket)
+            cls.ctl.sock.settimeout(60)
+        except Exception:
+            cls._teardown()
+            raise
+        cls.turn_counter = 0
+
+    @classmethod
+    def _teardown(cls):
+        for what in ("ctl",):
+            c = getattr(cls, what, None)
+            if c is not None:
+                c.close()
+        d = getattr(cls, "d", None)
+        if d is not None:
+            # RTSB_LOG_TAIL=N: the last N bytes of the daemon's log
+            if os.environ.get("RTSB_LOG_TAIL"):
+                sys.stderr.write(d.read_log()[
+                    -int(os.environ["RTSB_LOG_TAIL"]):])
+            try:
+                d.stop()
+            finally:
+                remove_containers(cls.prefix + "-")
+                d.cleanup()
+        cls.fu.stop()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls._teardown()
+
+    def setUp(self):
+        self.fu.reset()
+
+    # -- helpers
+
+    @classmethod
+    def sock_path(cls, key):
+        seg = "".join(ch if (ch.isascii() and (ch.isalnum() or ch in "_-"))
+                      else "_" for ch in key)
+        return os.path.join(cls.d.config["state_dir"], seg, "run",
+                            "broker.sock")
+
+    def worker(self, key=None):
+        return Worker(self.sock_path(key or self.CHANNEL))
+
+    def container(self, key):
+        return "%s-%s" % (self.prefix, key)
+
+    def container_exists(self, key):
+        return self.container(key) in prefixed_containers(self.prefix + "-")
+
+    def start_channel(self, key=None, client=None):
+        """channel.start, posting /worker/ready for the worker until the
+        start is answered; returns the time the start was asked."""
+        key = key or self.CHANNEL
+        c = client or self.ctl
+        w = self.worker(key)
+        stop = threading.Event()
+
+        self.first_ready = None
+
+        def poster():
+            while not stop.is_set():
+                if os.path.exists(w.path):
+                    try:
+                        if w.ready().status == 200 and \
+                                self.first_ready is None:
+                            self.first_ready = time.monotonic()
+                    except OSError:
+                        pass
+                stop.wait(0.25)
+        t0 = time.monotonic()
+        rid = c.request("channel.start", {"channel": key,
+                                          "profile": "default"})
+        th = threading.Thread(target=poster, daemon=True)
+        th.start()
+        try:
+            self.assertEqual(c.wait(rid), {})
+        finally:
+            stop.set()
+            th.join(10)
+        return t0
+
+    def turn_params(self, key=None, text="hello there", **extra):
+        type(self).turn_counter += 1
+        p = {"channel": key or self.CHANNEL, "profile": "default",
+             "turnId": "turn-%d" % self.turn_counter,
+             "author": {"id": "u-1", "name": "Ann"}, "text": text,
+             "images": []}
+        p.update(extra)
+        return p
+
+    def begin_turn(self, key=None, hook=None, **extra):
+        tr = TurnRun(self.d.socket, self.turn_params(key, **extra), hook)
+        self.addCleanup(tr.close)
+        tr.start()
+        return tr
+
+    def next_turn(self, w, tr):
+        r = w.next()
+        self.assertEqual(r.status, 200, r)
+        turn = r.json()
+        self.assertEqual(turn["turnId"], tr.params["turnId"])
+        return turn
+
+    @contextlib.contextmanager
+    def in_turn(self, key=None, hook=None, **extra):
+        """A bound turn: yields (worker, turn run, turn); the worker posts
+        a result at the end."""
+        w = self.worker(key)
+        tr = self.begin_turn(key, hook, **extra)
+        turn = self.next_turn(w, tr)
+        ok = False
+        try:
+            yield w, tr, turn
+            ok = True
+        finally:
+            try:
+                r = w.result(turn["turnId"], {"ok": True, "text": "done",
+                                              "files": []})
+                res = tr.wait()
+            except Exception:
+                if ok:
+                    raise
+            else:
+                if ok:
+                    self.assertEqual(r.status, 200, r)
+                    self.assertEqual(res, {"ok": True, "text": "done",
+                                           "files": []})
+
+    def assertAnswer(self, r, status, text=None):
+        self.assertTrue(r.head_complete, r)
+        self.assertEqual(r.status, status, r)
+        if text is not None:
+            self.assertEqual(r.text, text, r)
+            self.assertTrue(r.complete, r)
+
+    def assertNothingUpstream(self, wait=0.3):
+        time.sleep(wait)
+        self.assertEqual(self.fu.requests(), [])
+
+
+# ---------------------------------------------------------------- 3, 3.4
+
+class Routes(BrokerCase):
+    """The order of precedence of PROTOCOL.md 3."""
+
+    CHANNEL = "brk-routes"
+
+    def setUp(self):
+        super().setUp()
+        self.start_channel()
+
+    def test_fragment_404(self):
+        w = self.worker()
+        for m, t in (("POST", "/worker/ready#x"), ("GET", "/worker/next#"),
+                     ("GET", "/mcp-tools#top")):
+            self.assertAnswer(w.req(m, t), 404, "Not found")
+        with self.in_turn() as (w, tr, turn):
+            self.assertAnswer(w.model(target="/anthropic/v1/messages#f"),
+                              404, "Not found")
+            self.assertAnswer(
+                w.model(target="/anthropic/v1/messages?beta=true#f"),
+                404, "Not found")
+            self.assertNothingUpstream()
+
+    def test_query_other_than_beta_true_404(self):
+        w = self.worker()
+        # rule 1 comes before the worker routes and discovery
+        for m, t in (("POST", "/worker/ready?x=1"), ("GET", "/mcp-tools?a"),
+                     ("POST", "/worker/ready?")):
+            self.assertAnswer(w.req(m, t), 404, "Not found")
+        with self.in_turn() as (w, tr, turn):
+            for q in ("?beta=false", "?beta=true&x=1", "?", "?BETA=TRUE",
+                      "?beta=true=", "?x=1&beta=true"):
+                self.assertAnswer(
+                    w.model(target="/anthropic/v1/messages" + q), 404,
+                    "Not found")
+            self.assertNothingUpstream()
+
+    def test_beta_true_reaches_upstream(self):
+        with self.in_turn() as (w, tr, turn):
+            r = w.model(target="/anthropic/v1/messages?beta=true")
+            self.assertAnswer(r, 200)
+            self.assertEqual(r.json()["model"], MODEL)
+            r = w.model({"messages": [{"role": "user", "content": "x"}]},
+                        target="/anthropic/v1/messages/count_tokens"
+                        "?beta=true")
+            self.assertAnswer(r, 200)
+            recs = self.fu.requests()
+            self.assertEqual([(x["path"], x["query"], x["target"])
+                              for x in recs],
+                             [("/v1/messages", "beta=true",
+                               "/v1/messages?beta=true"),
+                              ("/v1/messages/count_tokens", "beta=true",
+                               "/v1/messages/count_tokens?beta=true")])
+
+    def test_worker_path_with_query_is_no_worker_route(self):
+        w = self.worker()
+        # with a query it falls through: here no turn is bound and the
+        # startup window is gone with the first bind, or is not an MCP path
+        with self.in_turn() as (w, tr, turn):
+            pass
+        time.sleep(0.2)     # the unbind reaches the broker
+        for m, t in (("POST", "/worker/ready?beta=true"),
+                     ("GET", "/worker/next?beta=true"),
+                     ("POST", "/worker/result?beta=true")):
+            self.assertAnswer(w.req(m, t), 410, "Turn ended")
+        with self.in_turn() as (w, tr, turn):
+            for m, t in (("POST", "/worker/ready?beta=true"),
+                         ("GET", "/worker/next?beta=true"),
+                         ("POST", "/worker/result?beta=true")):
+                self.assertAnswer(w.req(m, t, b"{}"), 404, "Not found")
+            self.assertNothingUpstream(0)
+
+    def test_mcp_tools(self):
+        w = self.worker()
+        r = w.req("GET", "/mcp-tools")
+        self.assertAnswer(r, 200)
+        self.assertEqual(r.json(), {"servers": [{"name": "files",
+                                                 "tools": ["echo", "add"]}]})
+        self.assertTrue((r.header("content-type") or "").startswith(
+            "application/json"), r.headers)
+        for secret in (b"127.0.0.1", b"https", b"/mcp/", REAL_TOKEN.encode(),
+                       MCP_TOKEN.encode(), b"other", b"credential"):
+            self.assertNotIn(secret, r.raw)
+        # the same during a turn; a POST is no discovery
+        with self.in_turn() as (w, tr, turn):
+            self.assertEqual(w.req("GET", "/mcp-tools").json(), r.json())
+            self.assertAnswer(w.req("POST", "/mcp-tools", b"{}"), 404,
+                              "Not found")
+        self.assertNothingUpstream(0)
+
+    def test_no_turn_no_window_410(self):
+        with self.in_turn() as (w, tr, turn):
+            pass
+        time.sleep(0.2)     # the unbind reaches the broker
+        # the first bind removed the startup window; the unbind left no
+        # scope at all: even MCP metadata is refused
+        w = self.worker()
+        for target, body in (("/mcp/files", rpc("tools/list")),
+                             ("/anthropic/v1/messages", {}),
+                             ("/tools/roll_dice", {"input": {}}),
+                             ("/nope", {})):
+            self.assertAnswer(w.req("POST", target, body), 410, "Turn ended")
+        self.assertNothingUpstream()
+
+    def test_not_found_404(self):
+        with self.in_turn() as (w, tr, turn):
+            cases = [
+                ("GET", "/anthropic/v1/messages"),
+                ("PUT", "/anthropic/v1/messages"),
+                ("GET", "/tools/roll_dice"),
+                ("GET", "/mcp/files"),
+                ("POST", "/anthropic/v1/complete"),
+                ("POST", "/anthropic/v1/messages/"),
+                ("POST", "/v1/messages"),
+                ("POST", "/nope"),
+                ("POST", "/tools/unlisted"),
+                ("POST", "/tools/Roll_dice"),
+                ("POST", "/tools/"),
+                ("POST", "/mcp/other"),       # configured, not the profile's
+                ("POST", "/mcp/unknown"),
+                ("POST", "/mcp/files/x"),
+                ("POST", "/tools/roll_dice?beta=true"),
+                ("POST", "/mcp/files?beta=true"),
+                ("POST", "/worker/other"),
+            ]
+            for m, t in cases:
+                with self.subTest(method=m, target=t):
+                    self.assertAnswer(w.req(m, t, {"input": {}}), 404,
+                                      "Not found")
+            for m, t in (("GET", "/worker/ready"), ("POST", "/worker/next"),
+                         ("GET", "/worker/result"), ("GET", "/worker/")):
+                with self.subTest(method=m, target=t):
+                    self.assertAnswer(w.req(m, t), 404, "Not found")
+            self.assertEqual(tr.hook_calls, [])
+        self.assertNothingUpstream()
+
+    def test_four_in_flight(self):
+        self.fu.script({"kind": "stall", "seconds": 5, "repeat": 4,
+                        "match": "/v1/messages"})
+        with self.in_turn() as (w, tr, turn):
+            body = {"max_tokens": 10,
+                    "messages": [{"role": "user", "content": "stall"}]}
+            held = [w.send("POST", "/anthropic/v1/messages", body)
+                    for _ in range(4)]
+            try:
+                self.fu.wait_for(4, timeout=10)
+                r = w.model(body)
+                self.assertAnswer(r, 429, "Broker budget exhausted")
+                # an MCP call and a host tool call count as well
+                self.assertAnswer(w.mcp(rpc("ping")), 429,
+                                  "Broker budget exhausted")
+                self.assertAnswer(w.tool("roll_dice", {"input": {}}), 429,
+                                  "Broker budget exhausted")
+                self.assertEqual(len(self.fu.requests()), 4)
+            finally:
+                for s in held:
+                    s.close()
+            # the worker left: the slots are free again
+            r = None
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:
+                r = w.model(body)
+                if r.status != 429:
+                    break
+                time.sleep(0.1)
+            self.assertAnswer(r, 200)
+
+
+class Budget(BrokerCase):
+    """budgets.max_calls per bound turn (PROTOCOL.md 3.4, rule 7)."""
+
+    MAX_CALLS = 2
+    CHANNEL = "brk-budget"
+
+    def setUp(self):
+        super().setUp()
+        self.start_channel()
+
+    def count(self, w):
+        return w.model({"messages": [{"role": "user", "content": "x"}]},
+                       target="/anthropic/v1/messages/count_tokens")
+
+    def test_third_call_429(self):
+        with self.in_turn() as (w, tr, turn):
+            # what is not a call uses no budget
+            self.assertAnswer(w.req("GET", "/anthropic/v1/messages"), 404)
+            self.assertAnswer(w.req("POST", "/tools/unlisted", {}), 404)
+            self.assertAnswer(w.req("GET", "/mcp-tools"), 200)
+            self.assertAnswer(w.ready(), 200, "Ready")
+            self.assertAnswer(self.count(w), 200)
+            self.assertAnswer(w.tool("roll_dice", {"input": {}}), 200)
+            for call in (lambda: self.count(w),
+                         lambda: w.model(),
+                         lambda: w.mcp(rpc("ping")),
+                         lambda: w.tool("roll_dice", {"input": {}})):
+                self.assertAnswer(call(), 429, "Broker budget exhausted")
+            self.assertEqual(len(self.fu.requests()), 1)
+            self.assertEqual(len(tr.hook_calls), 1)
+        # the next turn has a budget of its own
+        with self.in_turn() as (w, tr, turn):
+            self.assertAnswer(self.count(w), 200)
+            self.assertAnswer(self.count(w), 200)
+            self.assertAnswer(self.count(w), 429, "Broker budget exhausted")
+
+
+# ---------------------------------------------------------------- 3.1
+
+class WorkerRoutes(BrokerCase):
+    CHANNEL = "brk-worker"
+
+    def setUp(self):
+        super().setUp()
+        self.start_channel()
+
+    def test_ready(self):
+        r = self.worker().ready()
+        self.assertAnswer(r, 200, "Ready")
+        self.assertTrue(r.header("content-type").startswith("text/plain"))
+
+    def wait_poll_free(self, w):
+        """After a held poll's client left, until a new poll may wait."""
+        for _ in range(50):
+            s = w.send("GET", "/worker/next")
+            ready, _, _ = select.select([s], [], [], 0.3)
+            if not ready:
+                s.close()
+                time.sleep(0.2)     # the broker sees that poll leave
+                return
+            read_response(s, 5)
+            time.sleep(0.05)
+        self.fail("a poll still waits")
+
+    def test_second_waiting_poll_429(self):
+        w = self.worker()
+        self.wait_poll_free(w)
+        first = w.send("GET", "/worker/next")
+        try:
+            time.sleep(0.3)
+            self.assertAnswer(w.next(), 429, "Already waiting")
+            self.assertAnswer(w.next(), 429, "Already waiting")
+            # the first still waits, unanswered
+            self.assertEqual(select.select([first], [], [], 0.2)[0], [])
+        finally:
+            first.close()
+        self.wait_poll_free(w)
+
+    def test_turn_answers_waiting_poll_once(self):
+        w = self.worker()
+        self.wait_poll_free(w)
+        poll = w.send("GET", "/worker/next")
+        time.sleep(0.2)
+        images = [{"data": base64.b64encode(b"\x89PNG" + bytes(300)).decode(),
+                   "mimeType": "image/png"},
+                  {"data": "R0lGODlh", "mimeType": "image/gif"}]
+        tr = self.begin_turn(text="what is up", memory="mem", images=images)
+        r = read_response(poll, 20)
+        self.assertAnswer(r, 200)
+        self.assertTrue(r.header("content-type").startswith(
+            "application/json"))
+        turn = r.json()
+        self.assertEqual(turn, {"turnId": tr.params["turnId"],
+                                "author": {"id": "u-1", "name": "Ann"},
+                                "text": "what is up", "memory": "mem",
+                                "images": images, "thinking": "low"})
+        self.assertLess(r.arrivals[0][0] - tr.sent_at, 10)
+        # delivered at most once: the next poll waits and never gets it
+        again = w.send("GET", "/worker/next")
+        try:
+            self.assertEqual(select.select([again], [], [], 1.5)[0], [],
+                             "the turn was delivered twice")
+            r = w.result(turn["turnId"], {"ok": True, "text": "fine",
+                                          "files": []})
+            self.assertAnswer(r, 200, "Accepted")
+            self.assertEqual(tr.wait(), {"ok": True, "text": "fine",
+                                         "files": []})
+            self.assertEqual(select.select([again], [], [], 0.5)[0], [])
+        finally:
+            again.close()
+        self.assertIn("delivered", tr.progress)
+
+    def test_result_without_turn_409(self):
+        w = self.worker()
+        r = w.result("turn-none", {"ok": True, "text": "x", "files": []})
+        self.assertAnswer(r, 409, "No matching turn")
+        # decided before the body: an invalid one changes nothing
+        self.assertAnswer(w.req("POST", "/worker/result", b"{nope"), 409,
+                          "No matching turn")
+
+    def test_result_before_delivery_409(self):
+        w = self.worker()
+        self.wait_poll_free(w)
+        tr = self.begin_turn()
+        self.assertTrue(wait_until(lambda: "ready" in tr.progress, 20))
+        time.sleep(0.3)
+        r = w.result(tr.params["turnId"], {"ok": True, "text": "early",
+                                           "files": []})
+        self.assertAnswer(r, 409, "No matching turn")
+        turn = self.next_turn(w, tr)
+        self.assertAnswer(w.result(turn["turnId"], {"ok": True, "text": "ok",
+                                                    "files": []}),
+                          200, "Accepted")
+        self.assertEqual(tr.wait()["text"], "ok")
+
+    def test_result_rules(self):
+        w = self.worker()
+        tr = self.begin_turn()
+        turn = self.next_turn(w, tr)
+        tid = turn["turnId"]
+        ok = {"ok": True, "text": "x", "files": []}
+        # 409: not an object, wrong turnId, result not an object, ok not a
+        # boolean
+        for body in ([tid], {"turnId": "other", "result": ok},
+                     {"result": ok}, {"turnId": tid, "result": "ok"},
+                     {"turnId": tid, "result": {"ok": "yes", "text": "x",
+                                                "files": []}},
+                     {"turnId": tid, "result": {"text": "x", "files": []}}):
+            with self.subTest(body=json.dumps(body)[:80]):
+                self.assertAnswer(w.req("POST", "/worker/result", body), 409,
+                                  "No matching turn")
+        # 400 Invalid result: not JSON
+        for raw in (b"{nope", b"", b'{"turnId":"%s",' % tid.encode(),
+                    b"\xff\xfe"):
+            with self.subTest(raw=raw):
+                self.assertAnswer(w.req("POST", "/worker/result", raw), 400,
+                                  "Invalid result")
+        # 400: the bounds of 3.1
+        a_file = {"name": "f.txt", "data": "eA=="}
+        for result in (
+                {"ok": True, "text": "a" * 100001, "files": []},
+                # 99 999 + a character outside the BMP = 100 001 chars
+                {"ok": True, "text": "a" * 99999 + "\U0001F600",
+                 "files": []},
+                {"ok": True, "text": 5, "files": []},
+                {"ok": True, "text": "x", "files": {}},
+                {"ok": True, "text": "x", "files": [dict(a_file,
+                                                         name="f%d" % i)
+                                                    for i in range(11)]},
+                {"ok": True, "text": "x",
+                 "files": [{"name": "../x", "data": "eA=="}]},
+                {"ok": True, "text": "x",
+                 "files": [{"name": "x", "data": "eA="}]},
+                {"ok": True, "text": "x",
+                 "files": [{"name": "x", "data": ""}]},
+                {"ok": False, "error": 7},
+                {"ok": False, "error": "e" * 10001}):
+            with self.subTest(result=json.dumps(result)[:80]):
+                self.assertAnswer(w.result(tid, result), 400,
+                                  "Invalid result")
+        # the limits themselves pass: 100 000 chars, 10 files, byte-exact
+        text = "a" * 99998 + "\U0001F600"
+        files = [{"name": "f%d.bin" % i,
+                  "data": base64.b64encode(os.urandom(1 + 97 * i)).decode()}
+                 for i in range(9)]
+        files.append({"name": "b\u00e9 \u65e5.txt",
+                      "data": base64.b64encode(bytes(range(256))).decode()})
+        r = w.result(tid, {"ok": True, "text": text, "files": files})
+        self.assertAnswer(r, 200, "Accepted")
+        res = tr.wait()
+        self.assertEqual(res["ok"], True)
+        self.assertEqual(res["text"], text)
+        self.assertEqual(res["files"], files)
+        for got, sent in zip(res["files"], files):
+            self.assertEqual(base64.b64decode(got["data"]),
+                             base64.b64decode(sent["data"]))
+        # the same post again: the turn is settled
+        self.assertAnswer(w.result(tid, {"ok": True, "text": text,
+                                         "files": files}),
+                          409, "No matching turn")
+
+    def test_result_body_limits(self):
+        """72 MiB of body at most; files of 1 byte to 10 MiB, 50 MiB in
+        all; a chunked body (what the in-container forwarder sends)."""
+        w = self.worker()
+        tr = self.begin_turn()
+        tid = self.next_turn(w, tr)["turnId"]
+        # declared over the limit: refused before reading
+        r = w.req("POST", "/worker/result", raw=(
+            b"POST /worker/result HTTP/1.1\r\nHost: broker\r\n"
+            b"Content-Length: %d\r\n\r\n{" % (72 * MIB + 1)), timeout=20)
+        self.assertAnswer(r, 400, "Invalid result")
+        ten = base64.b64encode(b"\xa5" * (10 * MIB)).decode()
+        for files in ([{"name": "big", "data": base64.b64encode(
+                b"x" * (10 * MIB + 1)).decode()}],
+                [{"name": "f%d" % i, "data": ten} for i in range(5)] +
+                [{"name": "one", "data": "eA=="}]):
+            body = json.dumps({"turnId": tid, "result": {
+                "ok": True, "text": "t", "files": files}}).encode()
+            with self.subTest(size=len(body)):
+                self.assertLessEqual(len(body), 72 * MIB)
+                r = w.req("POST", "/worker/result", body, timeout=60)
+                self.assertAnswer(r, 400, "Invalid result")
+        # exactly 72 MiB (white space is JSON), chunked, 50 MiB of files
+        files = [{"name": "f%d" % i, "data": ten} for i in range(5)]
+        obj = json.dumps({"turnId": tid, "result": {
+            "ok": True, "text": "big", "files": files}}).encode()
+        body = b" " * (72 * MIB - len(obj)) + obj
+        s = w.send("POST", "/worker/result", raw=(
+            b"POST /worker/result HTTP/1.1\r\nHost: broker\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n"))
+        for i in range(0, len(body), 4 * MIB):
+            part = body[i:i + 4 * MIB]
+            s.sendall(b"%x\r\n" % len(part) + part + b"\r\n")
+        s.sendall(b"0\r\n\r\n")
+        self.assertAnswer(read_response(s, 60), 200, "Accepted")
+        res = tr.wait(60)
+        self.assertEqual(res["text"], "big")
+        self.assertEqual(len(res["files"]), 5)
+        for f in res["files"]:
+            self.assertEqual(f["data"], ten)
+
+    def test_already_receiving_429(self):
+        w = self.worker()
+        tr = self.begin_turn()
+        turn = self.next_turn(w, tr)
+        slow = w.send("POST", "/worker/result", raw=(
+            b"POST /worker/result HTTP/1.1\r\nHost: broker\r\n"
+            b"Content-Length: 1000\r\n\r\n{\"turnId\""))
+        try:
+            time.sleep(0.3)
+            r = w.result(turn["turnId"], {"ok": True, "text": "x",
+                                          "files": []})
+            self.assertAnswer(r, 429, "Already receiving")
+        finally:
+            slow.close()
+        # the aborted read frees the slot; the turn is still pending
+        r = None
+        for _ in range(20):
+            r = w.result(turn["turnId"], {"ok": True, "text": "second",
+                                          "files": []})
+            if r.status != 429:
+                break
+            time.sleep(0.1)
+        self.assertAnswer(r, 200, "Accepted")
+        self.assertEqual(tr.wait()["text"], "second")
+
+    def test_worker_failed(self):
+        w = self.worker()
+        tr = self.begin_turn()
+        turn = self.next_turn(w, tr)
+        r = w.result(turn["turnId"], {"ok": False, "error": "boom \u00e9"})
+        self.assertAnswer(r, 200, "Accepted")
+        res = tr.wait()
+        self.assertEqual(res["ok"], False)
+        self.assertEqual(res["reason"], "worker_failed")
+        self.assertEqual(res["workerError"], "boom \u00e9")
+        self.assertAnswer(w.result(turn["turnId"], {"ok": False,
+                                                    "error": "again"}),
+                          409, "No matching turn")
+
+
+# ---------------------------------------------------------------- 3.2, 5
+
+class ModelCalls(BrokerCase):
+    CHANNEL = "brk-model"
+
+    def setUp(self):
+        super().setUp()
+        self.start_channel()
+        self.cred = self.d.config["upstream"]["credential_file"]
+
+    def restore_token(self):
+        write_secret(self.cred, REAL_TOKEN + "\n")
+
+    def test_headers_to_upstream(self):
+        hdrs = [("authorization", "Bearer sandbox-dummy-token"),
+                ("cookie", "session=stolen"), ("x-evil", "1"),
+                ("x-api-key", "worker-key"),
+                ("anthropic-version", "2023-06-01"),
+                ("anthropic-beta", "tools-2024-04-04,other"),
+                ("user-agent", "hostile-worker/1.0"), ("x-app", "cli"),
+                ("content-type", "application/json; charset=utf-8"),
+                ("accept", "text/event-stream"),
+                ("accept-encoding", "gzip, br"), ("proxy-authorization", "x"),
+                ("x-forwarded-for", "10.0.0.1")]
+        with self.in_turn() as (w, tr, turn):
+            r = w.model(headers=hdrs)
+            self.assertAnswer(r, 200)
+        rec = self.fu.last()
+        names = {n.lower() for n, _ in rec["headers"]}
+        self.assertLessEqual(names, UPSTREAM_HEADERS, rec["headers"])
+        auth = [v for n, v in rec["headers"] if n.lower() == "authorization"]
+        self.assertEqual(auth, ["Bearer " + REAL_TOKEN])
+        self.assertEqual(rec["token"], REAL_TOKEN)
+        self.assertEqual(header(rec, "anthropic-version"), "2023-06-01")
+        self.assertEqual(header(rec, "anthropic-beta"),
+                         "tools-2024-04-04,other")
+        self.assertEqual(header(rec, "user-agent"), "hostile-worker/1.0")
+        self.assertEqual(header(rec, "x-app"), "cli")
+        self.assertEqual(header(rec, "accept-encoding"), "identity")
+        # the worker's content-type and accept take the defaults' places
+        self.assertEqual(header_values(rec, "content-type"),
+                         ["application/json; charset=utf-8"])
+        self.assertEqual(header_values(rec, "accept"), ["text/event-stream"])
+        raw = rec["raw_headers"]
+        for bad in ("sandbox-dummy-token", "stolen", "x-evil", "worker-key",
+                    "10.0.0.1", "gzip"):
+            self.assertNotIn(bad, raw)
+
+    def test_header_value_over_4096_dropped(self):
+        """At most 4 096 chars (UTF-16 code units), not bytes."""
+        def up_header(rec, name):
+            v = header(rec, name)
+            return v.encode("latin-1").decode() if v is not None else None
+        with self.in_turn() as (w, tr, turn):
+            r = w.model(headers=[("user-agent", "u" * 4097),
+                                 ("x-app", "a" * 4096),
+                                 ("anthropic-beta", "b" * 4097)])
+            self.assertAnswer(r, 200)
+            rec = self.fu.last()
+            self.assertIsNone(header(rec, "user-agent"))
+            self.assertIsNone(header(rec, "anthropic-beta"))
+            self.assertEqual(header(rec, "x-app"), "a" * 4096)
+            r = w.model(headers=[("user-agent", "\u00e9" * 4096),
+                                 ("x-app", "\U0001F600" * 2048)])
+            self.assertAnswer(r, 200)
+            rec = self.fu.last()
+            self.assertEqual(up_header(rec, "user-agent"), "\u00e9" * 4096)
+            self.assertEqual(up_header(rec, "x-app"), "\U0001F600" * 2048)
+            r = w.model(headers=[("user-agent", "\u00e9" * 4097),
+                                 ("x-app", "\U0001F600" * 2049)])
+            self.assertAnswer(r, 200)
+            rec = self.fu.last()
+            self.assertIsNone(header(rec, "user-agent"))
+            self.assertIsNone(header(rec, "x-app"))
+
+    def test_default_headers(self):
+        with self.in_turn() as (w, tr, turn):
+            self.assertAnswer(w.req("POST", "/anthropic/v1/messages", {
+                "messages": [{"role": "user", "content": "x"}]}), 200)
+        rec = self.fu.last()
+        self.assertEqual(sorted(n.lower() for n, _ in rec["headers"]),
+                         ["accept", "accept-encoding", "authorization",
+                          "content-length", "content-type", "host"])
+        self.assertEqual(header(rec, "content-type"), "application/json")
+        self.assertEqual(header(rec, "accept"),
+                         "application/json, text/event-stream")
+        self.assertEqual(header(rec, "accept-encoding"), "identity")
+
+    def test_body_rebuilt(self):
+        body = {"model": "claude-worker-pick", "max_tokens": 100,
+                "messages": [{"role": "user", "content": "hi",
+                              "extra": 1}],
+                "evil": True, "metadata": {"user_id": "x"},
+                "service_tier": "priority", "container": "c",
+                "mcp_servers": [{"url": "https://evil"}],
+                "temperature": 0.5, "top_k": 3,
+                "stop_sequences": ["END"], "stream": False}
+        with self.in_turn() as (w, tr, turn):
+            r = w.model(body)
+            self.assertAnswer(r, 200)
+            self.assertEqual(r.json()["model"], MODEL)
+        up = self.fu.last()["json"]
+        self.assertEqual(up["model"], MODEL)
+        self.assertEqual(up["messages"], [{"role": "user", "content": "hi"}])
+        self.assertEqual(up["max_tokens"], 100)
+        self.assertEqual(up["temperature"], 0.5)
+        self.assertEqual(up["top_k"], 3)
+        self.assertEqual(up["stop_sequences"], ["END"])
+        self.assertNotEqual(up.get("stream"), True)
+        for k in ("evil", "metadata", "service_tier", "container",
+                  "mcp_servers"):
+            self.assertNotIn(k, up)
+        self.assertLessEqual(set(up), {
+            "model", "messages", "max_tokens", "system", "tools",
+            "tool_choice", "thinking", "output_config", "stream",
+            "temperature", "top_p", "top_k", "stop_sequences"})
+
+    def test_rebuild_refused_400(self):
+        with self.in_turn() as (w, tr, turn):
+            r = w.model({"max_tokens": 10, "messages": [
+                {"role": "user", "content": "a"},
+                {"role": "system", "content": "b"}]})
+            self.assertAnswer(r, 400)
+            self.assertEqual(r.json(), {"type": "error", "error": {
+                "type": "invalid_request_error",
+                "message": 'messages.1: Unexpected role "system": the input '
+                           'message role must be "user" or "assistant"'}})
+            for body in ([1], "text", {"messages": "x"},
+                         {"messages": [{"role": "user", "content": [
+                             {"type": "document", "source": {}}]}]},
+                         {"messages": [{"role": "user", "content": [
+                             {"type": "image", "source": {
+                                 "type": "url",
+                                 "url": "https://x/y.png"}}]}]}):
+                r = w.model(body)
+                self.assertAnswer(r, 400)
+                e = r.json()
+                self.assertEqual(e["type"], "error")
+                self.assertEqual(e["error"]["type"], "invalid_request_error")
+            r = w.req("POST", "/anthropic/v1/messages", b"{not json")
+            self.assertAnswer(r, 400)
+            self.assertEqual(r.json()["error"]["type"],
+                             "invalid_request_error")
+        self.assertNothingUpstream()
+
+    def test_chunked_request_body(self):
+        """The in-container forwarder drops content-length: bodies come
+        chunked."""
+        body = json.dumps({"max_tokens": 7, "messages": [
+            {"role": "user", "content": "chunked " * 1000}]}).encode()
+        with self.in_turn() as (w, tr, turn):
+            s = w.send("POST", "/anthropic/v1/messages", raw=(
+                b"POST /anthropic/v1/messages HTTP/1.1\r\nHost: broker\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n"))
+            for i in range(0, len(body), 1000):
+                part = body[i:i + 1000]
+                s.sendall(b"%x\r\n" % len(part) + part + b"\r\n")
+            s.sendall(b"0\r\n\r\n")
+            r = read_response(s, 30)
+            self.assertAnswer(r, 200)
+        up = self.fu.last()["json"]
+        self.assertEqual(up["messages"][0]["content"], "chunked " * 1000)
+        self.assertEqual(up["max_tokens"], 7)
+
+    def test_model_body_over_96_mib_400(self):
+        with self.in_turn() as (w, tr, turn):
+            r = w.req("POST", "/anthropic/v1/messages", raw=(
+                b"POST /anthropic/v1/messages HTTP/1.1\r\nHost: broker\r\n"
+                b"Content-Length: %d\r\n\r\n{" % (96 * MIB + 1)),
+                timeout=20)
+            self.assertAnswer(r, 400)
+            r = w.req("POST", "/tools/roll_dice", raw=(
+                b"POST /tools/roll_dice HTTP/1.1\r\nHost: broker\r\n"
+                b"Content-Length: %d\r\n\r\n{" % (96 * MIB + 1)),
+                timeout=20)
+            self.assertAnswer(r, 400, "Invalid input")
+        self.assertNothingUpstream(0)
+        self.assertEqual(tr.hook_calls, [])
+
+    def test_count_tokens(self):
+        with self.in_turn() as (w, tr, turn):
+            r = w.model({"model": "x", "max_tokens": 5, "stream": True,
+                         "messages": [{"role": "user", "content": "count"}]},
+                        target="/anthropic/v1/messages/count_tokens")
+            self.assertAnswer(r, 200)
+            self.assertIsInstance(r.json()["input_tokens"], int)
+        rec = self.fu.last()
+        self.assertEqual(rec["path"], "/v1/messages/count_tokens")
+        self.assertEqual(rec["token"], REAL_TOKEN)
+        self.assertEqual(rec["json"]["model"], MODEL)
+        self.assertNotIn("max_tokens", rec["json"])
+        self.assertNotIn("stream", rec["json"])
+
+    def test_token_read_per_call(self):
+        self.addCleanup(self.restore_token)
+        with self.in_turn() as (w, tr, turn):
+            self.assertAnswer(w.model(), 200)
+            write_secret(self.cred, "sk-test-rotated-token\n")
+            self.assertAnswer(w.model(), 200)
+        self.assertEqual([r["token"] for r in self.fu.requests()],
+                         [REAL_TOKEN, "sk-test-rotated-token"])
+
+    def test_missing_or_empty_credential_502(self):
+        self.addCleanup(self.restore_token)
+        with self.in_turn() as (w, tr, turn):
+            os.rename(self.cred, self.cred + ".away")
+            try:
+                self.assertAnswer(w.model(), 502, "Broker call failed")
+            finally:
+                os.rename(self.cred + ".away", self.cred)
+            for content in ("", "\n"):
+                write_secret(self.cred, content)
+                self.assertAnswer(w.model(), 502, "Broker call failed")
+            # DESIGN.md 7: readable by the service user alone, no link
+            self.restore_token()
+            os.chmod(self.cred, 0o640)
+            self.assertAnswer(w.model(), 502, "Broker call failed")
+            os.chmod(self.cred, 0o600)
+            os.rename(self.cred, self.cred + ".real")
+            os.symlink(self.cred + ".real", self.cred)
+            try:
+                self.assertAnswer(w.model(), 502, "Broker call failed")
+            finally:
+                os.unlink(self.cred)
+                os.rename(self.cred + ".real", self.cred)
+            self.assertNothingUpstream()
+            self.assertAnswer(w.model(), 200)
+
+    def test_upstream_429_passes_through(self):
+        self.fu.script({"kind": "status", "status": 429})
+        with self.in_turn() as (w, tr, turn):
+            r = w.model()
+        self.assertAnswer(r, 429)
+        self.assertTrue(r.complete, r)
+        self.assertEqual(r.header("retry-after"), "3")
+        self.assertEqual(r.header("anthropic-ratelimit-requests-remaining"),
+                         "0")
+        self.assertEqual(r.header("x-should-retry"), "true")
+        self.assertEqual(r.json(), fake_upstream.anthropic_error(429))
+
+    def test_response_headers_filtered(self):
+        self.fu.script({"kind": "json", "body": {"ok": 1},
+                        "header_set": "filtering"})
+        with self.in_turn() as (w, tr, turn):
+            r = w.model()
+            self.assertAnswer(r, 200)
+            self.assertEqual(r.json(), {"ok": 1})
+            names = r.header_names()
+            for n in fake_upstream.FILTERING_KEPT:
+                self.assertIn(n, names, r.headers)
+            for n in fake_upstream.FILTERING_DROPPED:
+                self.assertNotIn(n, names, r.headers)
+            self.assertNotIn(REAL_TOKEN.encode(), r.raw)
+            # the secret in any of its encodings, and the 256-char bound
+            hdrs = [["anthropic-ratelimit-enc-" + e.replace("_", "-"),
+                     "v={token:%s}" % e] for e in ENCODINGS]
+            hdrs += [["request-id", "req_{token:hex_lower}"],
+                     ["anthropic-ratelimit-max", "y" * 256],
+                     ["x-should-retry", "true"]]
+            self.fu.script({"kind": "json", "body": {}, "headers": hdrs})
+            r = w.model()
+            self.assertAnswer(r, 200)
+            names = r.header_names()
+            for e in ENCODINGS:
+                self.assertNotIn("anthropic-ratelimit-enc-" +
+                                 e.replace("_", "-"), names, r.headers)
+            self.assertNotIn("request-id", names)
+            self.assertEqual(r.header("anthropic-ratelimit-max"), "y" * 256)
+            self.assertEqual(r.header("x-should-retry"), "true")
+            for enc in all_encodings(REAL_TOKEN):
+                self.assertNotIn(enc, r.raw)
+            # the default answer's set-cookie and x-fake-upstream too
+            r = w.model()
+            self.assertAnswer(r, 200)
+            self.assertIn("request-id", r.header_names())
+            self.assertNotIn("set-cookie", r.header_names())
+            self.assertNotIn("x-fake-upstream", r.header_names())
+
+    def test_upstream_statuses_pass_through(self):
+        with self.in_turn() as (w, tr, turn):
+            self.fu.script({"kind": "json", "status": 204, "raw": ""})
+            r = w.model()
+            self.assertAnswer(r, 204)
+            self.assertTrue(r.complete)
+            self.assertEqual(len(r.raw), r.head_len)
+            self.fu.script({"kind": "json", "status": 205, "raw": ""})
+            r = w.model()
+            self.assertAnswer(r, 205)
+            self.assertEqual(r.body, b"")
+            for status in (200, 201, 400, 401, 404, 500, 529, 599):
+                with self.subTest(status=status):
+                    err = fake_upstream.anthropic_error(status)
+                    self.fu.script({"kind": "json", "status": status,
+                                    "body": err})
+                    r = w.model()
+                    self.assertAnswer(r, status)
+                    self.assertTrue(r.complete, r)
+                    self.assertEqual(r.json(), err)
+
+    def test_upstream_status_out_of_range_502(self):
+        with self.in_turn() as (w, tr, turn):
+            for status in (600, 999):
+                with self.subTest(status=status):
+                    self.fu.script({"kind": "raw", "data":
+                                    "HTTP/1.1 %d X\r\ncontent-length: 2"
+                                    "\r\n\r\nab" % status})
+                    r = w.model()
+                    self.assertAnswer(r, 502)
+                    self.assertNotIn(b"ab", r.body)
+
+    def test_upstream_status_out_of_range_text(self):
+        with self.in_turn() as (w, tr, turn):
+            self.fu.script({"kind": "raw", "data":
+                            "HTTP/1.1 600 X\r\ncontent-length: 2\r\n\r\nab"})
+            self.assertAnswer(w.model(), 502, "Upstream refused")
+
+    def test_upstream_body_cut_short(self):
+        """The upstream closes before its declared length: the worker
+        never gets a complete answer."""
+        with self.in_turn() as (w, tr, turn):
+            for data in ("HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc",
+                         "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked"
+                         "\r\n\r\n3\r\nabc\r\n"):
+                with self.subTest(data=data):
+                    self.fu.script({"kind": "raw", "data": data})
+                    r = w.model()
+                    self.assertTrue(r.eof)
+                    self.assertFalse(r.complete and r.status == 200, r)
+                    if r.head_complete and r.status != 200:
+                        self.assertAnswer(r, 502, "Broker call failed")
+
+    # libcurl re-sends a POST whose reused connection died; egress gives
+    # every call a connection of its own so that a call is never paid twice.
+    def test_dropped_call_not_resent(self):
+        with self.in_turn() as (w, tr, turn):
+            self.assertAnswer(w.model(), 200)       # a pooled connection
+            self.fu.script({"kind": "drop"})
+            r = w.model()
+            recs = self.fu.requests()
+            self.assertEqual([x["response"]["kind"] for x in recs],
+                             ["default", "drop"])
+            self.assertAnswer(r, 502, "Broker call failed")
+
+    def test_thinking_ceilings(self):
+        ceilings = {"low": (2048, "low"), "medium": (8192, "medium"),
+                    "high": (16384, "high"), "xhigh": (32768, "max")}
+        for level, (budget, effort) in ceilings.items():
+            with self.subTest(level=level), \
+                    self.in_turn(thinking=level) as (w, tr, turn):
+                self.assertEqual(turn["thinking"], level)
+                self.fu.reset()
+                r = w.model({"max_tokens": 1000, "messages": [
+                    {"role": "user", "content": "t"}],
+                    "thinking": {"type": "enabled", "budget_tokens": 40000},
+                    "output_config": {"effort": "max"}})
+                self.assertAnswer(r, 200)
+                up = self.fu.last()["json"]
+                self.assertEqual(up["thinking"], {"type": "enabled",
+                                                  "budget_tokens": budget})
+                self.assertEqual(up["output_config"], {"effort": effort})
+                self.assertEqual(up["max_tokens"], budget + 1)
+                # below the ceiling: kept
+                r = w.model({"max_tokens": 50000, "messages": [
+                    {"role": "user", "content": "t"}],
+                    "thinking": {"type": "enabled", "budget_tokens": 1024},
+                    "output_config": {"effort": "low"}})
+                self.assertAnswer(r, 200)
+                up = self.fu.last()["json"]
+                self.assertEqual(up["thinking"]["budget_tokens"], 1024)
+                self.assertEqual(up["output_config"], {"effort": "low"})
+                self.assertEqual(up["max_tokens"], 50000)
+                # adaptive without an effort: set for low and medium only
+                r = w.model({"messages": [{"role": "user", "content": "t"}],
+                             "thinking": {"type": "adaptive"}})
+                self.assertAnswer(r, 200)
+                up = self.fu.last()["json"]
+                self.assertEqual(up["thinking"], {"type": "adaptive"})
+                self.assertEqual(up.get("output_config"),
+                                 {"effort": level} if level in
+                                 ("low", "medium") else None)
+                self.assertEqual(up["max_tokens"], 16384)
+
+    def test_rebuild_details(self):
+        ok_tools = [{"name": "t1", "description": "d", "input_schema": {
+            "type": "object", "properties": {"a": {"$ref": "#/$defs/x"}},
+            "enum": [{"$ref": "https://evil/data-not-schema"}],
+            "$defs": {"x": {"type": "string"}}},
+            "cache_control": {"type": "ephemeral", "extra": 1}}]
+        with self.in_turn() as (w, tr, turn):
+            r = w.model({"max_tokens": 10, "tools": ok_tools,
+                         "tool_choice": {"type": "tool", "name": "t1",
+                                         "disable_parallel_tool_use": True,
+                                         "evil": 1},
+                         "stop_sequences": ["s"] * 17,
+                         "system": [{"type": "text", "text": "sys",
+                                     "cache_control": {"type": "ephemeral",
+                                                       "ttl": "1h"}}],
+                         "messages": [{"role": "user", "content": [
+                             {"type": "text", "text": "x",
+                              "cache_control": {"type": "ephemeral",
+                                                "ttl": "5m", "x": 2}},
+                             {"type": "image", "source": {
+                                 "type": "base64", "media_type": "image/png",
+                                 "data": "iVBORw0KGgo="}}]}]})
+            self.assertAnswer(r, 200)
+            up = self.fu.last()["json"]
+            self.assertEqual(up["tools"][0]["input_schema"],
+                             ok_tools[0]["input_schema"])
+            self.assertEqual(up["tools"][0]["cache_control"],
+                             {"type": "ephemeral"})
+            self.assertEqual(up["tool_choice"], {
+                "type": "tool", "name": "t1",
+                "disable_parallel_tool_use": True})
+            self.assertNotIn("stop_sequences", up)
+            self.assertEqual(up["system"][0]["cache_control"],
+                             {"type": "ephemeral", "ttl": "1h"})
+            blocks = up["messages"][0]["content"]
+            self.assertEqual(blocks[0]["cache_control"],
+                             {"type": "ephemeral"})
+            self.assertEqual(blocks[1]["source"]["data"], "iVBORw0KGgo=")
+            n = len(self.fu.requests())
+            for body in (
+                    {"thinking": {"type": "enabled", "budget_tokens": 1023}},
+                    {"thinking": {"type": "enabled", "budget_tokens": 2.5}},
+                    {"thinking": {"type": "other"}},
+                    {"tools": [{"name": "t", "input_schema": {
+                        "type": "object", "properties": {
+                            "a": {"$ref": "https://evil/x"}}}}]},
+                    {"tools": [{"type": "web_search_20250305",
+                                "name": "web_search"}]},
+                    {"tools": [{"name": "bad name", "input_schema": {}}]},
+                    {"tool_choice": {"type": "tool"}},
+                    {"tool_choice": {"type": "sometimes"}},
+                    {"system": [{"type": "document", "source": {}}]}):
+                with self.subTest(body=body):
+                    body["messages"] = [{"role": "user", "content": "x"}]
+                    r = w.model(body)
+                    self.assertAnswer(r, 400)
+                    self.assertEqual(r.json()["error"]["type"],
+                                     "invalid_request_error")
+            self.assertEqual(len(self.fu.requests()), n)
+
+    def test_sse_streamed(self):
+        self.fu.script({"kind": "sse", "delay_ms": 300})
+        with self.in_turn() as (w, tr, turn):
+            r = w.model({"max_tokens": 50, "stream": True,
+                         "messages": [{"role": "user", "content": "s"}]})
+        self.assertAnswer(r, 200)
+        self.assertTrue(r.complete, r)
+        self.assertTrue(r.header("content-type").startswith(
+            "text/event-stream"))
+        rec = self.fu.last()
+        self.assertEqual(rec["json"]["stream"], True)
+        first = r.time_at(r.raw.index(b"event: message_start"))
+        finished = rec["response"]["finished"]
+        self.assertLess(first, finished - 1.0,
+                        "the first event waited for the whole answer")
+        msg = fake_upstream.message_from_events(
+            fake_upstream.parse_sse(r.body))
+        self.assertEqual(msg["content"][0]["text"],
+                         "Hello from the fake upstream.")
+
+    def test_reflection_cut(self):
+        with self.in_turn() as (w, tr, turn):
+            for enc in ENCODINGS:
+                for split in (False, True):
+                    with self.subTest(encoding=enc, split=split):
+                        self.fu.script({"kind": "reflect", "encoding": enc,
+                                        "split": split, "delay_ms": 50})
+                        r = w.model({"max_tokens": 10, "stream": True,
+                                     "messages": [{"role": "user",
+                                                   "content": "r"}]})
+                        self.assertTrue(r.eof, r)
+                        self.assertFalse(r.status == 200 and r.complete, r)
+                        if r.status is not None and r.status != 200:
+                            self.assertEqual(r.status, 502, r)
+                        for e in all_encodings(REAL_TOKEN):
+                            self.assertNotIn(e, r.raw)
+                        # no half of it either: what could hold the
+                        # token is held back until it is known clean
+                        tok = encode_token(REAL_TOKEN, enc)
+                        self.assertNotIn(tok[len(tok) // 2:], r.body)
+                        self.assertNotIn(tok[:len(tok) // 2], r.body)
+                        self.assertNotIn(b"leak:", r.body)
+
+    def test_reflection_after_headers_cuts_mid_body(self):
+        lead = "event: ping\ndata: {\"type\": \"ping\"}\n\n" + ": pad\n" * 60
+        self.fu.script({"kind": "reflect", "encoding": "base64",
+                        "lead": lead, "delay_ms": 500})
+        with self.in_turn() as (w, tr, turn):
+            r = w.model({"max_tokens": 10, "stream": True,
+                         "messages": [{"role": "user", "content": "r"}]})
+        self.assertAnswer(r, 200)
+        self.assertTrue(r.eof)
+        self.assertFalse(r.complete, r)
+        self.assertTrue(r.body.startswith(b"event: ping"), r.body[:100])
+        for e in all_encodings(REAL_TOKEN):
+            self.assertNotIn(e, r.raw)
+
+    def test_redirect_502(self):
+        self.fu.script({"kind": "redirect", "status": 302,
+                        "location": self.fu.url + "/v1/messages"})
+        with self.in_turn() as (w, tr, turn):
+            self.assertAnswer(w.model(), 502, "Broker call failed")
+            self.fu.script({"kind": "redirect", "status": 307})
+            self.assertAnswer(w.model(), 502, "Broker call failed")
+        self.assertEqual(len(self.fu.requests()), 2)
+
+    def test_body_over_50_mib_cut(self):
+        self.fu.script({"kind": "big", "bytes": 50 * MIB + 1})
+        with self.in_turn() as (w, tr, turn):
+            r = w.model(limit=1 << 16)
+        self.assertTrue(r.eof)
+        # either refused before the headers, or cut within the body
+        if r.status == 200:
+            self.assertFalse(r.complete, r)
+        else:
+            self.assertAnswer(r, 502, "Broker call failed")
+        self.assertLessEqual(r.total, 50 * MIB + 4096)
+        self.assertEqual(len(self.fu.requests()), 1)
+
+    def test_body_of_50_mib_passes(self):
+        self.fu.script({"kind": "big", "bytes": 50 * MIB,
+                        "content_type": "application/octet-stream"})
+        with self.in_turn() as (w, tr, turn):
+            s = w.send("POST", "/anthropic/v1/messages",
+                       {"max_tokens": 5,
+                        "messages": [{"role": "user", "content": "x"}]})
+            # count the body without keeping it
+            data, tail, total = b"", b"", 0
+            s.settimeout(60)
+            while True:
+                chunk = s.recv(1 << 20)
+                if not chunk:
+                    break
+                total += len(chunk)
+                if len(data) < 4096:
+                    data += chunk[:4096]
+                tail = (tail + chunk)[-7:]
+            s.close()
+        self.assertTrue(data.startswith(b"HTTP/1.1 200 "), data[:100])
+        self.assertIn(b"transfer-encoding: chunked", data.lower())
+        self.assertEqual(tail, b"\r\n0\r\n\r\n")
+        self.assertGreater(total, 50 * MIB)
+
+
+# ---------------------------------------------------------------- 3.3 MCP
+
+BROKER_REFUSALS = {(400, "Invalid input"), (403, "MCP method refused"),
+                   (404, "Not found"), (410, "Turn ended"),
+                   (429, "Broker budget exhausted")}
+
+
+def mcp_admitted(tc, r):
+    """The broker let the call through to egress: not one of its own
+    refusals (whatever the MCP server answers; 502 "Broker call failed" is
+    what the MCP CA bug gives today)."""
+    tc.assertTrue(r.head_complete, r)
+    tc.assertNotIn((r.status, r.text), BROKER_REFUSALS, r)
+    if r.status == 502:
+        tc.assertEqual(r.text, "Broker call failed")
+
+
+class Mcp(BrokerCase):
+    CHANNEL = "brk-mcp"
+
+    def setUp(self):
+        super().setUp()
+        self.start_channel()
+
+    def test_allowed_methods_admitted(self):
+        """initialize, notifications/initialized, ping, tools/list and an
+        allowed tools/call pass the broker's method filter (whatever the MCP
+        server then says)."""
+        with self.in_turn() as (w, tr, turn):
+            for body in (rpc("initialize", 1, INIT_PARAMS),
+                         rpc("notifications/initialized", None),
+                         rpc("ping", "p"), rpc("tools/list", 2),
+                         rpc("tools/call", 3, {"name": "echo",
+                                               "arguments": {"text": "x"}}),
+                         rpc("tools/call", 4, {"name": "add", "arguments": {
+                             "a": 1, "b": 2}})):
+                with self.subTest(body=json.dumps(body)[:80]):
+                    mcp_admitted(self, w.mcp(body))
+
+    def test_session_round_trip(self):
+        with self.in_turn() as (w, tr, turn):
+            body = rpc("initialize", 1, INIT_PARAMS, evil={"x": 1})
+            r = w.mcp(body, headers=[("mcp-protocol-version", "2025-06-18"),
+                                     ("cookie", "c=1"), ("x-evil", "1")])
+            self.assertAnswer(r, 200)
+            sid = r.header("mcp-session-id")
+            self.assertTrue(sid and sid.startswith("fake-files-"), r.headers)
+            self.assertEqual(r.json()["result"]["serverInfo"]["name"],
+                             "fake-files")
+            rec = self.fu.last()
+            self.assertEqual(rec["path"], "/mcp/files")
+            self.assertEqual(rec["token"], MCP_TOKEN)
+            self.assertEqual(rec["json"], rpc("initialize", 1, INIT_PARAMS))
+            names = {n.lower() for n, _ in rec["headers"]}
+            self.assertLessEqual(names, UPSTREAM_MCP_HEADERS, rec["headers"])
+            self.assertEqual(header(rec, "mcp-protocol-version"),
+                             "2025-06-18")
+            self.assertNotIn("sandbox-dummy-token", rec["raw_headers"])
+            sh = [("mcp-session-id", sid)]
+            r = w.mcp(rpc("notifications/initialized", None), headers=sh)
+            self.assertIn(r.status, (200, 202), r)
+            r = w.mcp(rpc("tools/list", 2), headers=sh)
+            self.assertAnswer(r, 200)
+            self.assertEqual(r.header("mcp-session-id"), sid)
+            self.assertIn("echo", [t["name"] for t in
+                                   r.json()["result"]["tools"]])
+            r = w.mcp(rpc("tools/call", "c3", {"name": "echo",
+                                               "arguments": {"text": "hi"}}),
+                      headers=sh)
+            self.assertAnswer(r, 200)
+            self.assertEqual(r.json()["result"]["content"][0]["text"], "hi")
+            r = w.mcp(rpc("ping", 4), headers=sh)
+            self.assertAnswer(r, 200)
+            recs = self.fu.requests()
+            self.assertEqual([x["mcp"]["method"] for x in recs],
+                             ["initialize", "notifications/initialized",
+                              "tools/list", "tools/call", "ping"])
+            for x in recs[1:]:
+                self.assertEqual(x["mcp"]["session"], sid)
+                self.assertTrue(x["mcp"]["session_valid"])
+                self.assertEqual(x["token"], MCP_TOKEN)
+            self.assertEqual(recs[3]["json"],
+                             rpc("tools/call", "c3",
+                                 {"name": "echo",
+                                  "arguments": {"text": "hi"}}))
+            for x in recs:
+                self.assertNotIn(REAL_TOKEN, x["raw_headers"])
+
+    def test_session_header_bounds(self):
+        """mcp-session-id and mcp-protocol-version go up only when at most
+        256 chars; a longer session id from the worker is dropped."""
+        with self.in_turn() as (w, tr, turn):
+            r = w.mcp(rpc("tools/list", 1), headers=[
+                ("mcp-session-id", "s" * 257),
+                ("mcp-protocol-version", "v" * 256)])
+            self.assertEqual(r.status, 400, r)   # the server wants a session
+            rec = self.fu.last()
+            self.assertIsNotNone(rec)
+            self.assertIsNone(header(rec, "mcp-session-id"))
+            self.assertEqual(header(rec, "mcp-protocol-version"), "v" * 256)
+            self.assertEqual(rec["token"], MCP_TOKEN)
+
+    def test_refused_methods_403(self):
+        with self.in_turn() as (w, tr, turn):
+            for body in (rpc("resources/list"), rpc("resources/read", 1,
+                                                    {"uri": "file:///x"}),
+                         rpc("prompts/list"), rpc("sampling/createMessage"),
+                         rpc("tools/call", 1, {"name": "whoami",
+                                               "arguments": {}}),
+                         rpc("tools/call", 1, {"name": "fail",
+                                               "arguments": {}}),
+                         rpc("tools/call", 1, {"name": "echo",
+                                               "arguments": "x"}),
+                         rpc("tools/call", 1, {"name": "echo"}),
+                         rpc("logging/setLevel", 1, {"level": "debug"}),
+                         [rpc("tools/list")]):
+                with self.subTest(body=json.dumps(body)[:80]):
+                    self.assertAnswer(w.mcp(body), 403, "MCP method refused")
+        self.assertNothingUpstream()
+
+    def test_startup_window_refusals(self):
+        """Before any turn: metadata methods are admitted, tools/call is
+        refused (403), and everything but a known MCP server is 410."""
+        key = "brk-mcp-window"
+        self.start_channel(key)
+        w = self.worker(key)
+        for body in (rpc("initialize", 1, INIT_PARAMS), rpc("tools/list", 2),
+                     rpc("ping", 3), rpc("notifications/initialized", None)):
+            with self.subTest(body=body["method"]):
+                mcp_admitted(self, w.mcp(body))
+        self.assertAnswer(w.mcp(rpc("tools/call", 4, {
+            "name": "echo", "arguments": {"text": "x"}})),
+            403, "MCP method refused")
+        self.assertAnswer(w.mcp(rpc("resources/list", 5)),
+                          403, "MCP method refused")
+        # no model call, no host tool, no other path (rule 5)
+        self.assertAnswer(w.model(), 410)
+        self.assertAnswer(w.model(target="/anthropic/v1/messages/"
+                                  "count_tokens"), 410)
+        self.assertAnswer(w.model(target="/anthropic/v1/messages"
+                                  "?beta=true"), 410)
+        self.assertAnswer(w.tool("roll_dice", {"input": {}}), 410)
+        self.assertAnswer(w.tool("unlisted", {"input": {}}), 410)
+        self.assertAnswer(w.req("POST", "/nope", {}), 410)
+        self.assertAnswer(w.mcp(rpc("tools/list"), server="other"), 410)
+        self.assertAnswer(w.req("POST", "/worker/ready?beta=true"), 410)
+        # a known MCP server with a wrong method or a query is rule 6
+        self.assertAnswer(w.req("GET", "/mcp/files"), 404, "Not found")
+        self.assertAnswer(w.req("POST", "/mcp/files?beta=true",
+                                rpc("tools/list")), 404, "Not found")
+        self.assertEqual(self.fu.requests(path="/v1/*"), [])
+        self.assertEqual(self.fu.requests(path="/mcp/other"), [])
+        for x in self.fu.requests():
+            self.assertEqual(x["token"], MCP_TOKEN)
+
+    def test_startup_window_metadata_reaches_server(self):
+        key = "brk-mcp-window2"
+        self.start_channel(key)
+        w = self.worker(key)
+        r = w.mcp(rpc("initialize", 1, INIT_PARAMS))
+        self.assertAnswer(r, 200)
+        sid = r.header("mcp-session-id")
+        self.assertTrue(sid)
+        sh = [("mcp-session-id", sid)]
+        r = w.mcp(rpc("tools/list", 2), headers=sh)
+        self.assertAnswer(r, 200)
+        self.assertEqual(r.header("mcp-session-id"), sid)
+        self.assertEqual([t["name"] for t in r.json()["result"]["tools"]],
+                         [t["name"] for t in fake_upstream.MCP_TOOLS])
+        self.assertAnswer(w.mcp(rpc("ping", 3), headers=sh), 200)
+        self.assertAnswer(w.mcp(rpc("tools/call", 4, {
+            "name": "echo", "arguments": {"text": "x"}}), headers=sh),
+            403, "MCP method refused")
+        recs = self.fu.requests()
+        self.assertEqual([x["mcp"]["method"] for x in recs],
+                         ["initialize", "tools/list", "ping"])
+        for x in recs:
+            self.assertEqual(x["token"], MCP_TOKEN)
+
+
+# ---------------------------------------------------------------- 3.4
+
+class StartupWindow(BrokerCase):
+    CHANNEL = "brk-window"
+
+    def test_rearm(self):
+        t0 = self.start_channel()
+        # the window was armed when the broker started: after t0 and before
+        # the worker's first POST /worker/ready was answered
+        t_ready = self.first_ready
+        w = self.worker()
+        # a fresh broker's window: 32 calls (refused ones count too)
+        refused = rpc("resources/list")
+        for i in range(32):
+            self.assertAnswer(w.mcp(refused), 403, "MCP method refused")
+        self.assertAnswer(w.mcp(refused), 429, "Broker budget exhausted")
+        self.assertAnswer(w.mcp(rpc("ping")), 429, "Broker budget exhausted")
+        self.assertAnswer(w.model(), 410)
+        # within 10 s of the arming: neither ready nor discovery re-arms
+        self.assertAnswer(w.ready(), 200, "Ready")
+        self.assertAnswer(w.req("GET", "/mcp-tools"), 200)
+        self.assertAnswer(w.mcp(rpc("ping")), 429, "Broker budget exhausted")
+        self.assertAnswer(w.model(), 410)
+        self.assertLess(time.monotonic() - t0, 9.8,
+                        "too slow to check the 10 s rule")
+        time.sleep(max(0.0, t_ready + 10.5 - time.monotonic()))
+        self.assertAnswer(w.ready(), 200, "Ready")
+        # a fresh window: 32 calls again, then 429
+        for i in range(32):
+            self.assertAnswer(w.mcp(refused), 403, "MCP method refused")
+        self.assertAnswer(w.mcp(rpc("ping")), 429, "Broker budget exhausted")
+        # the window never allows a model call
+        self.assertAnswer(w.model(), 410)
+        self.assertAnswer(w.tool("roll_dice", {"input": {}}), 410)
+        self.assertEqual(self.fu.requests(), [])
+
+
+# ---------------------------------------------------------------- 3.5
+
+class Listener(BrokerCase):
+    CHANNEL = "brk-listen"
+
+    def setUp(self):
+        super().setUp()
+        self.start_channel()
+
+    def test_seventeenth_connection_closed(self):
+        w = self.worker()
+        held = []
+        try:
+            for _ in range(16):
+                held.append(connect(w.path, 10))
+            time.sleep(0.3)
+            t = time.monotonic()
+            extra = connect(w.path, 10)
+            try:
+                extra.sendall(build_request("POST", "/worker/ready"))
+            except (BrokenPipeError, ConnectionResetError):
+                pass            # closed even before the request went out
+            r = read_response(extra, 5)
+            self.assertTrue(r.eof)
+            self.assertEqual(r.raw, b"")
+            self.assertLess(time.monotonic() - t, 2)
+            # the 16 are still served
+            held[0].sendall(build_request("POST", "/worker/ready"))
+            self.assertAnswer(read_response(held.pop(0), 5), 200, "Ready")
+        finally:
+            for s in held:
+                s.close()
+        # and once they are gone, new ones are
+        self.assertTrue(wait_until(lambda: w.ready().status == 200, 5))
+
+    def test_bad_request_400(self):
+        w = self.worker()
+        for raw in (b"GARBAGE\r\n\r\n",
+                    b"GET /mcp-tools HTTP/1.1\r\nHost: broker\r\nX: " +
+                    b"a" * 70000 + b"\r\n\r\n",
+                    b"POST /worker/ready HTTP/1.1\r\nHost: broker\r\n"
+                    b"Content-Length: 1\r\nTransfer-Encoding: chunked"
+                    b"\r\n\r\n0\r\n\r\n",
+                    b"GET /mcp-tools HTTP/1.1\r\nHost: broker\r\n"
+                    b"Bad Header\r\n\r\n",
+                    b"GET /mcp-tools\r\n\r\n"):
+            with self.subTest(raw=raw[:60]):
+                r = w.req(None, None, raw=raw, timeout=15)
+                self.assertAnswer(r, 400, "bad request")
+                self.assertTrue(r.eof)
+        # a partial head then end of file
+        r = w.req(None, None, raw=b"GET /mcp-tools HTTP/1.1\r\nHost:")
+        self.assertTrue(r.eof)
+
+    def test_poll_held_45s_then_408(self):
+        w = self.worker()
+        t = time.monotonic()
+        r = w.req("GET", "/worker/next", timeout=60)
+        elapsed = time.monotonic() - t
+        self.assertAnswer(r, 408, "Retry")
+        self.assertGreater(elapsed, 44)
+        self.assertLess(elapsed, 47.5)
+
+    def test_slowloris_400_at_10s(self):
+        w = self.worker()
+        s = connect(w.path, 20)
+        t = time.monotonic()
+        s.sendall(b"GET /worker/next HTTP/1.1\r\nHost: bro")
+        time.sleep(2)
+        s.sendall(b"ker\r\nX-Slow: 1")
+        r = read_response(s, 15)
+        elapsed = r.arrivals[0][0] - t if r.arrivals else None
+        self.assertAnswer(r, 400, "bad request")
+        self.assertTrue(r.eof)
+        self.assertIsNotNone(elapsed)
+        self.assertGreater(elapsed, 9.0)
+        self.assertLess(elapsed, 11.0)
+
+
+# ---------------------------------------------------------------- 3.3 tools
+
+class HostTools(BrokerCase):
+    CHANNEL = "brk-tools"
+
+    def setUp(self):
+        super().setUp()
+        self.start_channel()
+
+    def test_identity_from_binding(self):
+        def hook(p):
+            return {"ok": True, "text": "rolled 4"}
+        with self.in_turn(hook=hook) as (w, tr, turn):
+            r = w.tool("roll_dice", {
+                "input": {"sides": 6}, "channel": "forged:1",
+                "profile": "evil", "speaker": {"id": "root", "name": "Root"},
+                "turnId": "forged-turn", "thinking": "xhigh",
+                "context": {"channel": "forged:2"}})
+            self.assertAnswer(r, 200)
+            self.assertEqual(r.json(), {"ok": True, "text": "rolled 4"})
+        self.assertEqual(len(tr.hook_calls), 1)
+        p = tr.hook_calls[0]
+        self.assertEqual(p["name"], "roll_dice")
+        self.assertEqual(p["input"], {"sides": 6})
+        self.assertEqual(p["context"], {
+            "channel": self.CHANNEL, "profile": "default",
+            "speaker": {"id": "u-1", "name": "Ann"}, "thinking": "low",
+            "turnId": turn["turnId"]})
+        self.assertNotIn("forged", json.dumps(p))
+
+    def test_bad_answer_502(self):
+        png = base64.b64encode(b"\x89PNG\r\n").decode()
+        bad = [{"ok": "yes"}, {"text": "no ok"}, {"ok": True, "text": 5},
+               {"ok": True, "text": "t" * 1000001},
+               {"ok": True, "text": "t" * 999999 + "\U0001F600"},
+               {"ok": False, "error": "e" * 10001},
+               {"ok": True, "image": {"data": "x", "mimeType": "image/png"}},
+               {"ok": True, "image": {"data": png, "mimeType": "image/bmp"}},
+               {"ok": True, "image": {"data": png, "mimeType": "image/png",
+                                      "x": 1}},
+               {"ok": True, "text": "x", "evil": 1}, [1], "text", None]
+        answers = iter(bad)
+        with self.in_turn(hook=lambda p: next(answers)) as (w, tr, turn):
+            for i, a in enumerate(bad):
+                with self.subTest(answer=json.dumps(a)[:60]):
+                    self.assertAnswer(w.tool("lookup", {"input": {"q": i}}),
+                                      502, "Broker call failed")
+            # valid ones at the limits pass, as the hook gave them
+            good = [{"ok": False, "error": "e" * 10000},
+                    {"ok": True, "text": "t" * 999998 + "\U0001F600"},
+                    {"ok": True, "image": {"data": png,
+                                           "mimeType": "image/png"}}]
+            answers = iter(good)
+            tr.hook = lambda p: next(answers)
+            for a in good:
+                r = w.tool("lookup", {"input": {}})
+                self.assertAnswer(r, 200)
+                self.assertEqual(r.json(), a)
+
+    def test_unlisted_tool_404(self):
+        with self.in_turn() as (w, tr, turn):
+            for name in ("unlisted", "Roll_dice", "roll-dice", "roll_dice2",
+                         "x" * 49):
+                self.assertAnswer(w.tool(name, {"input": {}}), 404,
+                                  "Not found")
+        self.assertEqual(tr.hook_calls, [])
+
+    def test_invalid_input_400(self):
+        with self.in_turn() as (w, tr, turn):
+            for body in ({}, {"input": "text"}, {"input": [1]},
+                         {"input": None}, {"input": 3}, {"name": "x"}):
+                with self.subTest(body=body):
+                    self.assertAnswer(w.tool("roll_dice", body), 400,
+                                      "Invalid tool input")
+            for raw in (b"[1]", b"{bad", b'"s"'):
+                with self.subTest(raw=raw):
+                    self.assertAnswer(w.req("POST", "/tools/roll_dice", raw),
+                                      400, "Invalid input")
+        self.assertEqual(tr.hook_calls, [])
+
+
+# ---------------------------------------------------------------- turns
+
+class TurnSemantics(BrokerCase):
+    """DESIGN.md 6: busy, deadline, cancel, a client that leaves."""
+
+    TURN_MS = 3000
+    CHANNEL = "brk-turns"
+
+    def test_invalid_turn(self):
+        for extra in ({"turnId": "../x"}, {"turnId": ""},
+                      {"text": "a" * 100001},
+                      {"text": "a" * 99999 + "\U0001F600"},
+                      {"author": {"id": "i" * 257, "name": "n"}},
+                      {"memory": "m" * 100001}, {"thinking": "max"},
+                      {"images": [{"data": "eA==", "mimeType": "image/bmp"}]},
+                      {"images": [{"data": "eA==",
+                                   "mimeType": "image/png"}] * 9}):
+            with self.subTest(field=list(extra)[0]):
+                res = self.ctl.call("turn.run",
+                                    self.turn_params("brk-invalid", **extra))
+                self.assertEqual(res["ok"], False, res)
+                self.assertEqual(res["reason"], "invalid", res)
+        self.assertFalse(self.container_exists("brk-invalid"))
+
+    def test_busy(self):
+        key = "brk-busy"
+        self.start_channel(key)
+        w = self.worker(key)
+        tr = self.begin_turn(key)
+        turn = self.next_turn(w, tr)
+        with Client(self.d.socket) as c2:
+            res = c2.call("turn.run", self.turn_params(key))
+        self.assertEqual(res["ok"], False)
+        self.assertEqual(res["reason"], "busy")
+        # and on the first client too
+        res = self.ctl.call("turn.run", self.turn_params(key))
+        self.assertEqual(res["reason"], "busy")
+        self.assertAnswer(w.result(turn["turnId"], {"ok": True, "text": "1",
+                                                    "files": []}),
+                          200, "Accepted")
+        self.assertEqual(tr.wait()["text"], "1")
+
+    def test_deadline(self):
+        key = "brk-deadline"
+        self.start_channel(key)
+        self.assertTrue(self.container_exists(key))
+        w = self.worker(key)
+        tr = self.begin_turn(key)
+        turn = self.next_turn(w, tr)
+        res = tr.wait(20)
+        self.assertEqual(res["ok"], False)
+        self.assertEqual(res["reason"], "timeout")
+        elapsed = tr.answered_at - tr.sent_at
+        self.assertGreater(elapsed, 2.5)
+        self.assertLess(elapsed, 3.0 + 3)
+        self.assertTrue(wait_until(lambda: not self.container_exists(key),
+                                   20), "the container outlived the turn")
+        r = self.ctl.call("channel.status", {"channel": key})
+        self.assertEqual(r["state"], "missing")
+        # the late result finds nothing
+        if os.path.exists(w.path):
+            try:
+                r = w.result(turn["turnId"], {"ok": True, "text": "late",
+                                              "files": []})
+                self.assertNotEqual(r.status, 200)
+            except OSError:
+                pass
+
+    def test_cancel(self):
+        key = "brk-cancel"
+        self.start_channel(key)
+        w = self.worker(key)
+        tr = self.begin_turn(key)
+        self.next_turn(w, tr)
+        self.assertEqual(self.ctl.call("turn.cancel", {"channel": key}),
+                         {"cancelled": True})
+        res = tr.wait(10)
+        self.assertEqual(res["ok"], False)
+        self.assertEqual(res["reason"], "cancelled")
+        self.assertTrue(wait_until(lambda: not self.container_exists(key),
+                                   20), "the container outlived the turn")
+        self.assertEqual(self.ctl.call("turn.cancel", {"channel": key}),
+                         {"cancelled": False})
+
+    def test_client_disconnect_cancels(self):
+        key = "brk-leave"
+        self.start_channel(key)
+        w = self.worker(key)
+        tr = self.begin_turn(key)
+        self.next_turn(w, tr)
+        self.assertTrue(self.container_exists(key))
+        tr.disconnect()
+        self.assertTrue(wait_until(lambda: not self.container_exists(key),
+                                   20), "the container outlived the turn")
+        # the channel is free again: a new turn is not busy
+        res = self.ctl.call("turn.cancel", {"channel": key})
+        self.assertEqual(res, {"cancelled": False})
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
