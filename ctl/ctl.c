@@ -40,8 +40,8 @@ usage(FILE *f)
 	    "  stop CHANNEL           remove the container, stop the broker\n"
 	    "  fresh CHANNEL          stop, then archive the session files\n"
 	    "  ps                     the managed containers\n"
-	    "  turn CHANNEL TEXT [-p PROFILE] [-a ID:NAME] [-i IMAGE]... [-o DIR]\n"
-	    "       [-t THINKING] [-n TURNID]\n"
+	    "  turn CHANNEL TEXT [--profile P] [--author ID:NAME] [--image FILE]...\n"
+	    "       [--out DIR] [--thinking LEVEL] [--turn-id ID]\n"
 	    "                         run one turn: progress on a terminal, the\n"
 	    "                         reply on stdout, reply files saved in DIR\n"
 	    "  cancel CHANNEL         cancel the channel's running turn\n"
@@ -475,8 +475,19 @@ cmd_turn(struct ctl_opts *o, int argc, char *argv[])
 
 	if ((images = cJSON_CreateArray()) == NULL)
 		return 1;
+	static const struct option longopts[] = {
+		{ "profile",	required_argument,	NULL, 'p' },
+		{ "author",	required_argument,	NULL, 'a' },
+		{ "image",	required_argument,	NULL, 'i' },
+		{ "out",	required_argument,	NULL, 'o' },
+		{ "thinking",	required_argument,	NULL, 't' },
+		{ "turn-id",	required_argument,	NULL, 'n' },
+		{ NULL,		0,			NULL, 0 }
+	};
+
 	optind = 0;	/* glibc: start over after the global options */
-	while ((ch = getopt(argc, argv, "p:a:i:o:t:n:")) != -1) {
+	while ((ch = getopt_long(argc, argv, "p:a:i:o:t:n:", longopts,
+	    NULL)) != -1) {
 		switch (ch) {
 		case 'p':
 			profile = optarg;
