@@ -678,6 +678,8 @@ class Deadlines(TurnTest):
         key = "stopbrokers:1"
         self.ok(c, self.params(key, "first"))
         before = self.container_id(c, key)
+        # so that wait_for below waits for this turn's call, not the first's
+        FU.reset()
         self.stall_model(30)
         rid = c.request("turn.run", self.params(key, "to be cut", "t2"))
         FU.wait_for(1, 60, path="/v1/messages")
