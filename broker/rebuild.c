@@ -791,28 +791,34 @@ rebuild_message(struct rebuild *rb, cJSON *m, cJSON *list)
 	return rebuild_content(rb, m, "content", BLOCKS_MESSAGE, nm);
 }
 
+/*
+ * A list of at most max items under key, each rebuilt by fn into the new
+ * list; required says whether a missing key is refused.
+ */
 static int
-rebuild_messages(struct rebuild *rb, cJSON *root, cJSON *out)
+rebuild_items(struct rebuild *rb, cJSON *root, cJSON *out, const char *key,
+    int required, size_t max, const char *noun,
+    int (*fn)(struct rebuild *, cJSON *, cJSON *))
 {
-	cJSON	*ms, *m, *list;
+	cJSON	*items, *it, *list;
 	size_t	 i = 0, old, top;
 	int	 r = -1;
 
-	if ((ms = get(root, "messages")) == NULL)
-		return fail_at(rb, "messages", "Field required");
-	if (!cJSON_IsArray(ms))
-		return fail_at(rb, "messages", "Input should be a valid list");
-	if (add(rb, out, "messages", list = cJSON_CreateArray()) == -1)
+	if ((items = get(root, key)) == NULL)
+		return required ? fail_at(rb, key, "Field required") : 0;
+	if (!cJSON_IsArray(items))
+		return fail_at(rb, key, "Input should be a valid list");
+	if (add(rb, out, key, list = cJSON_CreateArray()) == -1)
 		return -1;
-	old = path_key(rb, "messages");
+	old = path_key(rb, key);
 	top = rb->rb_pathlen;
-	for (m = ms->child; m != NULL; m = m->next, i++) {
-		if (i == MODEL_MESSAGES_MAX) {
-			fail(rb, "At most %u messages", MODEL_MESSAGES_MAX);
+	for (it = items->child; it != NULL; it = it->next, i++) {
+		if (i == max) {
+			fail(rb, "At most %zu %s", max, noun);
 			goto done;
 		}
 		path_index(rb, i);
-		if (rebuild_message(rb, m, list) == -1)
+		if (fn(rb, it, list) == -1)
 			goto done;
 		path_pop(rb, top);
 	}
@@ -820,6 +826,13 @@ rebuild_messages(struct rebuild *rb, cJSON *root, cJSON *out)
  done:
 	path_pop(rb, old);
 	return r;
+}
+
+static int
+rebuild_messages(struct rebuild *rb, cJSON *root, cJSON *out)
+{
+	return rebuild_items(rb, root, out, "messages", 1, MODEL_MESSAGES_MAX,
+	    "messages", rebuild_message);
 }
 
 static int
@@ -913,32 +926,8 @@ rebuild_tool(struct rebuild *rb, cJSON *t, cJSON *list)
 static int
 rebuild_tools(struct rebuild *rb, cJSON *root, cJSON *out)
 {
-	cJSON	*ts, *t, *list;
-	size_t	 i = 0, old, top;
-	int	 r = -1;
-
-	if ((ts = get(root, "tools")) == NULL)
-		return 0;
-	if (!cJSON_IsArray(ts))
-		return fail_at(rb, "tools", "Input should be a valid list");
-	if (add(rb, out, "tools", list = cJSON_CreateArray()) == -1)
-		return -1;
-	old = path_key(rb, "tools");
-	top = rb->rb_pathlen;
-	for (t = ts->child; t != NULL; t = t->next, i++) {
-		if (i == MODEL_TOOLS_MAX) {
-			fail(rb, "At most %u tools", MODEL_TOOLS_MAX);
-			goto done;
-		}
-		path_index(rb, i);
-		if (rebuild_tool(rb, t, list) == -1)
-			goto done;
-		path_pop(rb, top);
-	}
-	r = 0;
- done:
-	path_pop(rb, old);
-	return r;
+	return rebuild_items(rb, root, out, "tools", 0, MODEL_TOOLS_MAX,
+	    "tools", rebuild_tool);
 }
 
 static int
