@@ -639,11 +639,9 @@ call_body_err(struct http_conn *c, enum http_body_err e, void *arg)
 
 	if (cl == NULL)
 		return;
-	if (e == HTTP_BODY_TOO_LARGE || e == HTTP_BODY_INVALID) {
-		respond_text(c, 400, cl->cl_kind == CALL_TOOL ?
-		    BODY_INVALID_INPUT : "Invalid input");
-		cl->cl_conn = c;
-	}
+	/* Over the limit or badly framed: the same 400 for every route. */
+	if (e == HTTP_BODY_TOO_LARGE || e == HTTP_BODY_INVALID)
+		respond_text(c, 400, BODY_INVALID_INPUT);
 	call_free(cl);
 }
 
