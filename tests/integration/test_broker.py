@@ -1861,6 +1861,38 @@ class StartupWindow(BrokerCase):
         self.assertAnswer(w.tool("roll_dice", {"input": {}}), 410)
         self.assertEqual(self.fu.requests(), [])
 
+    def test_defaults_90s_window_and_120s_silence(self):
+        """The defaults as they run, no shortened timers: the startup
+        window admits metadata until 90 s after the broker armed it and
+        not after; a request body that goes silent is cut 120 s after its
+        last byte.  Both clocks run side by side (about two minutes)."""
+        key = "brk-window-defaults"
+        t0 = self.start_channel(key)
+        w = self.worker(key)
+        # the window was armed between t0 and the first answered ready
+        self.assertLess(self.first_ready - t0, 30)
+        silent = connect(w.path, 10)
+        silent.sendall(build_request("POST", "/mcp/files", headers=[
+            ("content-type", "application/json"),
+            ("content-length", "200")]) + b'{"jsonrpc":')
+        t_last = time.monotonic()
+        time.sleep(max(0.0, t0 + 88 - time.monotonic()))
+        self.assertLess(time.monotonic(), self.first_ready + 89.5,
+                        "too slow to see the window before it ends")
+        mcp_admitted(self, w.mcp(rpc("ping", 1)))
+        time.sleep(max(0.0, self.first_ready + 90.5 - time.monotonic()))
+        self.assertAnswer(w.mcp(rpc("ping", 2)), 410)
+        self.assertAnswer(w.model(), 410)
+        # still open: not a byte came, and 120 s have not passed
+        r = read_response(silent, timeout=t_last + 135 - time.monotonic())
+        cut = r.arrivals[-1][0] if r.arrivals else time.monotonic()
+        self.assertTrue(r.eof, "the silent connection was not cut")
+        self.assertEqual(r.raw, b"")
+        self.assertGreater(cut - t_last, 119)
+        self.assertLess(cut - t_last, 126)
+        self.assertEqual([x["mcp"]["method"] for x in self.fu.requests()],
+                         ["ping"])
+
 
 # ---------------------------------------------------------------- 3.5
 
