@@ -397,7 +397,8 @@ escaped(struct dock_api *da, const char *s)
  */
 static enum dock_err
 inspect(struct dock_api *da, const struct dock_config *dc, const char *name,
-    const struct dock_spec *ds, struct dock_status *st, int *same)
+    const char *want_channel, const struct dock_spec *ds,
+    struct dock_status *st, int *same)
 {
 	struct dock_call	 c = { .dc_method = "GET" };
 	const cJSON		*cfg, *labels, *state;
@@ -458,10 +459,10 @@ inspect(struct dock_api *da, const struct dock_config *dc, const char *name,
 		(void)copy_str(st->image, sizeof(st->image), image);
 	if (profile != NULL)
 		(void)copy_str(st->profile, sizeof(st->profile), profile);
+	st->ours = str_equal(channel, want_channel);
 	if (same != NULL)
 		*same = running && str_equal(image, dc->image) &&
-		    str_equal(profile, ds->profile) &&
-		    str_equal(channel, ds->channel);
+		    str_equal(profile, ds->profile) && st->ours;
  done:
 	call_done(&c);
 	free(path);
@@ -492,7 +493,7 @@ dock_status(struct dock_api *da, const struct dock_config *dc,
 	da->da_error[0] = '\0';
 	if ((e = name_for(dc, channel, name, sizeof(name))) != DOCK_OK)
 		return e;
-	return inspect(da, dc, name, NULL, st, NULL);
+	return inspect(da, dc, name, channel, NULL, st, NULL);
 }
 
 /* DELETE /containers/<ref>?force=true, where ref is a name or an id. */
@@ -639,7 +640,8 @@ dock_ensure_running(struct dock_api *da, const struct dock_config *dc,
 	    (e = dock_container_name(dc, ds->channel, name, sizeof(name))) !=
 	    DOCK_OK)
 		return e;
-	if ((e = inspect(da, dc, name, ds, &st, &same)) != DOCK_OK)
+	if ((e = inspect(da, dc, name, ds->channel, ds, &st, &same)) !=
+	    DOCK_OK)
 		return e;
 	if (same) {
 		if (copy_str(id, idlen, st.id) == -1) {

@@ -40,6 +40,8 @@ struct dock_status {
 	char		 image[256];	/* Config.Image, as created */
 	char		 profile[128];	/* the profile label */
 	char		 id[80];
+	int		 ours;		/* the channel label names the channel
+					 * asked about */
 };
 
 /* GET /containers/<name>/json; 404 is DOCK_MISSING. */

@@ -127,6 +127,7 @@ docker_status(struct docker *dk, struct role_parent *rp, struct msg *m)
 		msg_add_str(&mb, "image", st.image);
 		msg_add_str(&mb, "profile", st.profile);
 		msg_add_str(&mb, "container", st.id);
+		msg_add_bool(&mb, "ours", st.ours);
 	}
 	role_send(rp, &mb);
 	return 0;

@@ -423,7 +423,7 @@ chan_status_for_start(struct child *c, struct msg *m, void *arg)
 	struct channel	*ch = op->op_chan;
 	const char	*err, *state, *image = NULL, *profile = NULL, *id;
 	struct msgb	 mb;
-	int		 recreate;
+	int		 recreate, ours = 0;
 
 	if ((err = chan_reply_error(m, "Docker")) != NULL) {
 		chan_op_fail(op, "%s", err);
@@ -433,18 +433,21 @@ chan_status_for_start(struct child *c, struct msg *m, void *arg)
 	    msg_get_str_opt(m, "image", 256, &image) == -1 ||
 	    msg_get_str_opt(m, "profile", 128, &profile) == -1 ||
 	    msg_get_str_opt(m, "container", 128, &id) == -1 ||
+	    (id != NULL && msg_get_bool(m, "ours", &ours) == -1) ||
 	    msg_end(m) == -1) {
 		chan_op_fail(op, "Docker client: %s", m->m_err);
 		return;
 	}
 	recreate = strcmp(state, "running") != 0 || image == NULL ||
 	    strcmp(image, sv->sv_conf->image) != 0 || profile == NULL ||
-	    strcmp(profile, op->op_profile) != 0;
+	    strcmp(profile, op->op_profile) != 0 || !ours;
 	/* A new container or another profile needs a new broker. */
 	if (ch->ch_broker != NULL && !recreate &&
 	    strcmp(ch->ch_broker_profile, op->op_profile) == 0) {
+		/* The inspect just made is the one ensure would make: a warm
+		 * start needs no second. */
 		if (ch->ch_broker_ready)
-			chan_step_ensure(op);
+			chan_wait_worker(op);
 		else
 			ch->ch_broker_wait = op;
 		return;
@@ -813,6 +816,7 @@ chan_status_answer(struct child *c, struct msg *m, void *arg)
 	const char		*err, *state, *image = NULL, *profile = NULL;
 	const char		*id = NULL;
 	cJSON			*res;
+	int			 ours;
 
 	if (q->q_req == NULL)
 		goto done;
@@ -825,6 +829,7 @@ chan_status_answer(struct child *c, struct msg *m, void *arg)
 	    msg_get_str_opt(m, "image", 256, &image) == -1 ||
 	    msg_get_str_opt(m, "profile", 128, &profile) == -1 ||
 	    msg_get_str_opt(m, "container", 128, &id) == -1 ||
+	    (id != NULL && msg_get_bool(m, "ours", &ours) == -1) ||
 	    msg_end(m) == -1) {
 		ctl_error(q->q_req, RPC_APP_ERROR, "Docker client: %s",
 		    m->m_err);

@@ -518,6 +518,12 @@ START_TEST(create_has_every_field)
 	ck_assert_str_eq(st.image, TEST_IMAGE);
 	ck_assert_str_eq(st.profile, "p1");
 	ck_assert_str_eq(st.id, id);
+	ck_assert_int_eq(st.ours, 1);
+	/* Another key of the same segment finds the container, labelled for
+	 * the first: not its own. */
+	ck_assert_int_eq(dock_status(da, &dc, "test_create", &st), DOCK_OK);
+	ck_assert_int_eq(st.state, DOCK_RUNNING);
+	ck_assert_int_eq(st.ours, 0);
 	dock_api_free(da);
 }
 END_TEST
