@@ -294,8 +294,39 @@
 #define RESEARCH_TASK_MAX		4000u
 /* "report at most 80 000 chars". */
 #define RESEARCH_REPORT_MAX		80000u
-/* "600 s deadline". */
+/* "600 s deadline" by default, configurable 1-1 200 s. */
 #define RESEARCH_DEADLINE_MS		600000
+#define RESEARCH_DEADLINE_MS_MIN	1000
+#define RESEARCH_DEADLINE_MS_MAX	1200000
+/* "at most 2 jobs per channel (configurable 1-10)". */
+#define RESEARCH_JOBS_MIN		1u
+#define RESEARCH_JOBS_LIMIT		10u
+/* Internal: what a search.query hook may answer, and what one
+ * fetch_content hands the model, in chars. */
+#define RESEARCH_SEARCH_TEXT_MAX	100000u
+#define RESEARCH_PAGE_TEXT_MAX		100000u
+/* Internal: model calls one job may make before it must answer. */
+#define RESEARCH_STEPS_MAX		24u
+/* Internal: a model answer is read up to this size. */
+#define RESEARCH_ANSWER_MAX		(8u * MIB)
+/* Internal: tool result text one job hands the model in all, in UTF-8
+ * bytes (a rough measure of tokens for Latin and CJK text alike); past it
+ * the model is told to write its report. */
+#define RESEARCH_READ_MAX		400000u
+/* Internal: tool calls run for one answer; later ones get an error. */
+#define RESEARCH_CALLS_MAX		16u
+
+/*
+ * DESIGN.md 9 / attachments.fetch
+ */
+/* "at most 20 candidates (25 MiB each, 50 MiB in all". */
+#define ATTACH_CANDIDATES_MAX		20u
+#define ATTACH_FILE_BYTES_MAX		(25u * MIB)
+#define ATTACH_TOTAL_BYTES_MAX		(50u * MIB)
+/* "name ... last 120 chars, empty -> file". */
+#define ATTACH_NAME_TAIL		120u
+/* Internal: a chat message id in a file name. */
+#define ATTACH_MESSAGE_ID_MAX		100u
 
 /*
  * Internal bounds: not in PROTOCOL.md, but every string that crosses a

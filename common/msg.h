@@ -82,7 +82,17 @@
 	X(EGR_DATA,        "egr_data",        R_EGR, R_BRK | R_RES, 0, 1, NONE) \
 	X(EGR_END,         "egr_end",         R_EGR, R_BRK | R_RES, 0, 0, NONE) \
 	X(EGR_ACK,         "egr_ack",         R_BRK | R_RES, R_EGR, 0, 0, NONE) \
-	X(EGR_CANCEL,      "egr_cancel",      R_BRK | R_RES, R_EGR, 0, 0, NONE)
+	X(EGR_CANCEL,      "egr_cancel",      R_BRK | R_RES, R_EGR, 0, 0, NONE) \
+	/* the controlled fetch of PROTOCOL.md 8: research jobs and the	\
+	 * supervisor's attachment downloads; the answer carries the body */ \
+	X(EGR_FETCH,       "egr_fetch",       R_SUP | R_RES, R_EGR, 0, 0, EGR_FETCHED) \
+	X(EGR_FETCHED,     "egr_fetched",     R_EGR, R_SUP | R_RES, 0, 1, NONE) \
+	/* research job: its configuration, web_search through the client's \
+	 * search.query hook, and the report (DESIGN.md 9) */		\
+	X(CONFIG_RESEARCH, "config_research", R_SUP, R_RES, 0, 0, NONE) \
+	X(RES_SEARCH,      "res_search",      R_RES, R_SUP, 0, 0, RES_SEARCHED) \
+	X(RES_SEARCHED,    "res_searched",    R_SUP, R_RES, 0, 1, NONE) \
+	X(RES_REPORT,      "res_report",      R_RES, R_SUP, 0, 1, NONE)
 
 enum msg_type {
 	MSG_NONE = 0,

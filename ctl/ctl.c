@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <stddef.h>
 #include <time.h>
 #include <unistd.h>
 #include <stdio.h>
@@ -45,6 +46,17 @@ usage(FILE *f)
 	    "                         run one turn: progress on a terminal, the\n"
 	    "                         reply on stdout, reply files saved in DIR\n"
 	    "  cancel CHANNEL         cancel the channel's running turn\n"
+	    "  research CHANNEL TASK [--author ID:NAME] [--thinking LEVEL]\n"
+	    "       [--search-file FILE]\n"
+	    "                         run a research job, print its report;"
+	    " web_search\n"
+	    "                         is answered with FILE's text when given\n"
+	    "  attach CHANNEL MESSAGE_ID URL... [--ref URL]...\n"
+	    "                         download attachments into the channel's\n"
+	    "                         attachments/, each named by its URL's "
+	    "last path\n"
+	    "                         segment (--ref: the referenced "
+	    "message's)\n"
 	    "  call METHOD [PARAMS]   send one JSON-RPC request, print its "
 	    "result\n"
 	    "\n"
@@ -607,6 +619,247 @@ cmd_turn(struct ctl_opts *o, int argc, char *argv[])
 	return rc;
 }
 
+/* The whole of a small file, NUL-terminated; NULL after saying why. */
+static char *
+text_load(const char *path, size_t max)
+{
+	FILE	*f;
+	char	*buf;
+	size_t	 n;
+
+	if ((f = fopen(path, "re")) == NULL) {
+		fprintf(stderr, "rtsandboxctl: %s: %s\n", path,
+		    strerror(errno));
+		return NULL;
+	}
+	if ((buf = malloc(max + 1)) == NULL) {
+		fclose(f);
+		return NULL;
+	}
+	n = fread(buf, 1, max + 1, f);
+	fclose(f);
+	if (n > max) {
+		fprintf(stderr, "rtsandboxctl: %s: more than %zu bytes\n",
+		    path, max);
+		free(buf);
+		return NULL;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+/* search.query answered with the operator's file, whatever the query. */
+static void
+answer_search(struct rpc *r, const cJSON *m, const char *text)
+{
+	cJSON	*a, *res;
+
+	a = cJSON_CreateObject();
+	cJSON_AddStringToObject(a, "jsonrpc", "2.0");
+	cJSON_AddItemToObject(a, "id", cJSON_Duplicate(
+	    cJSON_GetObjectItemCaseSensitive(m, "id"), 1));
+	res = cJSON_AddObjectToObject(a, "result");
+	cJSON_AddStringToObject(res, "text", text);
+	rpc_write(r, a);
+}
+
+static int
+cmd_research(struct ctl_opts *o, int argc, char *argv[])
+{
+	static const char *const hooks[] = { "search.query", NULL };
+	static const struct option longopts[] = {
+		{ "author",	required_argument,	NULL, 'a' },
+		{ "thinking",	required_argument,	NULL, 't' },
+		{ "search-file", required_argument,	NULL, 's' },
+		{ NULL,		0,			NULL, 0 }
+	};
+	const char	*author = "rtsandboxctl:operator", *thinking = NULL;
+	const char	*colon;
+	char		*search = NULL, aid[257], aname[257];
+	struct rpc	*r;
+	cJSON		*p, *f, *m, *res, *id;
+	double		 myid;
+	int		 ch, to, rc = 1;
+
+	optind = 0;
+	while ((ch = getopt_long(argc, argv, "a:t:s:", longopts, NULL)) !=
+	    -1) {
+		switch (ch) {
+		case 'a':
+			author = optarg;
+			break;
+		case 't':
+			thinking = optarg;
+			break;
+		case 's':
+			free(search);
+			if ((search = text_load(optarg, 400000)) == NULL)
+				return 1;
+			break;
+		default:
+			free(search);
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (argc - optind != 2 || (colon = strchr(author, ':')) == NULL ||
+	    colon - author > 256 || strlen(colon + 1) > 256) {
+		free(search);
+		usage(stderr);
+		return 2;
+	}
+	snprintf(aid, sizeof(aid), "%.*s", (int)(colon - author), author);
+	snprintf(aname, sizeof(aname), "%s", colon + 1);
+	p = cJSON_CreateObject();
+	cJSON_AddStringToObject(p, "channel", argv[optind]);
+	f = cJSON_AddObjectToObject(p, "author");
+	cJSON_AddStringToObject(f, "id", aid);
+	cJSON_AddStringToObject(f, "name", aname);
+	cJSON_AddStringToObject(p, "task", argv[optind + 1]);
+	if (thinking != NULL)
+		cJSON_AddStringToObject(p, "thinking", thinking);
+	if ((r = rpc_open(o->socket, search != NULL ? hooks : NULL)) ==
+	    NULL) {
+		cJSON_Delete(p);
+		free(search);
+		return 1;
+	}
+	if ((myid = rpc_send(r, "research.run", p)) < 0)
+		goto out;
+	for (;;) {
+		if ((m = rpc_next(r, -1, &to)) == NULL) {
+			fprintf(stderr, "rtsandboxctl: connection lost\n");
+			goto out;
+		}
+		id = cJSON_GetObjectItemCaseSensitive(m, "id");
+		if (strcmp(str(m, "method"), "search.query") == 0 &&
+		    search != NULL) {
+			if (!o->json)
+				fprintf(stderr, "rtsandboxctl: search: %s\n",
+				    str(cJSON_GetObjectItemCaseSensitive(m,
+				    "params"), "query"));
+			answer_search(r, m, search);
+		} else if (cJSON_IsNumber(id) && id->valuedouble == myid)
+			break;
+		cJSON_Delete(m);
+	}
+	if ((res = cJSON_GetObjectItemCaseSensitive(m, "result")) == NULL) {
+		fprintf(stderr, "rtsandboxctl: research.run: %s\n", str(
+		    cJSON_GetObjectItemCaseSensitive(m, "error"), "message"));
+		cJSON_Delete(m);
+		goto out;
+	}
+	rc = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "ok")) ? 0 : 1;
+	if (o->json)
+		print_json(res);
+	else if (rc == 0)
+		printf("%s\n", str(res, "report"));
+	else
+		fprintf(stderr, "rtsandboxctl: research failed (%s): %s\n",
+		    str(res, "reason"), str(res, "message"));
+	cJSON_Delete(m);
+ out:
+	rpc_close(r);
+	free(search);
+	return rc;
+}
+
+/* A URL; its name is the last segment of its path. */
+static int
+attach_add(cJSON *arr, const char *url)
+{
+	const char	*end, *slash;
+	char		 name[1025];
+	cJSON		*a;
+
+	end = url + strcspn(url, "?#");
+	for (slash = end; slash > url && slash[-1] != '/'; slash--)
+		;
+	if (end - slash >= (ptrdiff_t)sizeof(name))
+		slash = end - (sizeof(name) - 1);
+	snprintf(name, sizeof(name), "%.*s", (int)(end - slash), slash);
+	if ((a = cJSON_CreateObject()) == NULL ||
+	    cJSON_AddStringToObject(a, "url", url) == NULL ||
+	    cJSON_AddStringToObject(a, "name", name) == NULL)
+		return -1;
+	cJSON_AddItemToArray(arr, a);
+	return 0;
+}
+
+static void
+show_attached(const char *key, const cJSON *res)
+{
+	const cJSON	*e;
+
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(res, "saved"))
+		printf("saved %s (%.0f bytes)\n", str(e, "file"),
+		    num(e, "size"));
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(res, "failed"))
+		printf("failed %s%s: %s\n", cJSON_IsTrue(
+		    cJSON_GetObjectItemCaseSensitive(e, "reference")) ?
+		    "reference " : "", str(e, "name"), str(e, "reason"));
+}
+
+static int
+cmd_attach(struct ctl_opts *o, int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "ref",	required_argument,	NULL, 'r' },
+		{ NULL,		0,			NULL, 0 }
+	};
+	struct rpc	*r;
+	cJSON		*p, *att, *ref = NULL, *res;
+	int		 ch, code, i;
+
+	p = cJSON_CreateObject();
+	att = cJSON_CreateArray();
+	optind = 0;
+	while ((ch = getopt_long(argc, argv, "r:", longopts, NULL)) != -1) {
+		if (ch != 'r') {
+			usage(stderr);
+			goto bad;
+		}
+		if (ref == NULL)
+			ref = cJSON_CreateArray();
+		if (attach_add(ref, optarg) == -1)
+			goto bad;
+	}
+	if (argc - optind < 3) {
+		usage(stderr);
+		goto bad;
+	}
+	for (i = optind + 2; i < argc; i++)
+		if (attach_add(att, argv[i]) == -1)
+			goto bad;
+	cJSON_AddStringToObject(p, "channel", argv[optind]);
+	cJSON_AddStringToObject(p, "messageId", argv[optind + 1]);
+	cJSON_AddItemToObject(p, "attachments", att);
+	if (ref != NULL)
+		cJSON_AddItemToObject(cJSON_AddObjectToObject(p, "reference"),
+		    "attachments", ref);
+	if ((r = rpc_open(o->socket, NULL)) == NULL) {
+		cJSON_Delete(p);
+		return 1;
+	}
+	res = rpc_call(r, "attachments.fetch", p, &code);
+	rpc_close(r);
+	if (res == NULL)
+		return 1;
+	if (o->json)
+		print_json(res);
+	else
+		show_attached(argv[optind], res);
+	code = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(res,
+	    "failed")) > 0;
+	cJSON_Delete(res);
+	return code;
+ bad:
+	cJSON_Delete(p);
+	cJSON_Delete(att);
+	cJSON_Delete(ref);
+	return 2;
+}
+
 static int
 cmd_cancel(struct ctl_opts *o, int argc, char *argv[])
 {
@@ -641,6 +894,8 @@ static const struct {
 	{ "ps",		cmd_ps },
 	{ "turn",	cmd_turn },
 	{ "cancel",	cmd_cancel },
+	{ "research",	cmd_research },
+	{ "attach",	cmd_attach },
 };
 
 int

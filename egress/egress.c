@@ -1,9 +1,11 @@
 /*
  * Egress: the only process that creates network sockets and reads
- * credentials.  Brokers reach it over socketpairs that the supervisor made
- * and passed here as descriptors.
+ * credentials.  Brokers and research jobs reach it over socketpairs that
+ * the supervisor made and passed here as descriptors; research jobs and the
+ * supervisor also ask it for controlled fetches (fetch.c).
  */
 #include <sys/queue.h>
+#include <sys/socket.h>
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -11,18 +13,29 @@
 #include <string.h>
 #include <time.h>
 
+#include <cjson/cJSON.h>
 #include <curl/curl.h>
 #include <event2/event.h>
+#include <event2/util.h>
 
+#include "buildconf.h"
 #include "cred.h"
 #include "egress.h"
+#include "fetch.h"
 #include "hdrs.h"
 #include "reflect.h"
 #include "upstream.h"
 #include "limits.h"
 #include "log.h"
+#include "netvet.h"
 #include "role.h"
 #include "sandbox.h"
+
+/* Fetches one research job may have running at once; each holds up to
+ * FETCH_BYTES_MAX. */
+#define EGRESS_PEER_FETCHES_MAX	8u
+/* The largest integer a JSON number carries exactly. */
+#define EGRESS_UINT_MAX		UINT64_C(9007199254740991)
 
 struct egress_mcp {
 	char			*em_name;
@@ -34,8 +47,20 @@ struct egress_peer {
 	TAILQ_ENTRY(egress_peer)	 ep_entry;
 	struct egress			*ep_egress;
 	struct frame_conn		*ep_conn;
-	char				*ep_channel;
+	enum proc_role			 ep_role;
+	char				*ep_name;	/* "broker[chan]" */
 	TAILQ_HEAD(, egress_call)	 ep_calls;
+	TAILQ_HEAD(, egress_fetch)	 ep_fetches;
+	size_t				 ep_nfetches;
+};
+
+/* One controlled fetch, for a research job or the supervisor. */
+struct egress_fetch {
+	TAILQ_ENTRY(egress_fetch)	 ef_entry;
+	struct egress			*ef_egress;
+	struct egress_peer		*ef_peer;	/* NULL: supervisor */
+	uint64_t			 ef_id;
+	struct fetch			*ef_fetch;
 };
 
 /* One upstream call on behalf of a peer. */
@@ -71,6 +96,12 @@ struct egress {
 	struct upstream			*eg_upstream;
 	int				 eg_have_config;
 	TAILQ_HEAD(, egress_peer)	 eg_peers;
+	struct role_parent		*eg_rp;
+	struct fetch_resolver		*eg_resolver;
+	struct fetch_env		 eg_fetch_env;
+	TAILQ_HEAD(, egress_fetch)	 eg_fetches;	/* the supervisor's */
+	char				*eg_test_dns;
+	char				*eg_test_fetch_ca;
 };
 
 static char *
@@ -86,20 +117,27 @@ xstrdup_opt(const char *s)
 }
 
 static void	egress_call_free(struct egress_call *);
+static void	egress_fetch_free(struct egress_fetch *);
 
 static void
 egress_peer_free(struct egress_peer *ep)
 {
 	struct egress_call	*ec;
+	struct egress_fetch	*ef;
 
 	while ((ec = TAILQ_FIRST(&ep->ep_calls)) != NULL) {
 		if (ec->ec_up != NULL)
 			upstream_cancel(ec->ec_up);
 		egress_call_free(ec);
 	}
+	/* Nobody is left to read the answers. */
+	while ((ef = TAILQ_FIRST(&ep->ep_fetches)) != NULL) {
+		fetch_cancel(ef->ef_fetch);
+		egress_fetch_free(ef);
+	}
 	TAILQ_REMOVE(&ep->ep_egress->eg_peers, ep, ep_entry);
 	frame_conn_free(ep->ep_conn);
-	free(ep->ep_channel);
+	free(ep->ep_name);
 	free(ep);
 }
 
@@ -109,7 +147,7 @@ egress_peer_err(struct frame_conn *fc, enum frame_err err, void *arg)
 	struct egress_peer	*ep = arg;
 
 	if (err != FRAME_EOF)
-		log_warnx("broker[%s] edge: %s", ep->ep_channel,
+		log_warnx("%s edge: %s", ep->ep_name,
 		    frame_err_to_string(err));
 	egress_peer_free(ep);
 }
@@ -145,7 +183,7 @@ static void
 egress_send(struct egress_peer *ep, struct msgb *mb)
 {
 	if (msg_send(ep->ep_conn, mb) == -1)
-		log_warnx("broker[%s]: cannot queue an answer", ep->ep_channel);
+		log_warnx("%s: cannot queue an answer", ep->ep_name);
 }
 
 static long
@@ -166,12 +204,12 @@ egress_end(struct egress_call *ec, int ok, int status, const char *why)
 	struct msgb	 mb;
 
 	if (ok)
-		log_info("broker[%s] %s: %ld, %llu bytes, %ld ms",
-		    ec->ec_peer->ep_channel, ec->ec_route, ec->ec_status,
+		log_info("%s %s: %ld, %llu bytes, %ld ms",
+		    ec->ec_peer->ep_name, ec->ec_route, ec->ec_status,
 		    (unsigned long long)ec->ec_bytes, ms_since(&ec->ec_start));
 	else
-		log_warnx("broker[%s] %s: failed after %ld ms: %s",
-		    ec->ec_peer->ep_channel, ec->ec_route,
+		log_warnx("%s %s: failed after %ld ms: %s",
+		    ec->ec_peer->ep_name, ec->ec_route,
 		    ms_since(&ec->ec_start), why);
 	msgb_init(&mb, MSG_EGR_END, 0);
 	msg_add_uint(&mb, "call", ec->ec_id);
@@ -241,8 +279,8 @@ egress_on_data(struct up_call *up, const void *buf, size_t len, void *arg)
 
 	ec->ec_bytes += len;
 	if (reflect_feed(ec->ec_reflect, buf, len, &out, &outlen) == -1) {
-		log_warnx("broker[%s] %s: the credential came back in the "
-		    "answer; call cut", ec->ec_peer->ep_channel, ec->ec_route);
+		log_warnx("%s %s: the credential came back in the "
+		    "answer; call cut", ec->ec_peer->ep_name, ec->ec_route);
 		return -1;
 	}
 	egress_data(ec, out, outlen);
@@ -331,6 +369,11 @@ egress_call(struct egress_peer *ep, struct msg *m)
 	mcp = strcmp(kind, "mcp") == 0;
 	if (!mcp && strcmp(kind, "model") != 0)
 		return -1;
+	/* A research job has the model and nothing else. */
+	if (mcp && ep->ep_role != PROC_BROKER) {
+		log_warnx("%s: MCP call from a research job", ep->ep_name);
+		return -1;
+	}
 	if (egress_call_find(ep, id) != NULL)
 		return -1;
 	if ((ec = calloc(1, sizeof(*ec))) == NULL)
@@ -363,7 +406,7 @@ egress_call(struct egress_peer *ep, struct msg *m)
 	if (cred_read(AT_FDCWD, credfile, eg->eg_uid, ec->ec_secret,
 	    sizeof(ec->ec_secret), &ec->ec_secret_len, err, sizeof(err)) !=
 	    CRED_OK) {
-		log_warnx("broker[%s] %s: credential %s: %s", ep->ep_channel,
+		log_warnx("%s %s: credential %s: %s", ep->ep_name,
 		    ec->ec_route, credfile, err);
 		egress_end(ec, 0, 502, "no credential");
 		egress_call_free(ec);
@@ -403,7 +446,7 @@ egress_call(struct egress_peer *ep, struct msg *m)
 	}
 	return 0;
  refuse:
-	log_warnx("broker[%s]: call to %s%s refused", ep->ep_channel,
+	log_warnx("%s: call to %s%s refused", ep->ep_name,
 	    mcp ? "MCP server " : "", mcp ? (server ? server : "?") : path);
 	if (ec->ec_route == NULL && (ec->ec_route = strdup("refused")) == NULL)
 		fatal("%s", __func__);
@@ -444,8 +487,8 @@ egress_cancel(struct egress_peer *ep, struct msg *m)
 		return -1;
 	if ((ec = egress_call_find(ep, id)) == NULL)
 		return 0;
-	log_info("broker[%s] %s: cancelled by the worker after %ld ms",
-	    ep->ep_channel, ec->ec_route ? ec->ec_route : "?",
+	log_info("%s %s: cancelled by the worker after %ld ms",
+	    ep->ep_name, ec->ec_route ? ec->ec_route : "?",
 	    ms_since(&ec->ec_start));
 	if (ec->ec_up != NULL)
 		upstream_cancel(ec->ec_up);
@@ -453,7 +496,149 @@ egress_cancel(struct egress_peer *ep, struct msg *m)
 	return 0;
 }
 
-/* A violation closes only that broker's edge. */
+/*
+ * The controlled fetch (PROTOCOL.md 8) for a research job or the
+ * supervisor (ep NULL).  Options out of range are answered as a failed
+ * fetch naming the option.
+ */
+
+static void
+egress_fetch_free(struct egress_fetch *ef)
+{
+	if (ef->ef_peer != NULL) {
+		TAILQ_REMOVE(&ef->ef_peer->ep_fetches, ef, ef_entry);
+		ef->ef_peer->ep_nfetches--;
+	} else
+		TAILQ_REMOVE(&ef->ef_egress->eg_fetches, ef, ef_entry);
+	free(ef);
+}
+
+static void
+egress_fetch_send(struct egress *eg, struct egress_peer *ep,
+    struct msgb *mb)
+{
+	if (ep != NULL)
+		egress_send(ep, mb);
+	else
+		role_send(eg->eg_rp, mb);
+}
+
+static void
+egress_fetch_refuse(struct egress *eg, struct egress_peer *ep, uint64_t id,
+    const char *why)
+{
+	struct msgb	 mb;
+
+	log_warnx("%s fetch refused: %s", ep ? ep->ep_name : "supervisor",
+	    why);
+	msgb_init(&mb, MSG_EGR_FETCHED, id);
+	msg_add_bool(&mb, "ok", 0);
+	msg_add_str(&mb, "error", why);
+	egress_fetch_send(eg, ep, &mb);
+}
+
+/* The host log gets the host, status, size and time, never the body. */
+static void
+egress_fetch_done(const struct fetch_result *fr, void *arg)
+{
+	struct egress_fetch	*ef = arg;
+	const char		*who;
+	struct msgb		 mb;
+
+	who = ef->ef_peer != NULL ? ef->ef_peer->ep_name : "supervisor";
+	msgb_init(&mb, MSG_EGR_FETCHED, ef->ef_id);
+	msg_add_bool(&mb, "ok", fr->fr_ok);
+	if (fr->fr_ok) {
+		log_info("%s fetch %s: %ld, %zu bytes, %ld ms", who,
+		    fr->fr_host, fr->fr_status, fr->fr_body_len, fr->fr_ms);
+		msg_add_uint(&mb, "status", fr->fr_status);
+		msg_add_str(&mb, "url", fr->fr_url);
+		if (fr->fr_content_type != NULL)
+			msg_add_str(&mb, "content_type", fr->fr_content_type);
+		if (fr->fr_location != NULL)
+			msg_add_str(&mb, "location", fr->fr_location);
+		if (fr->fr_body_len > 0)
+			msg_add_data(&mb, fr->fr_body, fr->fr_body_len);
+	} else {
+		log_warnx("%s fetch %s: failed after %ld ms: %s", who,
+		    fr->fr_host, fr->fr_ms, fr->fr_error);
+		msg_add_str(&mb, "error", fr->fr_error);
+	}
+	egress_fetch_send(ef->ef_egress, ef->ef_peer, &mb);
+	egress_fetch_free(ef);
+}
+
+static struct egress_fetch *
+egress_fetch_find(struct egress_peer *ep, uint64_t id)
+{
+	struct egress_fetch	*ef;
+
+	TAILQ_FOREACH(ef, &ep->ep_fetches, ef_entry)
+		if (ef->ef_id == id)
+			return ef;
+	return NULL;
+}
+
+static int
+egress_fetch(struct egress *eg, struct egress_peer *ep, struct msg *m)
+{
+	struct egress_fetch	*ef;
+	struct fetch_opts	 fo;
+	const char		*url, *why;
+	uint64_t		 deadline, max_bytes, max_redirects;
+	char			 busy[64];
+
+	if (msg_get_str(m, "url", URL_BYTES_MAX, &url) == -1 ||
+	    msg_get_uint(m, "deadline_ms", 0, EGRESS_UINT_MAX, &deadline) ==
+	    -1 ||
+	    msg_get_uint(m, "max_bytes", 0, EGRESS_UINT_MAX, &max_bytes) ==
+	    -1 ||
+	    msg_get_uint(m, "max_redirects", 0, EGRESS_UINT_MAX,
+	    &max_redirects) == -1 ||
+	    msg_end(m) == -1)
+		return -1;
+	if (ep != NULL && egress_fetch_find(ep, m->m_id) != NULL)
+		return -1;
+	fo.fo_url = url;
+	fo.fo_deadline_ms = deadline;
+	fo.fo_max_bytes = max_bytes;
+	fo.fo_max_redirects = max_redirects;
+	if ((why = fetch_opts_check(&fo)) != NULL) {
+		egress_fetch_refuse(eg, ep, m->m_id, why);
+		return 0;
+	}
+	if (ep != NULL && ep->ep_nfetches >= EGRESS_PEER_FETCHES_MAX) {
+		snprintf(busy, sizeof(busy), "too many fetches at once (%u)",
+		    EGRESS_PEER_FETCHES_MAX);
+		egress_fetch_refuse(eg, ep, m->m_id, busy);
+		return 0;
+	}
+	if ((ef = calloc(1, sizeof(*ef))) == NULL)
+		fatal("%s", __func__);
+	ef->ef_egress = eg;
+	ef->ef_peer = ep;
+	ef->ef_id = m->m_id;
+	if (ep != NULL) {
+		TAILQ_INSERT_TAIL(&ep->ep_fetches, ef, ef_entry);
+		ep->ep_nfetches++;
+	} else
+		TAILQ_INSERT_TAIL(&eg->eg_fetches, ef, ef_entry);
+	/* Answers from the event loop, never from in here. */
+	ef->ef_fetch = fetch_start(&eg->eg_fetch_env, &fo, egress_fetch_done,
+	    ef);
+	return 0;
+}
+
+/* A violation closes only that peer's edge. */
+static void
+egress_peer_violation(struct egress_peer *ep, struct msg *m)
+{
+	log_warnx("%s protocol violation: %s", ep->ep_name,
+	    m->m_err[0] ? m->m_err : msg_type_name(m->m_type));
+	msg_free(m);
+	egress_peer_free(ep);
+}
+
 static void
 egress_dispatch_broker(struct frame_conn *fc, struct frame *f, void *arg)
 {
@@ -477,14 +662,86 @@ egress_dispatch_broker(struct frame_conn *fc, struct frame *f, void *arg)
 		}
 	}
 	if (rc == -1) {
-		log_warnx("broker[%s] protocol violation: %s", ep->ep_channel,
-		    m.m_err[0] ? m.m_err : msg_type_name(m.m_type));
-		msg_free(&m);
-		egress_peer_free(ep);
+		egress_peer_violation(ep, &m);
 		return;
 	}
 	msg_free(&m);
 }
+
+/* A research job: model calls (egress_call refuses MCP) and fetches. */
+static void
+egress_dispatch_research(struct frame_conn *fc, struct frame *f, void *arg)
+{
+	struct egress_peer	*ep = arg;
+	struct msg		 m;
+	int			 rc = -1;
+
+	if (msg_parse(&m, PROC_RESEARCH, PROC_EGRESS, f) == 0) {
+		switch (m.m_type) {
+		case MSG_EGR_CALL:
+			rc = egress_call(ep, &m);
+			break;
+		case MSG_EGR_ACK:
+			rc = egress_ack(ep, &m);
+			break;
+		case MSG_EGR_CANCEL:
+			rc = egress_cancel(ep, &m);
+			break;
+		case MSG_EGR_FETCH:
+			rc = egress_fetch(ep->ep_egress, ep, &m);
+			break;
+		default:
+			break;
+		}
+	}
+	if (rc == -1) {
+		egress_peer_violation(ep, &m);
+		return;
+	}
+	msg_free(&m);
+}
+
+#if RTSANDBOX_TEST_SEAMS
+/* An optional boolean: absent is false. */
+static int
+egress_get_bool_opt(struct msg *m, const char *key, int *out)
+{
+	*out = 0;
+	if (m->m_obj == NULL ||
+	    cJSON_GetObjectItemCaseSensitive(m->m_obj, key) == NULL)
+		return 0;
+	return msg_get_bool(m, key, out);
+}
+
+/*
+ * Test builds only: the fetch's name server, loopback counted as public,
+ * and the CA the fetch trusts.  A release build refuses these fields at
+ * msg_end().
+ */
+static int
+egress_config_seams(struct egress *eg, struct msg *m)
+{
+	struct sockaddr_storage	 ss;
+	const char		*dns = NULL, *ca = NULL;
+	int			 loopback, sslen = sizeof(ss);
+
+	if (msg_get_str_opt(m, "test_dns", 64, &dns) == -1 ||
+	    msg_get_str_opt(m, "test_fetch_ca_file", PATH_BYTES_MAX, &ca) ==
+	    -1 ||
+	    egress_get_bool_opt(m, "test_loopback_public", &loopback) == -1)
+		return -1;
+	if (dns != NULL && evutil_parse_sockaddr_port(dns,
+	    (struct sockaddr *)&ss, &sslen) == -1)
+		return -1;
+	eg->eg_test_dns = xstrdup_opt(dns);
+	eg->eg_test_fetch_ca = xstrdup_opt(ca);
+	if (loopback) {
+		log_warnx("test seam: loopback addresses count as public");
+		nv_test_loopback_public(1);
+	}
+	return 0;
+}
+#endif
 
 static int
 egress_config(struct egress *eg, struct msg *m)
@@ -499,8 +756,13 @@ egress_config(struct egress *eg, struct msg *m)
 	    msg_get_str_opt(m, "mcp_credential_file", PATH_BYTES_MAX,
 	    &mcpcred) == -1 ||
 	    msg_get_bool(m, "allow_http", &allow_http) == -1 ||
-	    msg_get_uint(m, "uid", 1, UINT32_MAX - 1, &uid) == -1 ||
-	    msg_end(m) == -1)
+	    msg_get_uint(m, "uid", 1, UINT32_MAX - 1, &uid) == -1)
+		return -1;
+#if RTSANDBOX_TEST_SEAMS
+	if (egress_config_seams(eg, m) == -1)
+		return -1;
+#endif
+	if (msg_end(m) == -1)
 		return -1;
 	eg->eg_uid = uid;
 	eg->eg_upstream_url = xstrdup_opt(url);
@@ -529,29 +791,42 @@ egress_config_mcp(struct egress *eg, struct msg *m)
 	return 0;
 }
 
+/* A broker's edge, or a research job's ("role": "research"). */
 static int
 egress_attach(struct egress *eg, struct msg *m)
 {
 	struct egress_peer	*ep;
-	const char		*channel;
+	const char		*channel, *role = NULL;
+	enum proc_role		 r;
 	int			 fd;
 
 	if (msg_get_str(m, "channel", CHANNEL_KEY_BYTES_MAX, &channel) == -1 ||
+	    msg_get_str_opt(m, "role", 16, &role) == -1 ||
 	    msg_get_fd(m, &fd) == -1 || msg_end(m) == -1)
+		return -1;
+	if (role == NULL || strcmp(role, "broker") == 0)
+		r = PROC_BROKER;
+	else if (strcmp(role, "research") == 0)
+		r = PROC_RESEARCH;
+	else
 		return -1;
 	if ((ep = calloc(1, sizeof(*ep))) == NULL)
 		fatal("%s", __func__);
 	ep->ep_egress = eg;
-	ep->ep_channel = xstrdup_opt(channel);
+	ep->ep_role = r;
+	if (asprintf(&ep->ep_name, "%s[%s]", proc_role_name(r), channel) ==
+	    -1)
+		fatal("%s", __func__);
 	TAILQ_INIT(&ep->ep_calls);
+	TAILQ_INIT(&ep->ep_fetches);
 	ep->ep_conn = frame_conn_new(eg->eg_base, fd,
-	    edge_limits(PROC_BROKER, PROC_EGRESS),
-	    edge_limits(PROC_EGRESS, PROC_BROKER),
-	    egress_dispatch_broker, egress_peer_err, ep);
+	    edge_limits(r, PROC_EGRESS), edge_limits(PROC_EGRESS, r),
+	    r == PROC_BROKER ? egress_dispatch_broker :
+	    egress_dispatch_research, egress_peer_err, ep);
 	if (ep->ep_conn == NULL)
-		fatalx("%s: cannot watch the broker edge", __func__);
+		fatalx("%s: cannot watch the %s edge", __func__, ep->ep_name);
 	TAILQ_INSERT_TAIL(&eg->eg_peers, ep, ep_entry);
-	log_debug("broker[%s] attached", channel);
+	log_debug("%s attached", ep->ep_name);
 	return 0;
 }
 
@@ -573,6 +848,10 @@ egress_dispatch_supervisor(struct role_parent *rp, struct msg *m, void *arg)
 		if (!role_parent_configured(rp))
 			return -1;
 		return egress_attach(eg, m);
+	case MSG_EGR_FETCH:
+		if (!role_parent_configured(rp))
+			return -1;
+		return egress_fetch(eg, NULL, m);
 	default:
 		return -1;
 	}
@@ -587,6 +866,16 @@ egress_configured(struct role_parent *rp, void *arg)
 		return "no configuration";
 	if ((eg->eg_upstream = upstream_new(eg->eg_base)) == NULL)
 		return "cannot set up the upstream client";
+	/* Reads /etc/resolv.conf and /etc/hosts now, which Landlock lets
+	 * egress read (sandbox_netconf_paths). */
+	if ((eg->eg_resolver = fetch_resolver_new(eg->eg_base,
+	    eg->eg_test_dns)) == NULL)
+		return "cannot set up the resolver";
+	eg->eg_fetch_env.fe_base = eg->eg_base;
+	eg->eg_fetch_env.fe_resolver = eg->eg_resolver;
+	eg->eg_fetch_env.fe_up = eg->eg_upstream;
+	/* NULL: the system bundle, never the upstream's private CA. */
+	eg->eg_fetch_env.fe_ca_file = eg->eg_test_fetch_ca;
 	return NULL;
 }
 
@@ -600,13 +889,14 @@ egress_main(int argc, char *argv[])
 	proc_child_check_fds(1);
 	memset(&eg, 0, sizeof(eg));
 	TAILQ_INIT(&eg.eg_peers);
+	TAILQ_INIT(&eg.eg_fetches);
 
 	/* OpenSSL and the resolver load what they need before the sandbox. */
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
 		fatalx("curl_global_init failed");
 	eg.eg_base = sandbox_egress(ra.ra_paths, ra.ra_npaths);
-	role_parent_open(eg.eg_base, PROC_EGRESS, egress_dispatch_supervisor,
-	    egress_configured, &eg);
+	eg.eg_rp = role_parent_open(eg.eg_base, PROC_EGRESS,
+	    egress_dispatch_supervisor, egress_configured, &eg);
 	event_base_dispatch(eg.eg_base);
 	fatalx("event loop ended");
 }

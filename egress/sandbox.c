@@ -1,7 +1,9 @@
 /*
  * Egress is the only process with the network: libcurl over TCP and TLS,
  * glibc's resolver (UDP and TCP to the name servers, a routing netlink query
- * for AI_ADDRCONFIG), and reading its credential and CA files.
+ * for AI_ADDRCONFIG), libevent's evdns for the controlled fetch (UDP to the
+ * name servers: socket, sendto and recvfrom, no new call), and reading its
+ * credential and CA files and the resolver's (sandbox_netconf_paths).
  */
 #include <sys/resource.h>
 #include <sys/socket.h>

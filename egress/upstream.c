@@ -15,8 +15,13 @@
  * socket, so TCP pushes back on the upstream.
  */
 #include <sys/queue.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +81,10 @@ struct up_call {
 	int			 uc_resume;
 	int			 uc_cancelled;
 	int			 uc_ending;	/* on_end is running */
+	int			 uc_os_errno;	/* for on_end */
+	struct sockaddr_storage	 uc_pin;	/* connect_addr, if any */
+	socklen_t		 uc_pin_len;
+	struct curl_slist	*uc_connect_to;
 	char			 uc_errbuf[CURL_ERROR_SIZE];
 };
 
@@ -98,6 +107,7 @@ static const char *const up_refused_hdrs[] = {
 };
 
 static void	up_settle(struct upstream *);
+static int	up_slist_add(struct curl_slist **, const char *);
 
 const char *
 up_result_to_string(enum up_result r)
@@ -307,6 +317,7 @@ up_call_free(struct up_call *c)
 		curl_multi_remove_handle(up->up_multi, c->uc_easy);
 	curl_easy_cleanup(c->uc_easy);
 	curl_slist_free_all(c->uc_req_hdrs);
+	curl_slist_free_all(c->uc_connect_to);
 	free(c->uc_hbuf);
 	TAILQ_REMOVE(&up->up_calls, c, uc_entry);
 	free(c);
@@ -319,7 +330,11 @@ up_call_done(struct up_call *c, CURLcode code)
 	struct upstream	*up = c->uc_up;
 	enum up_result	 res;
 	const char	*detail;
+	long		 os_errno = 0;
 
+	if (curl_easy_getinfo(c->uc_easy, CURLINFO_OS_ERRNO, &os_errno) ==
+	    CURLE_OK)
+		c->uc_os_errno = (int)os_errno;
 	if (c->uc_fail != UP_OK) {
 		res = c->uc_fail;
 		detail = c->uc_fail_detail;
@@ -687,6 +702,115 @@ up_hdr_check(const struct up_hdr *h)
 	return 0;
 }
 
+/* An AF_INET or AF_INET6 address with a port. */
+static int
+up_pin_check(const struct sockaddr *sa, size_t len)
+{
+	const struct sockaddr_in	*sin;
+	const struct sockaddr_in6	*sin6;
+
+	switch (sa->sa_family) {
+	case AF_INET:
+		sin = (const struct sockaddr_in *)(const void *)sa;
+		return len >= sizeof(*sin) && sin->sin_port != 0 ? 0 : -1;
+	case AF_INET6:
+		sin6 = (const struct sockaddr_in6 *)(const void *)sa;
+		return len >= sizeof(*sin6) && sin6->sin6_port != 0 ? 0 : -1;
+	default:
+		return -1;
+	}
+}
+
+/* Whether libcurl is about to connect to exactly the pinned address. */
+static int
+up_pin_matches(const struct up_call *c, const struct sockaddr *sa,
+    size_t len)
+{
+	const struct sockaddr_in	*a4, *p4;
+	const struct sockaddr_in6	*a6, *p6;
+
+	if (sa->sa_family != c->uc_pin.ss_family)
+		return 0;
+	if (sa->sa_family == AF_INET && len >= sizeof(*a4)) {
+		a4 = (const struct sockaddr_in *)(const void *)sa;
+		p4 = (const struct sockaddr_in *)(const void *)&c->uc_pin;
+		return a4->sin_port == p4->sin_port &&
+		    a4->sin_addr.s_addr == p4->sin_addr.s_addr;
+	}
+	if (sa->sa_family == AF_INET6 && len >= sizeof(*a6)) {
+		a6 = (const struct sockaddr_in6 *)(const void *)sa;
+		p6 = (const struct sockaddr_in6 *)(const void *)&c->uc_pin;
+		return a6->sin6_port == p6->sin6_port &&
+		    a6->sin6_scope_id == p6->sin6_scope_id &&
+		    memcmp(&a6->sin6_addr, &p6->sin6_addr,
+		    sizeof(a6->sin6_addr)) == 0;
+	}
+	return 0;
+}
+
+/*
+ * libcurl asks for every socket it connects: with a pinned address, only
+ * that one is made, so neither a lookup nor a stale connect-to entry can
+ * take the call elsewhere.
+ */
+static curl_socket_t
+up_opensocket_cb(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
+{
+	struct up_call	*c = arg;
+	int		 fd;
+
+	if (purpose != CURLSOCKTYPE_IPCXN || a->socktype != SOCK_STREAM ||
+	    !up_pin_matches(c, &a->addr, a->addrlen)) {
+		up_fail(c, UP_OTHER, "connection to an address other than "
+		    "the pinned one refused");
+		return CURL_SOCKET_BAD;
+	}
+	fd = socket(a->family, a->socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    a->protocol);
+	return fd == -1 ? CURL_SOCKET_BAD : fd;
+}
+
+/* "::ADDR:PORT": any host and port of the URL goes to ADDR:PORT. */
+static int
+up_pin_setopts(struct up_call *c, const struct up_request *req)
+{
+	const struct sockaddr_in	*sin;
+	const struct sockaddr_in6	*sin6;
+	char				 addr[INET6_ADDRSTRLEN], line[96];
+	unsigned			 port;
+
+	memcpy(&c->uc_pin, req->connect_addr, req->connect_addr->sa_family ==
+	    AF_INET ? sizeof(*sin) : sizeof(*sin6));
+	c->uc_pin_len = req->connect_addr->sa_family == AF_INET ?
+	    sizeof(*sin) : sizeof(*sin6);
+	if (c->uc_pin.ss_family == AF_INET) {
+		sin = (const struct sockaddr_in *)(const void *)&c->uc_pin;
+		if (inet_ntop(AF_INET, &sin->sin_addr, addr, sizeof(addr)) ==
+		    NULL)
+			return -1;
+		port = ntohs(sin->sin_port);
+		snprintf(line, sizeof(line), "::%s:%u", addr, port);
+	} else {
+		sin6 = (const struct sockaddr_in6 *)(const void *)&c->uc_pin;
+		if (inet_ntop(AF_INET6, &sin6->sin6_addr, addr,
+		    sizeof(addr)) == NULL)
+			return -1;
+		port = ntohs(sin6->sin6_port);
+		snprintf(line, sizeof(line), "::[%s]:%u", addr, port);
+	}
+	if (up_slist_add(&c->uc_connect_to, line) == -1)
+		return -1;
+	if (curl_easy_setopt(c->uc_easy, CURLOPT_CONNECT_TO,
+	    c->uc_connect_to) != CURLE_OK ||
+	    curl_easy_setopt(c->uc_easy, CURLOPT_OPENSOCKETFUNCTION,
+	    up_opensocket_cb) != CURLE_OK ||
+	    curl_easy_setopt(c->uc_easy, CURLOPT_OPENSOCKETDATA, c) !=
+	    CURLE_OK ||
+	    curl_easy_setopt(c->uc_easy, CURLOPT_NOPROXY, "*") != CURLE_OK)
+		return -1;
+	return 0;
+}
+
 static int
 up_request_check(const struct up_request *req, const struct up_callbacks *cb)
 {
@@ -710,6 +834,11 @@ up_request_check(const struct up_request *req, const struct up_callbacks *cb)
 	}
 	if (req->connect_timeout_ms < 0) {
 		log_warnx("%s: negative connect timeout", __func__);
+		return -1;
+	}
+	if (req->connect_addr != NULL && up_pin_check(req->connect_addr,
+	    req->connect_addr_len) == -1) {
+		log_warnx("%s: bad connect address", __func__);
 		return -1;
 	}
 	/* Never the value: it may be a credential. */
@@ -886,6 +1015,10 @@ upstream_call(struct upstream *up, const struct up_request *req,
 		log_warnx("%s: %s", __func__, curl_easy_strerror(rc));
 		goto fail;
 	}
+	if (req->connect_addr != NULL && up_pin_setopts(c, req) == -1) {
+		log_warnx("%s: cannot pin the connect address", __func__);
+		goto fail;
+	}
 	TAILQ_INSERT_TAIL(&up->up_calls, c, uc_entry);
 	if (up->up_depth > 0) {
 		up_work_push(c);
@@ -901,8 +1034,15 @@ upstream_call(struct upstream *up, const struct up_request *req,
  fail:
 	curl_easy_cleanup(c->uc_easy);
 	curl_slist_free_all(c->uc_req_hdrs);
+	curl_slist_free_all(c->uc_connect_to);
 	free(c);
 	return NULL;
+}
+
+int
+upstream_os_errno(const struct up_call *c)
+{
+	return c->uc_os_errno;
 }
 
 void

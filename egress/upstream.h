@@ -17,6 +17,7 @@
 #include <stddef.h>
 
 struct event_base;
+struct sockaddr;
 struct upstream;
 struct up_call;
 
@@ -74,6 +75,13 @@ struct up_request {
 	const char		*ca_file;
 	long			 connect_timeout_ms;	/* 0: the default */
 	size_t			 max_body;		/* 0: no limit */
+	/*
+	 * Non-NULL: connect to this AF_INET or AF_INET6 address and port and
+	 * to no other (no name lookup, no proxy), while Host, SNI and the
+	 * certificate check still use the URL's host.  Copied.
+	 */
+	const struct sockaddr	*connect_addr;
+	size_t			 connect_addr_len;
 };
 
 /* on_head and on_data may be NULL; on_end may not. */
@@ -129,6 +137,12 @@ void		 upstream_resume(struct up_call *);
  * callback, including the call's own; inside its own on_end it does nothing.
  */
 void		 upstream_cancel(struct up_call *);
+
+/*
+ * Inside on_end only: the errno of the last socket operation that failed
+ * (libcurl's CURLINFO_OS_ERRNO, e.g. ECONNREFUSED), or 0.
+ */
+int		 upstream_os_errno(const struct up_call *);
 
 const char	*up_result_to_string(enum up_result);
 

@@ -80,7 +80,8 @@ int
 child_find_helpers(void)
 {
 	static const enum proc_role roles[] = {
-		PROC_FSGUARD, PROC_DOCKER, PROC_EGRESS, PROC_BROKER
+		PROC_FSGUARD, PROC_DOCKER, PROC_EGRESS, PROC_BROKER,
+		PROC_RESEARCH
 	};
 	char		 self[PATH_MAX];
 	ssize_t		 n;
@@ -152,6 +153,9 @@ child_free(struct child *c)
 	free(c->c_name);
 	free(c->c_channel);
 	free(c->c_profile);
+	if (c->c_config != NULL)
+		msgb_free(c->c_config);
+	free(c->c_config);
 	free(c);
 }
 
@@ -385,6 +389,15 @@ child_send_config(struct child *c)
 			    conf->mcp_credential_file);
 		msg_add_bool(&mb, "allow_http", conf->mcp_allow_http);
 		msg_add_uint(&mb, "uid", sv->sv_uid);
+#if RTSANDBOX_TEST_SEAMS
+		if (conf->test_dns != NULL)
+			msg_add_str(&mb, "test_dns", conf->test_dns);
+		if (conf->test_loopback_public)
+			msg_add_bool(&mb, "test_loopback_public", 1);
+		if (conf->test_fetch_ca_file != NULL)
+			msg_add_str(&mb, "test_fetch_ca_file",
+			    conf->test_fetch_ca_file);
+#endif
 		child_send(c, &mb);
 		for (i = 0; i < conf->nmcp_servers; i++) {
 			msgb_init(&mb, MSG_CONFIG_EGRESS_MCP, 0);
@@ -420,6 +433,15 @@ child_send_config(struct child *c)
 			    (const char *const *)ms->tools, ms->ntools);
 			child_send(c, &mb);
 		}
+		break;
+	case PROC_RESEARCH:
+		/* Built by the caller; sent once (a job is never restarted). */
+		if (c->c_config == NULL)
+			fatalx("%s: research job without configuration",
+			    __func__);
+		child_send(c, c->c_config);
+		free(c->c_config);
+		c->c_config = NULL;
 		break;
 	default:
 		fatalx("%s: no configuration for %s", __func__,
@@ -473,6 +495,10 @@ child_paths(const struct child *c, const char **paths, size_t max)
 			paths[n++] = conf->upstream_ca_file;
 		if (conf->mcp_credential_file != NULL)
 			paths[n++] = conf->mcp_credential_file;
+#if RTSANDBOX_TEST_SEAMS
+		if (conf->test_fetch_ca_file != NULL)
+			paths[n++] = conf->test_fetch_ca_file;
+#endif
 		break;
 	default:
 		break;
@@ -498,7 +524,7 @@ child_spawn(struct child *c)
 		goto retry;
 	}
 	fds[0] = sp[1];
-	if (c->c_role == PROC_BROKER) {
+	if (c->c_role == PROC_BROKER || c->c_role == PROC_RESEARCH) {
 		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
 		    ep) == -1) {
 			log_warn("%s: egress socketpair", __func__);
@@ -557,6 +583,8 @@ child_spawn(struct child *c)
 		} else {
 			msgb_init(&mb, MSG_EGRESS_ATTACH, 0);
 			msg_add_str(&mb, "channel", c->c_channel);
+			if (c->c_role == PROC_RESEARCH)
+				msg_add_str(&mb, "role", "research");
 			msg_add_fd(&mb, ep[0]);
 			child_send(eg, &mb);
 		}
@@ -610,6 +638,25 @@ child_broker_start(const char *channel, const char *segment,
 	    (c->c_profile = strdup(profile)) == NULL)
 		fatal("%s", __func__);
 	c->c_listen_fd = listen_fd;
+	c->c_event_cb = cb;
+	c->c_msg_cb = mcb;
+	c->c_event_arg = arg;
+	child_spawn(c);
+	return c;
+}
+
+/* A research job: config is its CONFIG_RESEARCH, owned from here on. */
+struct child *
+child_research_start(const char *channel, const char *segment,
+    struct msgb *config, child_event_cb cb, child_msg_cb mcb, void *arg)
+{
+	struct child	*c;
+
+	c = child_new(PROC_RESEARCH, segment, 0);
+	if ((c->c_timer = evtimer_new(sv->sv_base, child_timer, c)) == NULL ||
+	    (c->c_channel = strdup(channel)) == NULL)
+		fatal("%s", __func__);
+	c->c_config = config;
 	c->c_event_cb = cb;
 	c->c_msg_cb = mcb;
 	c->c_event_arg = arg;

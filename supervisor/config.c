@@ -21,6 +21,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "buildconf.h"
 #include "config.h"
 #include "limits.h"
 #include "validate.h"
@@ -1285,6 +1286,72 @@ parse_numbers(struct cctx *c, struct config *cfg, const cJSON *timeouts,
 	}
 }
 
+enum { RE_JOBS, RE_DEADLINE, RE_MODEL, RE_N };
+static const char *const re_names[RE_N] = {
+	"max_jobs", "deadline_ms", "model"
+};
+
+static void
+parse_research(struct cctx *c, struct config *cfg, const cJSON *obj)
+{
+	const cJSON	*re[RE_N];
+	const char	*s;
+	size_t		 len;
+
+	if (obj == NULL || !is_object(c, obj, "research"))
+		return;
+	members(c, obj, "research", re_names, re, RE_N);
+	uint_value(c, re[RE_JOBS], "research.max_jobs", RESEARCH_JOBS_MIN,
+	    RESEARCH_JOBS_LIMIT, &cfg->research_max_jobs);
+	uint_value(c, re[RE_DEADLINE], "research.deadline_ms",
+	    RESEARCH_DEADLINE_MS_MIN, RESEARCH_DEADLINE_MS_MAX,
+	    &cfg->research_deadline_ms);
+	if (re[RE_MODEL] != NULL && (s = str_value(c, re[RE_MODEL],
+	    "research.model", &len)) != NULL) {
+		if (len == 0 || len > MODEL_MAX ||
+		    has_space_or_control(s, len))
+			cerr(c, "research.model", "must be 1 to %u bytes "
+			    "without white space or control characters",
+			    MODEL_MAX);
+		else
+			cfg->research_model = xstrdup(c, s);
+	}
+}
+
+#if RTSANDBOX_TEST_SEAMS
+enum { TE_DNS, TE_LOOPBACK, TE_CA, TE_N };
+static const char *const te_names[TE_N] = {
+	"dns", "loopback_public", "fetch_ca_file"
+};
+
+/* Test builds only: what lets the controlled fetch reach fixtures on
+ * loopback.  A release build does not know the field. */
+static void
+parse_test(struct cctx *c, struct config *cfg, const cJSON *obj)
+{
+	const cJSON	*te[TE_N];
+	const char	*s;
+	size_t		 len;
+
+	if (obj == NULL || !is_object(c, obj, "test"))
+		return;
+	members(c, obj, "test", te_names, te, TE_N);
+	if (te[TE_DNS] != NULL &&
+	    (s = str_value(c, te[TE_DNS], "test.dns", &len)) != NULL) {
+		if (len == 0 || len > 64 || has_space_or_control(s, len))
+			cerr(c, "test.dns", "must be IP:PORT");
+		else
+			cfg->test_dns = xstrdup(c, s);
+	}
+	if (te[TE_LOOPBACK] != NULL)
+		bool_value(c, te[TE_LOOPBACK], "test.loopback_public",
+		    &cfg->test_loopback_public);
+	if (te[TE_CA] != NULL && (s = abs_path(c, te[TE_CA],
+	    "test.fetch_ca_file", PATH_BYTES_MAX)) != NULL)
+		cfg->test_fetch_ca_file = xstrdup(c, s);
+}
+#endif
+
 static void
 parse_thinking(struct cctx *c, struct config *cfg, const cJSON *it)
 {
@@ -1303,12 +1370,19 @@ parse_thinking(struct cctx *c, struct config *cfg, const cJSON *it)
 enum {
 	T_STATE_DIR, T_CONTROL_SOCKET, T_CONTROL_GROUP, T_IMAGE, T_PROFILES,
 	T_UPSTREAM, T_MCP, T_TOOLS, T_DOCKER, T_TIME_ZONE, T_TIMEOUTS,
-	T_BUDGETS, T_DEFAULT_THINKING, T_N
+	T_BUDGETS, T_DEFAULT_THINKING, T_RESEARCH,
+#if RTSANDBOX_TEST_SEAMS
+	T_TEST,
+#endif
+	T_N
 };
 static const char *const top_names[T_N] = {
 	"state_dir", "control_socket", "control_group", "image", "profiles",
 	"upstream", "mcp", "tools", "docker", "time_zone", "timeouts",
-	"budgets", "default_thinking"
+	"budgets", "default_thinking", "research",
+#if RTSANDBOX_TEST_SEAMS
+	"test",
+#endif
 };
 
 static void
@@ -1323,6 +1397,8 @@ parse_top(struct cctx *c, struct config *cfg, const cJSON *root)
 	cfg->turn_ms = TURN_MS_DEFAULT;
 	cfg->max_calls = MAX_CALLS_DEFAULT;
 	cfg->max_output_tokens = MAX_OUTPUT_TOKENS_DEFAULT;
+	cfg->research_max_jobs = RESEARCH_JOBS_MAX;
+	cfg->research_deadline_ms = RESEARCH_DEADLINE_MS;
 
 	members(c, root, "", top_names, f, T_N);
 	parse_state_dir(c, cfg, f[T_STATE_DIR]);
@@ -1337,6 +1413,13 @@ parse_top(struct cctx *c, struct config *cfg, const cJSON *root)
 	parse_time_zone(c, cfg, f[T_TIME_ZONE]);
 	parse_numbers(c, cfg, f[T_TIMEOUTS], f[T_BUDGETS]);
 	parse_thinking(c, cfg, f[T_DEFAULT_THINKING]);
+	parse_research(c, cfg, f[T_RESEARCH]);
+	if (cfg->research_model == NULL && cfg->nprofiles > 0 &&
+	    cfg->profiles[0].model != NULL)
+		cfg->research_model = xstrdup(c, cfg->profiles[0].model);
+#if RTSANDBOX_TEST_SEAMS
+	parse_test(c, cfg, f[T_TEST]);
+#endif
 }
 
 struct config *
@@ -1511,6 +1594,9 @@ config_free(struct config *cfg)
 	free(cfg->label_profile);
 	free(cfg->time_zone);
 	free(cfg->default_thinking);
+	free(cfg->research_model);
+	free(cfg->test_dns);
+	free(cfg->test_fetch_ca_file);
 	free(cfg);
 }
 

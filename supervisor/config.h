@@ -64,6 +64,14 @@ struct config {
 	uint64_t		  max_calls;
 	uint64_t		  max_output_tokens;
 	char			 *default_thinking;
+	uint64_t		  research_max_jobs;
+	uint64_t		  research_deadline_ms;
+	char			 *research_model;	/* default: the first
+							 * profile's model */
+	/* "test": only in builds with test seams (meson -Dtest_seams=true) */
+	char			 *test_dns;		/* "IP:PORT" or NULL */
+	int			  test_loopback_public;
+	char			 *test_fetch_ca_file;	/* NULL when absent */
 };
 
 /*

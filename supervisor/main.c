@@ -142,6 +142,11 @@ supervisor_sandbox(void)
 	if (conf->mcp_credential_file != NULL)
 		rules[n++] = (struct sandbox_fs_rule){
 		    conf->mcp_credential_file, SB_FS_READ | SB_FS_PARENT };
+#if RTSANDBOX_TEST_SEAMS
+	if (conf->test_fetch_ca_file != NULL)
+		rules[n++] = (struct sandbox_fs_rule){
+		    conf->test_fetch_ca_file, SB_FS_READ | SB_FS_PARENT };
+#endif
 	return sandbox_supervisor(rules, n);
 }
 

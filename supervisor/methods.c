@@ -188,6 +188,7 @@ daemon_stats(void)
 	}
 	cJSON_AddNumberToObject(res, "brokers", brokers);
 	cJSON_AddNumberToObject(res, "channels", chan_count());
+	cJSON_AddNumberToObject(res, "research_jobs", research_running());
 	cJSON_AddNumberToObject(cnt, "control_clients", control_clients());
 	cJSON_AddNumberToObject(cnt, "control_connections",
 	    k->sc_connections);
@@ -242,5 +243,8 @@ const struct ctl_method ctl_methods[] = {
 	{ "channel.list",	method_channel_list,	0 },
 	{ "turn.run",		method_turn_run,	0 },
 	{ "turn.cancel",	method_turn_cancel,	0 },
+	{ "research.run",	method_research_run,	0 },
+	{ "research.cancel",	method_research_cancel,	0 },
+	{ "attachments.fetch",	method_attachments_fetch, 0 },
 	{ NULL,			NULL,			0 }
 };

@@ -93,6 +93,8 @@ struct child {
 	int			 c_listen_fd;
 	char			*c_channel;
 	char			*c_profile;
+	/* research jobs: their configuration, sent at bring-up */
+	struct msgb		*c_config;
 };
 TAILQ_HEAD(child_list, child);
 extern struct child_list	 children;
@@ -104,6 +106,11 @@ struct child	*child_singleton(enum proc_role);
  * here on); the event callback reports ready or down. */
 struct child	*child_broker_start(const char *channel, const char *segment,
 		    const char *profile, int listen_fd, child_event_cb,
+		    child_msg_cb, void *arg);
+/* Start a research job; config (CONFIG_RESEARCH, heap-allocated) is
+ * owned by the child from here on. */
+struct child	*child_research_start(const char *channel,
+		    const char *segment, struct msgb *config, child_event_cb,
 		    child_msg_cb, void *arg);
 /* Send a message that expects no reply; -1 when the child is not ready. */
 int		 child_send_msg(struct child *, struct msgb *);
@@ -143,6 +150,12 @@ void		 method_channel_fresh(struct ctl_req *, struct cJSON *);
 void		 method_channel_paths(struct ctl_req *, struct cJSON *);
 void		 method_channel_status(struct ctl_req *, struct cJSON *);
 void		 method_channel_list(struct ctl_req *, struct cJSON *);
+
+/* research.c and attach.c */
+void		 method_research_run(struct ctl_req *, struct cJSON *);
+void		 method_research_cancel(struct ctl_req *, struct cJSON *);
+uint64_t	 research_running(void);
+void		 method_attachments_fetch(struct ctl_req *, struct cJSON *);
 
 /* Resolve and check every helper's path (before the sandbox). */
 int		 child_find_helpers(void);

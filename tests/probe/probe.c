@@ -43,14 +43,20 @@
 #include <curl/curl.h>
 #include <event2/event.h>
 #include <linux/openat2.h>
+#include <zlib.h>
 
 #include "log.h"
+#include "msg.h"
 #include "proc.h"
+#include "role.h"
 #include "../../common/sandbox.h"
 #include "../../broker/sandbox.h"
 #include "../../dockerd-client/sandbox.h"
 #include "../../egress/sandbox.h"
 #include "../../fsguard/sandbox.h"
+#include "../../research/agent.h"
+#include "../../research/sandbox.h"
+#include "../../research/text.h"
 #include "../../supervisor/sandbox.h"
 
 #define PROBE_SKIP		77
@@ -485,6 +491,107 @@ probe_work_egress(int request)
 	probe_loop_run(&pl, base);
 }
 
+/*
+ * A research job's work: a frame to the supervisor and back through the
+ * message table, a model request and answer, and fetched pages made text
+ * (HTML through libxml2 with a character set converter, a Flate PDF).
+ */
+static void
+probe_work_research(void)
+{
+	static const char	 page[] = "<html><head><meta charset="
+	    "\"windows-1251\"><title>t</title><script>x()</script></head>"
+	    "<body><p>\xcf\xf0\xe8\xe2\xe5\xf2 <a href=\"/a\">link</a></p>"
+	    "</body></html>";
+	static const char	 content[] = "BT /F1 12 Tf 72 700 Td "
+	    "(Hello PDF) Tj ET";
+	static const char	 ans[] = "{\"content\":[{\"type\":"
+	    "\"tool_use\",\"id\":\"t1\",\"name\":\"fetch_content\","
+	    "\"input\":{\"url\":\"https://example.org/\"}}],"
+	    "\"stop_reason\":\"tool_use\"}";
+	static const char	 tail[] = "\nendstream\nendobj\n%%EOF\n";
+	struct probe_loop	 pl;
+	struct event_base	*base;
+	struct agent_job	 job;
+	struct agent_answer	 aa;
+	struct agent		*ag;
+	struct text_out		 to;
+	struct frame		 f;
+	struct msgb		 mb;
+	struct msg		 m;
+	const char		*query;
+	uint8_t			*fjson, *fdata, z[256], pdf[512];
+	uLongf			 zlen = sizeof(z);
+	char			*json, err[128];
+	size_t			 len, plen;
+	int			 sp[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) == -1)
+		fatal("socketpair");
+	probe_loop_prepare(&pl);
+	text_init();
+	base = sandbox_research();
+
+	msgb_init(&mb, MSG_RES_SEARCH, 1);
+	msg_add_str(&mb, "query", "eiffel tower");
+	if ((json = msgb_json(&mb, &len)) == NULL ||
+	    frame_send_blocking(sp[0], json, len, NULL, 0, NULL, 0) !=
+	    FRAME_OK ||
+	    frame_recv_blocking(sp[1], edge_limits(PROC_RESEARCH,
+	    PROC_SUPERVISOR), &f, &fjson, &fdata) != FRAME_OK)
+		fatalx("frame round trip");
+	if (msg_parse(&m, PROC_RESEARCH, PROC_SUPERVISOR, &f) == -1 ||
+	    m.m_type != MSG_RES_SEARCH || m.m_id != 1 ||
+	    msg_get_str(&m, "query", RESEARCH_QUERY_MAX, &query) == -1 ||
+	    msg_end(&m) == -1 || strcmp(query, "eiffel tower") != 0)
+		fatalx("frame round trip: %s", m.m_err);
+	msg_free(&m);
+	free(json);
+	free(fjson);
+	free(fdata);
+
+	memset(&job, 0, sizeof(job));
+	job.aj_model = "probe-model";
+	job.aj_task = "probe";
+	job.aj_author_name = "";
+	job.aj_thinking = AGENT_THINK_HIGH;
+	job.aj_max_output_tokens = 128000;
+	job.aj_search = 1;
+	if ((ag = agent_new(&job)) == NULL ||
+	    (json = agent_request_build(ag, &len)) == NULL)
+		fatalx("model request");
+	free(json);
+	if (agent_answer_parse(ans, strlen(ans), &aa, err, sizeof(err)) == -1 ||
+	    aa.aa_ncalls != 1)
+		fatalx("model answer: %s", err);
+	agent_answer_free(&aa);
+	agent_free(ag);
+
+	if (text_extract((const uint8_t *)page, strlen(page), "text/html",
+	    "https://example.org/", 1000, &to) == -1 ||
+	    strcmp(to.to_text, "Title: t\n\n\xd0\x9f\xd1\x80\xd0\xb8"
+	    "\xd0\xb2\xd0\xb5\xd1\x82 link (https://example.org/a)") != 0)
+		fatalx("html: %s", to.to_text != NULL ? to.to_text : "?");
+	text_out_free(&to);
+	if (compress(z, &zlen, (const Bytef *)content, strlen(content)) !=
+	    Z_OK)
+		fatalx("compress");
+	plen = snprintf((char *)pdf, sizeof(pdf), "%%PDF-1.4\n1 0 obj\n"
+	    "<< /Length %lu /Filter /FlateDecode >>\nstream\n",
+	    (unsigned long)zlen);
+	memcpy(pdf + plen, z, zlen);
+	plen += zlen;
+	memcpy(pdf + plen, tail, strlen(tail));
+	plen += strlen(tail);
+	if (text_extract(pdf, plen, "application/pdf", NULL, 1000, &to) == -1 ||
+	    strcmp(to.to_text, "Hello PDF") != 0)
+		fatalx("pdf: %s", to.to_text != NULL ? to.to_text : "?");
+	text_out_free(&to);
+	close(sp[0]);
+	close(sp[1]);
+	probe_loop_run(&pl, base);
+}
+
 static void
 probe_supervisor_rules(struct sandbox_fs_rule *rules, size_t *n,
     char *selfdir, size_t len)
@@ -562,6 +669,7 @@ static struct probe_spawned	 spawned[] = {
 	{ "docker", -1, -1, 0, 0 },
 	{ "egress", -1, -1, 0, 0 },
 	{ "broker", -1, -1, 0, 0 },
+	{ "research", -1, -1, 0, 0 },
 };
 #define NSPAWNED	(sizeof(spawned) / sizeof(spawned[0]))
 
@@ -626,7 +734,8 @@ probe_work_spawn(void)
 		fds[0] = sp[1];
 		nfds = 1;
 		ep[0] = ep[1] = -1;
-		if (strcmp(spawned[i].role, "broker") == 0) {
+		if (strcmp(spawned[i].role, "broker") == 0 ||
+		    strcmp(spawned[i].role, "research") == 0) {
 			if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
 			    ep) == -1)
 				fatal("socketpair");
@@ -705,14 +814,15 @@ probe_child_main(int argc, char *argv[])
 {
 	const char	*role;
 	char		 c;
-	int		 broker;
+	int		 broker, research;
 
 	if (argc != 8)
 		fatalx("child: bad arguments");
 	role = argv[2];
 	broker = strcmp(role, "broker") == 0;
+	research = strcmp(role, "research") == 0;
 	log_setname(role);
-	proc_child_check_fds(broker ? 2 : 1);
+	proc_child_check_fds(broker || research ? 2 : 1);
 	snprintf(env.state_dir, sizeof(env.state_dir), "%s", argv[3]);
 	snprintf(env.docker_sock, sizeof(env.docker_sock), "%s", argv[4]);
 	env.docker_ok = strcmp(argv[5], "1") == 0;
@@ -729,6 +839,8 @@ probe_child_main(int argc, char *argv[])
 		probe_work_egress(env.tls_port != 0);
 	else if (broker)
 		probe_work_broker();
+	else if (research)
+		probe_work_research();
 	else
 		fatalx("child: unknown role %s", role);
 	/* The log and exit() with its atexit handlers (OpenSSL's) are part
@@ -823,6 +935,9 @@ probe_sandbox_only(const char *role)
 	} else if (strcmp(role, "supervisor") == 0) {
 		probe_supervisor_rules(rules, &n, selfdir, sizeof(selfdir));
 		sandbox_supervisor(rules, n);
+	} else if (strcmp(role, "research") == 0) {
+		text_init();
+		sandbox_research();
 	} else
 		fatalx("unknown role %s", role);
 }
@@ -1119,6 +1234,8 @@ main(int argc, char *argv[])
 			probe_work_egress(0);
 		else if (strcmp(role, "supervisor") == 0)
 			probe_work_supervisor();
+		else if (strcmp(role, "research") == 0)
+			probe_work_research();
 		else
 			usage();
 		log_info("work done in the sandbox");

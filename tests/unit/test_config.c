@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "buildconf.h"
 #include "config.h"
 
 #define ARENA_MAX	64
@@ -291,6 +292,13 @@ START_TEST(minimal_defaults)
 	ck_assert_uint_eq(cfg->max_calls, 128);
 	ck_assert_uint_eq(cfg->max_output_tokens, 128000);
 	ck_assert_str_eq(cfg->default_thinking, "low");
+	ck_assert_uint_eq(cfg->research_max_jobs, 2);
+	ck_assert_uint_eq(cfg->research_deadline_ms, 600000);
+	/* research runs with the first profile's model unless told */
+	ck_assert_str_eq(cfg->research_model, "claude-sonnet-4-5");
+	ck_assert_ptr_null(cfg->test_dns);
+	ck_assert_int_eq(cfg->test_loopback_public, 0);
+	ck_assert_ptr_null(cfg->test_fetch_ca_file);
 	ck_assert_uint_eq(E.nwarn, 0);
 	/* 100 - strlen(state_dir) - 1 - strlen("/run/broker.sock") */
 	ck_assert_uint_eq(config_max_segment_len(cfg), 100 - 18 - 1 - 16);
@@ -772,6 +780,36 @@ static const struct rule_case rules[] = {
 	{ "mcp", "{\"servers\":[{\"name\":\"a\",\"url\":\"https://m\","
 	    "\"tools\":\"t\"}],\"credential_file\":\"/m\"}",
 	    "mcp.servers[0].tools", ARR },
+	/* research */
+	{ "research", "{\"max_jobs\":1}", NULL, NULL },
+	{ "research", "{\"max_jobs\":0}", "research.max_jobs",
+	    "from 1 to 10" },
+	{ "research", "{\"max_jobs\":10}", NULL, NULL },
+	{ "research", "{\"max_jobs\":11}", "research.max_jobs",
+	    "from 1 to 10" },
+	{ "research", "{\"deadline_ms\":1000}", NULL, NULL },
+	{ "research", "{\"deadline_ms\":999}", "research.deadline_ms",
+	    "from 1000 to 1200000" },
+	{ "research", "{\"deadline_ms\":1200000}", NULL, NULL },
+	{ "research", "{\"deadline_ms\":1200001}", "research.deadline_ms",
+	    "from 1000 to 1200000" },
+	{ "research", "{\"model\":\"claude-x\"}", NULL, NULL },
+	{ "research", "{\"model\":\"\"}", "research.model", "1 to" },
+	{ "research", "{\"model\":\"a b\"}", "research.model", "white" },
+	{ "research", "{\"jobs\":1}", "research.jobs", UNKNOWN },
+	{ "research", "1", "research", OBJ },
+	/* test seams: only a build with them knows the field */
+#if RTSANDBOX_TEST_SEAMS
+	{ "test", "{\"loopback_public\":true,\"dns\":\"127.0.0.1:53\","
+	    "\"fetch_ca_file\":\"/ca.pem\"}", NULL, NULL },
+	{ "test", "{\"fetch_ca_file\":\"ca.pem\"}", "test.fetch_ca_file",
+	    "absolute" },
+	{ "test", "{\"dns\":\"1.2.3.4 :53\"}", "test.dns", "IP:PORT" },
+	{ "test", "{\"other\":1}", "test.other", UNKNOWN },
+#else
+	{ "test", "{\"loopback_public\":true}", "test", UNKNOWN },
+	{ "test", "{}", "test", UNKNOWN },
+#endif
 	/* top level */
 	{ "frobnicate", "1", "frobnicate", UNKNOWN },
 	{ "State_dir", "\"/x\"", "State_dir", UNKNOWN },

@@ -538,6 +538,7 @@ struct tcall {
 	size_t		 bad_bytes;
 	enum up_result	 result;
 	char		 detail[CURL_ERROR_SIZE];
+	int		 os_errno;
 	uint64_t	 t_start;
 	uint64_t	 t_first;
 	uint64_t	 t_end;
@@ -709,6 +710,7 @@ tc_end(struct up_call *c, enum up_result r, const char *detail, void *arg)
 	tc->nend++;
 	tc->result = r;
 	snprintf(tc->detail, sizeof(tc->detail), "%s", detail);
+	tc->os_errno = upstream_os_errno(c);
 	tc->t_end = now_ns();
 	tc->call = NULL;
 	H.pending--;
@@ -1306,6 +1308,90 @@ START_TEST(test_connect_timeout)
 END_TEST
 
 /*
+ * A pinned address: the connection goes there and nowhere else, while the
+ * Host header and the certificate check keep the URL's name.
+ */
+
+static struct sockaddr_in
+pin_addr(const char *ip, int port)
+{
+	struct sockaddr_in	 sin;
+
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons(port);
+	ck_assert_int_eq(inet_pton(AF_INET, ip, &sin.sin_addr), 1);
+	return sin;
+}
+
+START_TEST(test_pinned_address)
+{
+	struct tcall		 tc = { 0 }, tls = { 0 }, ref = { 0 };
+	struct treq		 q1, q2, q3;
+	struct sockaddr_in	 a1, a2, a3;
+	struct echo		 e;
+	char			 line[128];
+
+	/* No name lookup: pinned.invalid does not resolve. */
+	treq(&q1, 0, "/echo");
+	snprintf(q1.url, sizeof(q1.url), "http://pinned.invalid:%d/echo",
+	    plain_port);
+	a1 = pin_addr("127.0.0.1", plain_port);
+	q1.r.connect_addr = (struct sockaddr *)&a1;
+	q1.r.connect_addr_len = sizeof(a1);
+	ck_assert_ptr_nonnull(tc_start(&tc, &q1.r));
+	/* The certificate names 127.0.0.1, not the URL's host. */
+	treq(&q2, 1, "/json");
+	snprintf(q2.url, sizeof(q2.url), "https://pinned.invalid:%d/json",
+	    tls_port);
+	a2 = pin_addr("127.0.0.1", tls_port);
+	q2.r.connect_addr = (struct sockaddr *)&a2;
+	q2.r.connect_addr_len = sizeof(a2);
+	ck_assert_ptr_nonnull(tc_start(&tls, &q2.r));
+	/* Pinned where nothing listens: refused, even though the URL's own
+	 * address would answer. */
+	treq(&q3, 0, "/json");
+	a3 = pin_addr("127.0.0.2", plain_port);
+	q3.r.connect_addr = (struct sockaddr *)&a3;
+	q3.r.connect_addr_len = sizeof(a3);
+	ck_assert_ptr_nonnull(tc_start(&ref, &q3.r));
+	h_run();
+	tc_assert_ok(&tc);
+	echo_parse(&tc, &e);
+	snprintf(line, sizeof(line), "H Host: pinned.invalid:%d", plain_port);
+	ck_assert_int_eq(echo_count(&e, line), 1);
+	tc_free(&tc);
+	tc_assert_fail(&tls, UP_TLS_FAILED);
+	tc_assert_fail(&ref, UP_CONNECT_FAILED);
+	ck_assert_int_eq(ref.os_errno, ECONNREFUSED);
+}
+END_TEST
+
+START_TEST(test_pinned_address_refused)
+{
+	struct tcall		 tc = { 0 };
+	struct treq		 q;
+	struct sockaddr_in	 sin = pin_addr("127.0.0.1", plain_port);
+	struct sockaddr_in	 noport = pin_addr("127.0.0.1", 0);
+	struct sockaddr		 unix_sa;
+
+	treq(&q, 0, "/json");
+	q.r.connect_addr = (struct sockaddr *)&sin;
+	q.r.connect_addr_len = sizeof(sin) - 1;
+	ck_assert_ptr_null(tc_start(&tc, &q.r));
+	q.r.connect_addr = (struct sockaddr *)&noport;
+	q.r.connect_addr_len = sizeof(noport);
+	ck_assert_ptr_null(tc_start(&tc, &q.r));
+	memset(&unix_sa, 0, sizeof(unix_sa));
+	unix_sa.sa_family = AF_UNIX;
+	q.r.connect_addr = &unix_sa;
+	q.r.connect_addr_len = sizeof(unix_sa);
+	ck_assert_ptr_null(tc_start(&tc, &q.r));
+	ck_assert_int_eq(H.pending, 0);
+}
+END_TEST
+
+/*
  * Body limits: at the limit and one past, with a Content-Length (refused
  * before any body byte) and chunked (counted as it comes).
  */
@@ -1762,6 +1848,8 @@ upstream_suite(void)
 	tcase_add_test(tc, test_wrong_host_name);
 	tcase_add_test(tc, test_closed_port);
 	tcase_add_test(tc, test_connect_timeout);
+	tcase_add_test(tc, test_pinned_address);
+	tcase_add_test(tc, test_pinned_address_refused);
 	tcase_add_test(tc, test_max_body);
 	suite_add_tcase(s, tc);
 
