@@ -11,7 +11,7 @@
  * F0 and F4 are what shut out overlong forms, surrogates and values above
  * U+10FFFF.
  */
-static int
+int
 utf8_next(const uint8_t *s, size_t len, size_t *i, uint32_t *cp)
 {
 	size_t		 p = *i, n, k;

@@ -17,6 +17,13 @@
  */
 int	utf8_utf16_len(const char *s, size_t len, size_t *units);
 
+/*
+ * Decode the code point at s[*i] (*i < len) and advance *i past it: 0, or
+ * -1 when the bytes there are not well-formed UTF-8 (overlong forms,
+ * surrogates and values above U+10FFFF included); *i is then unchanged.
+ */
+int	utf8_next(const uint8_t *s, size_t len, size_t *i, uint32_t *cp);
+
 /* Valid UTF-8, no NUL byte, at most max_units UTF-16 code units: 0, else -1. */
 int	utf8_text_check(const char *s, size_t len, size_t max_units);
 

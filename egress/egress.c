@@ -639,44 +639,19 @@ egress_peer_violation(struct egress_peer *ep, struct msg *m)
 	egress_peer_free(ep);
 }
 
+/*
+ * A broker's or a research job's edge; msg_parse() takes the sender from
+ * the edge, so the message table decides who may fetch (research jobs) and
+ * egress_call() who may reach MCP (brokers).
+ */
 static void
-egress_dispatch_broker(struct frame_conn *fc, struct frame *f, void *arg)
+egress_dispatch_peer(struct frame_conn *fc, struct frame *f, void *arg)
 {
 	struct egress_peer	*ep = arg;
 	struct msg		 m;
 	int			 rc = -1;
 
-	if (msg_parse(&m, PROC_BROKER, PROC_EGRESS, f) == 0) {
-		switch (m.m_type) {
-		case MSG_EGR_CALL:
-			rc = egress_call(ep, &m);
-			break;
-		case MSG_EGR_ACK:
-			rc = egress_ack(ep, &m);
-			break;
-		case MSG_EGR_CANCEL:
-			rc = egress_cancel(ep, &m);
-			break;
-		default:
-			break;
-		}
-	}
-	if (rc == -1) {
-		egress_peer_violation(ep, &m);
-		return;
-	}
-	msg_free(&m);
-}
-
-/* A research job: model calls (egress_call refuses MCP) and fetches. */
-static void
-egress_dispatch_research(struct frame_conn *fc, struct frame *f, void *arg)
-{
-	struct egress_peer	*ep = arg;
-	struct msg		 m;
-	int			 rc = -1;
-
-	if (msg_parse(&m, PROC_RESEARCH, PROC_EGRESS, f) == 0) {
+	if (msg_parse(&m, ep->ep_role, PROC_EGRESS, f) == 0) {
 		switch (m.m_type) {
 		case MSG_EGR_CALL:
 			rc = egress_call(ep, &m);
@@ -821,8 +796,7 @@ egress_attach(struct egress *eg, struct msg *m)
 	TAILQ_INIT(&ep->ep_fetches);
 	ep->ep_conn = frame_conn_new(eg->eg_base, fd,
 	    edge_limits(r, PROC_EGRESS), edge_limits(PROC_EGRESS, r),
-	    r == PROC_BROKER ? egress_dispatch_broker :
-	    egress_dispatch_research, egress_peer_err, ep);
+	    egress_dispatch_peer, egress_peer_err, ep);
 	if (ep->ep_conn == NULL)
 		fatalx("%s: cannot watch the %s edge", __func__, ep->ep_name);
 	TAILQ_INSERT_TAIL(&eg->eg_peers, ep, ep_entry);

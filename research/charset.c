@@ -13,6 +13,7 @@
 
 #include "log.h"
 #include "textint.h"
+#include "validate.h"
 
 #define REPLACEMENT	0xfffdu
 
@@ -272,47 +273,13 @@ charset_bom(const uint8_t *buf, size_t len, struct charset *cs)
 size_t
 utf8_decode(const uint8_t *s, size_t len, uint32_t *cp)
 {
-	uint8_t		 c = s[0], lo = 0x80, hi = 0xbf;
-	uint32_t	 v;
-	size_t		 n, k;
+	size_t	 i = 0;
 
-	if (c < 0x80) {
-		*cp = c;
+	if (utf8_next(s, len, &i, cp) == -1) {
+		*cp = REPLACEMENT;
 		return 1;
 	}
-	if (c < 0xc2)
-		goto bad;
-	if (c < 0xe0) {
-		n = 1;
-		v = c & 0x1f;
-	} else if (c < 0xf0) {
-		n = 2;
-		v = c & 0x0f;
-		if (c == 0xe0)
-			lo = 0xa0;
-		else if (c == 0xed)
-			hi = 0x9f;
-	} else if (c < 0xf5) {
-		n = 3;
-		v = c & 0x07;
-		if (c == 0xf0)
-			lo = 0x90;
-		else if (c == 0xf4)
-			hi = 0x8f;
-	} else
-		goto bad;
-	if (len - 1 < n || s[1] < lo || s[1] > hi)
-		goto bad;
-	for (k = 1; k <= n; k++) {
-		if ((s[k] & 0xc0) != 0x80)
-			goto bad;
-		v = (v << 6) | (s[k] & 0x3f);
-	}
-	*cp = v;
-	return n + 1;
- bad:
-	*cp = REPLACEMENT;
-	return 1;
+	return i;
 }
 
 size_t

@@ -395,28 +395,14 @@ method_attachments_fetch(struct ctl_req *req, cJSON *params)
 {
 	static const char *const allowed[] = { "channel", "messageId",
 	    "attachments", "reference", NULL };
-	const char *const	*a;
-	const cJSON		*it, *key, *mid, *ref, *refatt;
+	const cJSON		*key, *mid, *ref, *refatt;
 	struct attach_job	*aj;
 	struct child		*fg;
 	struct msgb		 mb;
 	char			 seg[SEGMENT_MAX + 1];
 
-	if (!cJSON_IsObject(params)) {
-		ctl_error(req, RPC_INVALID_PARAMS,
-		    "Invalid params: must be an object");
+	if (ctl_params_only(req, params, allowed) == -1)
 		return;
-	}
-	cJSON_ArrayForEach(it, params) {
-		for (a = allowed; *a != NULL; a++)
-			if (strcmp(it->string, *a) == 0)
-				break;
-		if (*a == NULL) {
-			ctl_error(req, RPC_INVALID_PARAMS, "Invalid params: "
-			    "unknown field \"%.64s\"", it->string);
-			return;
-		}
-	}
 	key = cJSON_GetObjectItemCaseSensitive(params, "channel");
 	mid = cJSON_GetObjectItemCaseSensitive(params, "messageId");
 	ref = cJSON_GetObjectItemCaseSensitive(params, "reference");

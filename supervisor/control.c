@@ -785,3 +785,32 @@ control_close(void)
 		ctl_path = NULL;
 	}
 }
+
+int
+ctl_params_only(struct ctl_req *cr, const cJSON *params,
+    const char *const *allowed)
+{
+	const cJSON		*it;
+	const char *const	*a;
+
+	cJSON_ArrayForEach(it, params) {
+		for (a = allowed; *a != NULL; a++)
+			if (strcmp(it->string, *a) == 0)
+				break;
+		if (*a == NULL) {
+			ctl_error(cr, RPC_INVALID_PARAMS,
+			    "Invalid params: unknown field \"%.64s\"",
+			    it->string);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+const char *
+ctl_str_param(const cJSON *params, const char *key)
+{
+	const cJSON	*v = cJSON_GetObjectItemCaseSensitive(params, key);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}

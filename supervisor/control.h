@@ -43,6 +43,16 @@ uint64_t control_clients(void);
 void	ctl_reply(struct ctl_req *, struct cJSON *result);
 void	ctl_error(struct ctl_req *, int code, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
+/*
+ * Refuse params members outside allowed (NULL-terminated); 0, or the
+ * request is answered with -32602 naming the field and -1.  params may be
+ * NULL (no params at all).
+ */
+int	ctl_params_only(struct ctl_req *, const struct cJSON *params,
+	    const char *const *allowed);
+/* The string member key of params, or NULL when absent or not a string. */
+const char *ctl_str_param(const struct cJSON *params, const char *key);
+
 /* Called when the request is cancelled or its client disconnects. */
 void	ctl_set_cancel(struct ctl_req *, ctl_cancel_fn, void *);
 struct ctl_client *ctl_req_client(struct ctl_req *);

@@ -25,33 +25,6 @@ static const struct {
 	{ "search.query",	HOOK_SEARCH_QUERY },
 };
 
-/*
- * Refuse params members outside the list; returns 0 or answers the request
- * with -32602 and returns -1.
- */
-static int
-params_only(struct ctl_req *cr, const cJSON *params,
-    const char *const *allowed)
-{
-	const cJSON		*it;
-	const char *const	*a;
-
-	if (params == NULL)
-		return 0;
-	cJSON_ArrayForEach(it, params) {
-		for (a = allowed; *a != NULL; a++)
-			if (strcmp(it->string, *a) == 0)
-				break;
-		if (*a == NULL) {
-			ctl_error(cr, RPC_INVALID_PARAMS,
-			    "Invalid params: unknown field \"%.64s\"",
-			    it->string);
-			return -1;
-		}
-	}
-	return 0;
-}
-
 static void
 method_initialize(struct ctl_req *cr, cJSON *params)
 {
@@ -66,7 +39,7 @@ method_initialize(struct ctl_req *cr, cJSON *params)
 		    "Invalid Request: already initialized");
 		return;
 	}
-	if (params_only(cr, params, allowed) == -1)
+	if (ctl_params_only(cr, params, allowed) == -1)
 		return;
 	client = params ? cJSON_GetObjectItemCaseSensitive(params, "client") :
 	    NULL;
@@ -208,7 +181,7 @@ method_daemon_stats(struct ctl_req *cr, cJSON *params)
 {
 	static const char *const allowed[] = { NULL };
 
-	if (params_only(cr, params, allowed) == -1)
+	if (ctl_params_only(cr, params, allowed) == -1)
 		return;
 	ctl_reply(cr, daemon_stats());
 }
@@ -220,7 +193,7 @@ method_daemon_stop_brokers(struct ctl_req *cr, cJSON *params)
 	cJSON		*res;
 	uint64_t	 n;
 
-	if (params_only(cr, params, allowed) == -1)
+	if (ctl_params_only(cr, params, allowed) == -1)
 		return;
 	n = chan_stop_brokers();
 	log_info("%llu broker(s) stopped on request; containers kept",

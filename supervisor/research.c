@@ -275,14 +275,6 @@ research_child_msg(struct child *c, struct msg *m, void *arg)
 	}
 }
 
-static const char *
-str_param(const cJSON *params, const char *key)
-{
-	const cJSON	*v = cJSON_GetObjectItemCaseSensitive(params, key);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 /* The task without leading and trailing white space, malloc'd. */
 static char *
 research_trim(const char *s)
@@ -301,31 +293,6 @@ research_trim(const char *s)
 	return t;
 }
 
-static int
-params_check(struct ctl_req *req, const cJSON *params,
-    const char *const *allowed)
-{
-	const cJSON		*it;
-	const char *const	*a;
-
-	if (!cJSON_IsObject(params)) {
-		ctl_error(req, RPC_INVALID_PARAMS,
-		    "Invalid params: must be an object");
-		return -1;
-	}
-	cJSON_ArrayForEach(it, params) {
-		for (a = allowed; *a != NULL; a++)
-			if (strcmp(it->string, *a) == 0)
-				break;
-		if (*a == NULL) {
-			ctl_error(req, RPC_INVALID_PARAMS, "Invalid params: "
-			    "unknown field \"%.64s\"", it->string);
-			return -1;
-		}
-	}
-	return 0;
-}
-
 void
 method_research_run(struct ctl_req *req, cJSON *params)
 {
@@ -340,9 +307,9 @@ method_research_run(struct ctl_req *req, cJSON *params)
 	char			 seg[SEGMENT_MAX + 1], *task;
 	unsigned		 running;
 
-	if (params_check(req, params, allowed) == -1)
+	if (ctl_params_only(req, params, allowed) == -1)
 		return;
-	key = str_param(params, "channel");
+	key = ctl_str_param(params, "channel");
 	if (key == NULL || channel_segment(key, strlen(key), seg,
 	    sizeof(seg)) == -1) {
 		ctl_reply(req, research_failure("invalid", "channel must be 1 "
@@ -350,8 +317,8 @@ method_research_run(struct ctl_req *req, cJSON *params)
 		return;
 	}
 	author = cJSON_GetObjectItemCaseSensitive(params, "author");
-	aid = cJSON_IsObject(author) ? str_param(author, "id") : NULL;
-	aname = cJSON_IsObject(author) ? str_param(author, "name") : NULL;
+	aid = cJSON_IsObject(author) ? ctl_str_param(author, "id") : NULL;
+	aname = cJSON_IsObject(author) ? ctl_str_param(author, "name") : NULL;
 	if (aid == NULL || aname == NULL || cJSON_GetArraySize(author) != 2 ||
 	    utf8_text_check(aid, strlen(aid), AUTHOR_FIELD_MAX) == -1 ||
 	    utf8_text_check(aname, strlen(aname), AUTHOR_FIELD_MAX) == -1 ||
@@ -360,19 +327,19 @@ method_research_run(struct ctl_req *req, cJSON *params)
 		    "{id, name}, each 1 to 256 chars"));
 		return;
 	}
-	thinking = str_param(params, "thinking");
+	thinking = ctl_str_param(params, "thinking");
 	if (cJSON_GetObjectItemCaseSensitive(params, "thinking") != NULL &&
 	    (thinking == NULL || !valid_thinking(thinking, strlen(thinking)))) {
 		ctl_reply(req, research_failure("invalid",
 		    "thinking must be low, medium, high or xhigh"));
 		return;
 	}
-	if (str_param(params, "task") == NULL) {
+	if (ctl_str_param(params, "task") == NULL) {
 		ctl_reply(req, research_failure("invalid",
 		    "task must be a string"));
 		return;
 	}
-	task = research_trim(str_param(params, "task"));
+	task = research_trim(ctl_str_param(params, "task"));
 	if (task[0] == '\0' || utf8_text_check(task, strlen(task),
 	    RESEARCH_TASK_MAX) == -1) {
 		free(task);
@@ -431,7 +398,7 @@ method_research_run(struct ctl_req *req, cJSON *params)
 void
 method_research_cancel(struct ctl_req *req, cJSON *params)
 {
-	const char		*key = str_param(params, "channel");
+	const char		*key = ctl_str_param(params, "channel");
 	struct research_job	*rj, *next;
 	uint64_t		 n = 0;
 	cJSON			*res;

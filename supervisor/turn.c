@@ -598,22 +598,13 @@ turn_judge_done(cJSON *result, const char *error, void *arg)
 	turn_hook_done(t);
 }
 
-static const char *
-str_param(const cJSON *params, const char *key)
-{
-	const cJSON	*v = cJSON_GetObjectItemCaseSensitive(params, key);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 void
 method_turn_run(struct ctl_req *req, cJSON *params)
 {
 	static const char *const allowed[] = { "channel", "profile", "turnId",
 	    "author", "text", "images", "memory", "thinking", NULL };
 	const char		*key, *profile, *thinking, *memory;
-	const char *const	*a;
-	const cJSON		*author, *images, *it;
+	const cJSON		*author, *images;
 	struct body_turn	 bt;
 	struct turn		*t;
 	struct timeval		 tv;
@@ -622,18 +613,10 @@ method_turn_run(struct ctl_req *req, cJSON *params)
 	unsigned		 hooks;
 	int			 thinking_given;
 
-	cJSON_ArrayForEach(it, params) {
-		for (a = allowed; *a != NULL; a++)
-			if (strcmp(it->string, *a) == 0)
-				break;
-		if (*a == NULL) {
-			ctl_error(req, RPC_INVALID_PARAMS, "Invalid params: "
-			    "unknown field \"%.64s\"", it->string);
-			return;
-		}
-	}
-	key = str_param(params, "channel");
-	profile = str_param(params, "profile");
+	if (ctl_params_only(req, params, allowed) == -1)
+		return;
+	key = ctl_str_param(params, "channel");
+	profile = ctl_str_param(params, "profile");
 	if (key == NULL || channel_segment(key, strlen(key), seg,
 	    sizeof(seg)) == -1) {
 		ctl_reply(req, turn_failure("invalid", "channel must be 1 to "
@@ -651,8 +634,8 @@ method_turn_run(struct ctl_req *req, cJSON *params)
 	}
 	author = cJSON_GetObjectItemCaseSensitive(params, "author");
 	images = cJSON_GetObjectItemCaseSensitive(params, "images");
-	memory = str_param(params, "memory");
-	thinking = str_param(params, "thinking");
+	memory = ctl_str_param(params, "memory");
+	thinking = ctl_str_param(params, "thinking");
 	if (cJSON_GetObjectItemCaseSensitive(params, "thinking") != NULL &&
 	    (thinking == NULL || !valid_thinking(thinking, strlen(thinking)))) {
 		ctl_reply(req, turn_failure("invalid",
@@ -663,12 +646,12 @@ method_turn_run(struct ctl_req *req, cJSON *params)
 	if (thinking == NULL)
 		thinking = turn_level_get(key);
 	memset(&bt, 0, sizeof(bt));
-	bt.bt_turn_id = str_param(params, "turnId");
-	bt.bt_author_id = cJSON_IsObject(author) ? str_param(author, "id") :
+	bt.bt_turn_id = ctl_str_param(params, "turnId");
+	bt.bt_author_id = cJSON_IsObject(author) ? ctl_str_param(author, "id") :
 	    NULL;
-	bt.bt_author_name = cJSON_IsObject(author) ? str_param(author,
+	bt.bt_author_name = cJSON_IsObject(author) ? ctl_str_param(author,
 	    "name") : NULL;
-	bt.bt_text = str_param(params, "text");
+	bt.bt_text = ctl_str_param(params, "text");
 	bt.bt_memory = memory;
 	bt.bt_images = images;
 	bt.bt_thinking = thinking;
@@ -745,7 +728,7 @@ method_turn_run(struct ctl_req *req, cJSON *params)
 void
 method_turn_cancel(struct ctl_req *req, cJSON *params)
 {
-	const char	*key = str_param(params, "channel");
+	const char	*key = ctl_str_param(params, "channel");
 	struct turn	*t;
 	cJSON		*res;
 
