@@ -20,6 +20,7 @@ HELPERS = {
     "docker": os.path.join(BUILD, "dockerd-client", "rtsandbox-docker"),
     "egress": os.path.join(BUILD, "egress", "rtsandbox-egress"),
     "broker": os.path.join(BUILD, "broker", "rtsandbox-broker"),
+    "research": os.path.join(BUILD, "research", "rtsandbox-research"),
 }
 
 
