@@ -85,6 +85,10 @@ struct up_call {
 	struct sockaddr_storage	 uc_pin;	/* connect_addr, if any */
 	socklen_t		 uc_pin_len;
 	struct curl_slist	*uc_connect_to;
+	const uint8_t		*uc_body;	/* a POST's body, not copied */
+	size_t			 uc_body_len;
+	size_t			 uc_body_off;
+	int			 uc_body_read;	/* libcurl has taken some */
 	char			 uc_errbuf[CURL_ERROR_SIZE];
 };
 
@@ -909,23 +913,60 @@ up_build_hdrs(struct up_call *c, const struct up_request *req)
 	return 0;
 }
 
+/* The body of a POST, handed to libcurl as it asks. */
+static size_t
+up_read_cb(char *buf, size_t size, size_t n, void *arg)
+{
+	struct up_call	*c = arg;
+	size_t		 len = size * n;
+
+	c->uc_body_read = 1;
+	if (len > c->uc_body_len - c->uc_body_off)
+		len = c->uc_body_len - c->uc_body_off;
+	memcpy(buf, c->uc_body + c->uc_body_off, len);
+	c->uc_body_off += len;
+	return len;
+}
+
+/*
+ * libcurl sends a request again, on a new connection, when the reused one
+ * it went out on died before any answer: for a model call that is a call
+ * paid twice, outside every budget.  It rewinds the body first, so the body
+ * may be rewound only before libcurl took any of it; after that the call
+ * fails instead (CURLE_SEND_FAIL_REWIND) and the worker sees a 502.
+ */
+static int
+up_seek_cb(void *arg, curl_off_t off, int origin)
+{
+	struct up_call	*c = arg;
+
+	if (c->uc_body_read || origin != SEEK_SET || off != 0)
+		return CURL_SEEKFUNC_CANTSEEK;
+	c->uc_body_off = 0;
+	return CURL_SEEKFUNC_OK;
+}
+
 static CURLcode
 up_setopts(struct up_call *c, const struct up_request *req)
 {
 	CURL		*e = c->uc_easy;
-	long		 cto;
+	long		 cto, fresh;
 	CURLcode	 rc;
 
 	cto = req->connect_timeout_ms > 0 ? req->connect_timeout_ms :
 	    UP_CONNECT_TIMEOUT_MS_DEFAULT;
+	/* Pinned calls (the controlled fetch) never share a connection, nor
+	 * does a POST without a body (nothing to refuse to rewind). */
+	fresh = req->connect_addr != NULL ||
+	    (req->body != NULL && req->body_len == 0);
 	if ((rc = curl_easy_setopt(e, CURLOPT_PRIVATE, c)) != CURLE_OK ||
 	    (rc = curl_easy_setopt(e, CURLOPT_ERRORBUFFER, c->uc_errbuf)) !=
 	    CURLE_OK ||
 	    (rc = curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L)) != CURLE_OK ||
-	    /* A reused connection that dies makes libcurl send the POST
-	     * again: a model call paid twice.  Every call gets its own. */
-	    (rc = curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L)) != CURLE_OK ||
-	    (rc = curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L)) != CURLE_OK ||
+	    (rc = curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, fresh)) !=
+	    CURLE_OK ||
+	    (rc = curl_easy_setopt(e, CURLOPT_FORBID_REUSE, fresh)) !=
+	    CURLE_OK ||
 	    (rc = curl_easy_setopt(e, CURLOPT_URL, req->url)) != CURLE_OK ||
 	    (rc = curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https")) !=
 	    CURLE_OK ||
@@ -978,12 +1019,27 @@ up_setopts(struct up_call *c, const struct up_request *req)
 	    (rc = curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE,
 	    (curl_off_t)req->max_body)) != CURLE_OK)
 		return rc;
-	if (req->body != NULL &&
+	if (req->body != NULL && req->body_len == 0 &&
 	    ((rc = curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
-	    (curl_off_t)req->body_len)) != CURLE_OK ||
-	    (rc = curl_easy_setopt(e, CURLOPT_POSTFIELDS, req->body)) !=
-	    CURLE_OK))
+	    (curl_off_t)0)) != CURLE_OK ||
+	    (rc = curl_easy_setopt(e, CURLOPT_POSTFIELDS, "")) != CURLE_OK))
 		return rc;
+	if (req->body != NULL && req->body_len > 0) {
+		c->uc_body = req->body;
+		c->uc_body_len = req->body_len;
+		if ((rc = curl_easy_setopt(e, CURLOPT_POST, 1L)) != CURLE_OK ||
+		    (rc = curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
+		    (curl_off_t)req->body_len)) != CURLE_OK ||
+		    (rc = curl_easy_setopt(e, CURLOPT_READFUNCTION,
+		    up_read_cb)) != CURLE_OK ||
+		    (rc = curl_easy_setopt(e, CURLOPT_READDATA, c)) !=
+		    CURLE_OK ||
+		    (rc = curl_easy_setopt(e, CURLOPT_SEEKFUNCTION,
+		    up_seek_cb)) != CURLE_OK ||
+		    (rc = curl_easy_setopt(e, CURLOPT_SEEKDATA, c)) !=
+		    CURLE_OK)
+			return rc;
+	}
 	return CURLE_OK;
 }
 
