@@ -167,7 +167,7 @@ class Base(unittest.TestCase):
         rid = c.request("research.run", params)
         queries = []
         while True:
-            m = c.pending.pop(0) if c.pending else c.read_message()
+            m = c.read_message()
             if m.get("method") == "search.query":
                 queries.append(m["params"])
                 ans = {"jsonrpc": "2.0", "id": m["id"],
@@ -317,6 +317,24 @@ class ResearchTest(Base):
         self.assertEqual(len(self.research_jobs(d)), 1)
         c.close()
         self.assertTrue(wait_until(lambda: not self.research_jobs(d), 10))
+
+    def test_cancel_request_stops_the_job(self):
+        d = self.daemon()
+        c = self.client(d)
+        FU.script({"kind": "stall", "seconds": 30, "before_headers": True,
+                   "match": "/v1/messages"})
+        rid = c.request("research.run", {"channel": "r:1", "author": AUTHOR,
+                                         "task": "slow"})
+        FU.wait_for(1, path="/v1/messages")
+        self.assertEqual(len(self.research_jobs(d)), 1)
+        c.request("$/cancelRequest", {"id": rid})
+        with self.assertRaises(RpcError) as e:
+            c.wait(rid)
+        self.assertEqual(e.exception.code, -32800)
+        self.assertTrue(wait_until(lambda: not self.research_jobs(d), 10))
+        # the channel may start another at once
+        res, err, _ = self.research(c, "again")
+        self.assertTrue(res["ok"], res)
 
     def test_configuration_bounds(self):
         for field, value in (("max_jobs", 0), ("max_jobs", 11),
