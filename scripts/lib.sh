@@ -90,3 +90,12 @@ as_user() {
 	    --reset-env -- env HOME=/var/lib/rtsandbox \
 	    PATH=/usr/local/bin:/usr/bin:/bin "$@"
 }
+
+# The same in the background, with $! the command's own pid (a function
+# put in the background would leave $! a subshell that kill does not reach
+# through).
+as_user_bg() {
+	setpriv --reuid="$RTSB_USER" --regid="$RTSB_USER" --init-groups \
+	    --reset-env -- env HOME=/var/lib/rtsandbox \
+	    PATH=/usr/local/bin:/usr/bin:/bin "$@" &
+}
