@@ -42,6 +42,7 @@ struct research_search {
 static TAILQ_HEAD(, research_job) jobs = TAILQ_HEAD_INITIALIZER(jobs);
 static uint64_t			  research_next_id = 1;
 
+/* The jobs of a channel, or of all when key is NULL. */
 static unsigned
 research_count(const char *key)
 {
@@ -49,7 +50,7 @@ research_count(const char *key)
 	unsigned		 n = 0;
 
 	TAILQ_FOREACH(rj, &jobs, rj_entry)
-		if (strcmp(rj->rj_key, key) == 0)
+		if (key == NULL || strcmp(rj->rj_key, key) == 0)
 			n++;
 	return n;
 }
@@ -427,10 +428,5 @@ method_research_cancel(struct ctl_req *req, cJSON *params)
 uint64_t
 research_running(void)
 {
-	struct research_job	*rj;
-	uint64_t		 n = 0;
-
-	TAILQ_FOREACH(rj, &jobs, rj_entry)
-		n++;
-	return n;
+	return research_count(NULL);
 }
