@@ -130,16 +130,6 @@ now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static char *
-xstrdup(const char *s)
-{
-	char	*p;
-
-	if ((p = strdup(s)) == NULL)
-		fatal("strdup");
-	return p;
-}
-
 /* Scopes */
 
 static struct scope *

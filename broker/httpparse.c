@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "httpparse.h"
+#include "validate.h"
 
 struct hp_span {
 	size_t	 off;
@@ -121,18 +122,6 @@ static int
 is_ows(unsigned char c)
 {
 	return c == ' ' || c == '\t';
-}
-
-static int
-hex_value(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
 }
 
 static int
@@ -441,7 +430,7 @@ http_chunked_feed(struct http_chunked *st, const char *in, size_t len,
 
 		switch (st->hc_state) {
 		case HC_S_SIZE:
-			if ((d = hex_value(c)) != -1) {
+			if ((d = hex_digit(c)) != -1) {
 				size = st->hc_size * 16 + (uint64_t)d;
 				if (size > HTTP_LENGTH_MAX)
 					return chunked_fail(st, HC_ERR_SIZE,

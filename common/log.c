@@ -145,3 +145,13 @@ fatalx(const char *fmt, ...)
 	va_start(ap, fmt);
 	vfatal(fmt, ap, NULL);
 }
+
+char *
+xstrdup(const char *s)
+{
+	char	*p;
+
+	if ((p = strdup(s)) == NULL)
+		fatal("strdup");
+	return p;
+}

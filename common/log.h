@@ -20,6 +20,8 @@ void	log_warn(const char *, ...) __attribute__((format(printf, 1, 2)));
 void	log_warnx(const char *, ...) __attribute__((format(printf, 1, 2)));
 void	log_info(const char *, ...) __attribute__((format(printf, 1, 2)));
 void	log_debug(const char *, ...) __attribute__((format(printf, 1, 2)));
+/* strdup(3) or fatal(): for the copies a process cannot go on without. */
+char	*xstrdup(const char *);
 void	fatal(const char *, ...)
 	    __attribute__((format(printf, 1, 2), noreturn));
 void	fatalx(const char *, ...)

@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "netvet.h"
+#include "validate.h"
 
 #if RTSANDBOX_TEST_SEAMS
 static int	nv_loopback_public;
@@ -138,18 +139,6 @@ is_digit(int c)
 }
 
 static int
-hex_value(int c)
-{
-	if (is_digit(c))
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-static int
 to_lower(int c)
 {
 	return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c;
@@ -200,7 +189,7 @@ ipv4_part(const char *s, size_t len, uint64_t *v)
 		i = 1;
 	}
 	for (; i < len; i++) {
-		d = radix == 16 ? hex_value((unsigned char)s[i]) :
+		d = radix == 16 ? hex_digit((unsigned char)s[i]) :
 		    is_digit((unsigned char)s[i]) ? s[i] - '0' : -1;
 		if (d < 0 || (unsigned)d >= radix)
 			return -1;
@@ -234,7 +223,7 @@ ends_in_number(const char *h, size_t len)
 	if (len - start >= 2 && h[start] == '0' &&
 	    (h[start + 1] == 'x' || h[start + 1] == 'X')) {
 		for (i = start + 2; i < len; i++)
-			if (hex_value((unsigned char)h[i]) < 0)
+			if (hex_digit((unsigned char)h[i]) < 0)
 				break;
 		return i == len;
 	}
@@ -335,8 +324,8 @@ parse_host(const char *s, size_t len, struct nv_url *u)
 		c = (unsigned char)s[i];
 		if (c == '%') {
 			if (len - i < 3 ||
-			    (hi = hex_value((unsigned char)s[i + 1])) < 0 ||
-			    (lo = hex_value((unsigned char)s[i + 2])) < 0)
+			    (hi = hex_digit((unsigned char)s[i + 1])) < 0 ||
+			    (lo = hex_digit((unsigned char)s[i + 2])) < 0)
 				return NV_URL_HOST;
 			c = hi << 4 | lo;
 			i += 2;

@@ -24,6 +24,9 @@ int	utf8_utf16_len(const char *s, size_t len, size_t *units);
  */
 int	utf8_next(const uint8_t *s, size_t len, size_t *i, uint32_t *cp);
 
+/* The value of a hexadecimal digit (either case), or -1. */
+int	hex_digit(int c);
+
 /* Valid UTF-8, no NUL byte, at most max_units UTF-16 code units: 0, else -1. */
 int	utf8_text_check(const char *s, size_t len, size_t max_units);
 

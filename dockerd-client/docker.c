@@ -26,16 +26,6 @@ struct docker {
 	int			 dk_have_config;
 };
 
-static char *
-xstrdup(const char *s)
-{
-	char	*p;
-
-	if ((p = strdup(s)) == NULL)
-		fatal("strdup");
-	return p;
-}
-
 static int
 docker_config(struct docker *dk, struct msg *m)
 {

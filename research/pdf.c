@@ -16,6 +16,7 @@
 
 #include "limits.h"
 #include "textint.h"
+#include "validate.h"
 
 /* Streams looked at, bytes one stream inflates to, and in all. */
 #define PDF_STREAMS_MAX		20000
@@ -186,18 +187,6 @@ literal_string(struct pdfscan *ps, const uint8_t *d, size_t n, size_t i)
 	return i;
 }
 
-static int
-hexval(uint8_t c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* A hexadecimal string from just after its '<'. */
 static size_t
 hex_string(struct pdfscan *ps, const uint8_t *d, size_t n, size_t i)
@@ -206,7 +195,7 @@ hex_string(struct pdfscan *ps, const uint8_t *d, size_t n, size_t i)
 
 	ps->ps_slen = 0;
 	for (; i < n && d[i] != '>'; i++) {
-		if ((v = hexval(d[i])) < 0)
+		if ((v = hex_digit(d[i])) < 0)
 			continue;
 		if (hi < 0)
 			hi = v;

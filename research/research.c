@@ -75,16 +75,6 @@ struct research {
 static void	research_step(struct research *);
 static void	tools_run(struct research *);
 
-static char *
-xstrdup(const char *s)
-{
-	char	*p;
-
-	if ((p = strdup(s)) == NULL)
-		fatal("strdup");
-	return p;
-}
-
 /* Days since 1970-01-01 to a civil date (H. Hinnant's algorithm). */
 void
 research_date(long long secs, char out[11])

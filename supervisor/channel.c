@@ -69,16 +69,6 @@ static void	chan_step_ensure(struct chan_op *);
 static void	chan_wait_worker(struct chan_op *);
 static void	chan_freshened(struct child *, struct msg *, void *);
 
-static char *
-xstrdup(const char *s)
-{
-	char	*p;
-
-	if ((p = strdup(s)) == NULL)
-		fatal("strdup");
-	return p;
-}
-
 static struct channel *
 chan_find(const char *key)
 {

@@ -257,18 +257,6 @@ lex_err(struct cctx *c, const char *buf, size_t off, const char *what)
 }
 
 static int
-hexval(unsigned char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
-
-static int
 is_digit(unsigned char ch)
 {
 	return ch >= '0' && ch <= '9';
@@ -341,7 +329,7 @@ lex_string(struct cctx *c, const char *buf, size_t len, size_t start)
 			return 0;
 		}
 		for (cp = 0, k = 1; k <= 4; k++) {
-			if (i + k >= len || (v = hexval(u[i + k])) == -1) {
+			if (i + k >= len || (v = hex_digit(u[i + k])) == -1) {
 				lex_err(c, buf, i - 1, "invalid \\u escape");
 				return 0;
 			}
@@ -736,8 +724,8 @@ url_check(const char *s, size_t len, int mcp, int allow_http, size_t *keep)
 		    strchr("\"<>\\^`{|}", s[i]) != NULL)
 			return "must contain only printable ASCII characters "
 			    "allowed in a URL";
-		if (s[i] == '%' && (i + 2 >= len || hexval(s[i + 1]) == -1 ||
-		    hexval(s[i + 2]) == -1))
+		if (s[i] == '%' && (i + 2 >= len || hex_digit(s[i + 1]) == -1 ||
+		    hex_digit(s[i + 2]) == -1))
 			return "must use \"%\" only in percent-escapes";
 	}
 	if (strchr(s, '#') != NULL)
@@ -750,7 +738,7 @@ url_check(const char *s, size_t len, int mcp, int allow_http, size_t *keep)
 		if (host_end == NULL || host_end == auth + 1)
 			return "must have a host";
 		for (p = auth + 1; p < host_end; p++)
-			if (hexval(*p) == -1 && *p != ':' && *p != '.')
+			if (hex_digit(*p) == -1 && *p != ':' && *p != '.')
 				return "must have a valid host";
 		host_end++;
 	} else {
