@@ -30,6 +30,9 @@
 #define MCP_SERVERS_PER_PROFILE	32
 #define MCP_TOOLS_PER_SERVER	128
 #define HOST_TOOLS_MAX		64
+/* Out of memory on one request: a status the worker's client retries, and
+ * the rest of the broker goes on. */
+#define BROKER_BUSY		"Broker busy"
 /* Bytes are acknowledged to egress while at most LOWAT wait for the
  * worker, in batches of at least BATCH: one ack per frame would wake
  * egress for every 16 KiB.  BATCH is below egress's window, so egress
@@ -565,8 +568,15 @@ call_body(struct http_conn *c, const char *body, size_t len, void *arg)
 		rp.max_output_tokens = br->br_max_output_tokens;
 		rp.count_tokens = strcmp(h->h_path,
 		    "/anthropic/v1/messages/count_tokens") == 0;
-		if (rebuild_model_request(body, len, &rp, &out, &outlen, err,
-		    sizeof(err)) == -1) {
+		rc = rebuild_model_request(body, len, &rp, &out, &outlen, err,
+		    sizeof(err));
+		if (rc == REBUILD_NOMEM) {
+			log_warnx("model request: out of memory");
+			respond_text(c, 503, BROKER_BUSY);
+			call_free(cl);
+			return;
+		}
+		if (rc != 0) {
 			log_info("model request refused: %s", err);
 			if ((eb = rebuild_error_body(err, &eblen)) == NULL)
 				fatalx("%s: out of memory", __func__);
@@ -585,6 +595,12 @@ call_body(struct http_conn *c, const char *body, size_t len, void *arg)
 		rc = rebuild_mcp_request(body, len,
 		    (const char *const *)ms->ms_tools, ms->ms_ntools,
 		    !cl->cl_scope->sc_turn, &out, &outlen, err, sizeof(err));
+		if (rc == REBUILD_NOMEM) {
+			log_warnx("MCP request: out of memory");
+			respond_text(c, 503, BROKER_BUSY);
+			call_free(cl);
+			return;
+		}
 		if (rc != 0) {
 			log_info("MCP request refused: %s", err);
 			respond_text(c, rc == REBUILD_MCP_REFUSED ? 403 : 400,

@@ -28,8 +28,9 @@
  *   output_config is not sent to count_tokens.
  * - tool_result content may be absent; is_error is kept only when true.
  *
- * XXX cJSON spends some 30 bytes of tree per byte of a body made of tiny
- * values; a 96 MiB body can cost gigabytes before any rule applies.
+ * cJSON spends some 40 bytes of tree per byte of a body made of tiny
+ * values, so the values and keys are counted before it parses: a body
+ * over MODEL_NODES_MAX (MCP_NODES_MAX) is refused without a tree.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -40,9 +41,14 @@
 
 #include <cjson/cJSON.h>
 
+#include "bodies.h"
 #include "limits.h"
 #include "rebuild.h"
 #include "validate.h"
+
+/* The structure PROTOCOL.md 5 allows fits, at 8 nodes a block. */
+_Static_assert(MODEL_NODES_MAX >= MODEL_MESSAGES_MAX * MODEL_BLOCKS_MAX * 8u,
+    "node cap below the structure of PROTOCOL.md 5");
 
 /* Room for the longest JSON path an error names, e.g. messages.N.content... */
 #define REBUILD_PATH_MAX	128
@@ -68,6 +74,7 @@ struct rebuild {
 	size_t				 rb_errlen;
 	char				 rb_path[REBUILD_PATH_MAX];
 	size_t				 rb_pathlen;
+	int				 rb_nomem;	/* not judged */
 };
 
 /* Effort order "low < medium < high < xhigh < max". */
@@ -198,6 +205,7 @@ oom(struct rebuild *rb)
 {
 	rb->rb_pathlen = 0;
 	rb->rb_path[0] = '\0';
+	rb->rb_nomem = 1;
 	return fail(rb, "Out of memory");
 }
 
@@ -433,15 +441,30 @@ tree_check(struct rebuild *rb, const cJSON *n)
 	return 0;
 }
 
-/* The three checks and the parse in between; NULL on refusal. */
+/*
+ * The checks, the node count and the parse in between; NULL on refusal.
+ * A parse that fails after the scan passed is a grammar error, a nesting
+ * too deep, or out of memory: all three are refused.
+ */
 static cJSON *
-parse_body(struct rebuild *rb, const char *b, size_t len)
+parse_body(struct rebuild *rb, const char *b, size_t len, size_t max_nodes)
 {
 	cJSON		*root;
-	const char	*end = NULL;
+	const char	*end = NULL, *why;
+	size_t		 at, nodes;
 
 	if (lex_check(rb, b, len) == -1)
 		return NULL;
+	if ((why = body_json_scan(b, len, &at, &nodes)) != NULL) {
+		fail(rb, "Request body is not valid JSON: %s at byte %zu", why,
+		    at);
+		return NULL;
+	}
+	if (nodes > max_nodes) {
+		fail(rb, "Request body has more than %zu values and keys",
+		    max_nodes);
+		return NULL;
+	}
 	root = cJSON_ParseWithLengthOpts(b, len, &end, 0);
 	if (root == NULL || end == NULL) {
 		cJSON_Delete(root);
@@ -1207,8 +1230,8 @@ rebuild_model_request(const char *body, size_t len,
 	    rb.rb_max_output > MAX_OUTPUT_TOKENS_MAX)
 		return fail(&rb, "Invalid rebuild parameters");
 
-	if ((root = parse_body(&rb, body, len)) == NULL)
-		return -1;
+	if ((root = parse_body(&rb, body, len, MODEL_NODES_MAX)) == NULL)
+		return rb.rb_nomem ? REBUILD_NOMEM : -1;
 	if (!cJSON_IsObject(root)) {
 		fail(&rb, "Request body must be a JSON object");
 		goto done;
@@ -1233,7 +1256,7 @@ rebuild_model_request(const char *body, size_t len,
  done:
 	cJSON_Delete(o);
 	cJSON_Delete(root);
-	return r;
+	return r == -1 && rb.rb_nomem ? REBUILD_NOMEM : r;
 }
 
 char *
@@ -1293,8 +1316,8 @@ rebuild_mcp_request(const char *body, size_t len,
 	*out = NULL;
 	*outlen = 0;
 
-	if ((root = parse_body(&rb, body, len)) == NULL)
-		return REBUILD_MCP_INVALID;
+	if ((root = parse_body(&rb, body, len, MCP_NODES_MAX)) == NULL)
+		return rb.rb_nomem ? REBUILD_NOMEM : REBUILD_MCP_INVALID;
 	if (cJSON_IsArray(root)) {
 		fail(&rb, "MCP method refused");
 		r = REBUILD_MCP_REFUSED;
@@ -1359,5 +1382,5 @@ rebuild_mcp_request(const char *body, size_t len,
  done:
 	cJSON_Delete(o);
 	cJSON_Delete(root);
-	return r;
+	return r != 0 && rb.rb_nomem ? REBUILD_NOMEM : r;
 }

@@ -27,12 +27,16 @@ struct rebuild_params {
 	int			 count_tokens;	/* POST .../count_tokens */
 };
 
+/* Out of memory: the request was not judged (503, not a refusal). */
+#define REBUILD_NOMEM		(-2)
+
 /*
  * Rebuild the body of POST /anthropic/v1/messages (or of count_tokens).
  * Returns 0 with a malloc'd, NUL-terminated JSON object in *out and its
  * length in *outlen; or -1 with the reason in err, worded for the 400 that
- * rebuild_error_body() makes of it.  err is always NUL-terminated and
- * valid UTF-8 when errlen > 0.
+ * rebuild_error_body() makes of it; or REBUILD_NOMEM.  A body of more than
+ * MODEL_NODES_MAX values and keys is refused before it is parsed.  err is
+ * always NUL-terminated and valid UTF-8 when errlen > 0.
  */
 int	rebuild_model_request(const char *, size_t,
 	    const struct rebuild_params *, char **, size_t *, char *, size_t);
@@ -53,7 +57,8 @@ char	*rebuild_error_body(const char *, size_t *);
  * allow-list (ntools entries); startup is non-zero in the startup window,
  * where tools/call is refused.  Returns 0 with the rebuilt body as
  * rebuild_model_request() does, REBUILD_MCP_REFUSED or REBUILD_MCP_INVALID
- * with the reason in err.
+ * (also for more than MCP_NODES_MAX values and keys) with the reason in
+ * err, or REBUILD_NOMEM.
  */
 int	rebuild_mcp_request(const char *, size_t, const char *const *, size_t,
 	    int, char **, size_t *, char *, size_t);

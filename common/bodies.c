@@ -229,6 +229,14 @@ json_scan(const char *body, size_t len, size_t *at, size_t *nodes)
 	return NULL;
 }
 
+const char *
+body_json_scan(const char *body, size_t len, size_t *at, size_t *nodes)
+{
+	*at = 0;
+	*nodes = 0;
+	return json_scan(body, len, at, nodes);
+}
+
 static int
 body_key_cmp(const void *a, const void *b)
 {

@@ -18,14 +18,7 @@
 
 #include <cjson/cJSON.h>
 
-/*
- * JSON values and object keys in one body.  PROTOCOL.md gives no such
- * bound, but without one a 72 MiB result of "[0,0,...]" costs cJSON some
- * 3 GB and half a minute; the turn bodies need a few dozen, a model's tool
- * input at most its output tokens.
- * XXX belongs in limits.h.
- */
-#define BODY_NODES_MAX		262144u
+#include "limits.h"		/* BODY_NODES_MAX */
 
 enum body_err {
 	BODY_OK = 0,
@@ -48,6 +41,16 @@ const char	*body_err_to_string(enum body_err);
  */
 enum body_err	body_parse(const char *body, size_t len, cJSON **out,
 		    char *err, size_t errlen);
+
+/*
+ * The lexer body_parse() runs before cJSON, for parsers with bounds of
+ * their own: NULL when body is a sequence of JSON tokens (the grammar is
+ * left to the parser), with *nodes the number of values and keys in it,
+ * an upper bound of cJSON's nodes; else what is wrong, at byte *at.  Valid
+ * UTF-8 and the absence of NUL are the caller's to check.
+ */
+const char	*body_json_scan(const char *body, size_t len, size_t *at,
+		    size_t *nodes);
 
 /*
  * One image (4.3): exactly {"data": strict base64 decoding to 1 B-20 MiB,

@@ -103,6 +103,11 @@
 #define MCP_BODY_MAX			(96u * MIB)
 /* "mcp-session-id and mcp-protocol-version ... when at most 256 chars". */
 #define MCP_HEADER_MAX			256u
+/*
+ * Internal: values and keys in one MCP body.  Its params are a model's tool
+ * input, as a host tool's body is: the same bound.
+ */
+#define MCP_NODES_MAX			BODY_NODES_MAX
 
 /*
  * 3.4 Scopes and budgets
@@ -191,6 +196,14 @@
 /* "stop_sequences kept when at most 16 strings of at most 1 000 chars". */
 #define STOP_SEQUENCES_MAX		16u
 #define STOP_SEQUENCE_MAX		1000u
+/*
+ * Internal: JSON values and keys in one model request, counted before it
+ * is parsed, since cJSON spends some 100 bytes on each.  "messages: at
+ * most 2 000" of "at most 256 blocks" are 512 000 blocks of 5 to 9 values
+ * and keys each (a text block with its cache_control has 9): 8 a block on
+ * average, and the rest for system, tools and their schemas.
+ */
+#define MODEL_NODES_MAX			4194304u
 
 /*
  * 6. The channel's files
@@ -342,5 +355,12 @@
 #define MODEL_NAME_BYTES_MAX		256u
 /* The client name given to initialize on the control socket. */
 #define CLIENT_NAME_MAX			256u
+/*
+ * JSON values and object keys in one turn body (bodies.h) or host tool
+ * body.  PROTOCOL.md gives no such bound, but without one a 72 MiB result
+ * of "[0,0,...]" costs cJSON some 3 GB and half a minute; the turn bodies
+ * need a few dozen, a model's tool input at most its output tokens.
+ */
+#define BODY_NODES_MAX			262144u
 
 #endif

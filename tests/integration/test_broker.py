@@ -1825,6 +1825,125 @@ class Mcp(BrokerCase):
             self.assertEqual(x["token"], MCP_TOKEN)
 
 
+# ---------------------------------------------------------------- DESIGN.md 1
+
+def zeros_body(size):
+    """{"x":[0,0,...]} of exactly size bytes: two bytes a JSON value."""
+    n = (size - len(b'{"x":[0]}')) // 2
+    body = b'{"x":[' + b"0," * n + b"0]}"
+    return body + b" " * (size - len(body))
+
+
+def vm_hwm_mib(pid):
+    """The peak resident size of a process, from /proc/<pid>/status."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    raise AssertionError("no VmHWM for pid %d" % pid)
+
+
+class Bounds(BrokerCase):
+    """No byte from the worker ends the broker or makes it use memory
+    without bound (DESIGN.md 1, invariants 7 and 8): the broker's pid stays
+    the same across every hostile request, and its peak resident size
+    stays far below what cJSON would spend on a body of tiny values."""
+
+    CHANNEL = "brk-bounds"
+    # A 96 MiB body is read whole, then refused by the node count before
+    # any tree is built: the body and some slack, nowhere near the
+    # gigabytes cJSON would take.
+    HWM_MAX_MIB = 400
+
+    def setUp(self):
+        super().setUp()
+        self.start_channel()
+
+    def broker_pid(self, key=None):
+        seg = os.path.basename(os.path.dirname(os.path.dirname(
+            self.sock_path(key or self.CHANNEL))))
+        pids = [p["pid"] for p in self.ctl.call("daemon.stats")["processes"]
+                if p["role"] == "broker" and p.get("name") == seg and
+                "pid" in p]
+        self.assertEqual(len(pids), 1, pids)
+        return pids[0]
+
+    def send_big(self, w, target, body, timeout=60):
+        headers = [("content-type", "application/json")]
+        return w.req("POST", target, body, headers, timeout=timeout)
+
+    def test_mcp_96_mib_of_values_in_startup_window(self):
+        key = "brk-bounds-window"
+        self.start_channel(key)
+        w = self.worker(key)
+        pid = self.broker_pid(key)
+        r = self.send_big(w, "/mcp/files", zeros_body(96 * MIB))
+        hwm = vm_hwm_mib(pid)
+        sys.stderr.write("\n  broker VmHWM after a 96 MiB MCP body: "
+                         "%.1f MiB\n" % hwm)
+        self.assertAnswer(r, 400, "Invalid input")
+        self.assertEqual(self.broker_pid(key), pid)
+        self.assertLess(hwm, self.HWM_MAX_MIB)
+        # the window still serves
+        mcp_admitted(self, w.mcp(rpc("ping", 1)))
+        self.assertEqual([x["mcp"]["method"] for x in self.fu.requests()],
+                         ["ping"])
+
+    def test_model_96_mib_of_values_in_turn(self):
+        pid = self.broker_pid()
+        with self.in_turn() as (w, tr, turn):
+            r = self.send_big(w, "/anthropic/v1/messages",
+                              zeros_body(96 * MIB))
+            hwm = vm_hwm_mib(pid)
+            sys.stderr.write("\n  broker VmHWM after a 96 MiB model body: "
+                             "%.1f MiB\n" % hwm)
+            self.assertAnswer(r, 400)
+            self.assertEqual(r.json()["error"]["type"],
+                             "invalid_request_error")
+            self.assertIn("values and keys", r.json()["error"]["message"])
+            self.assertLess(hwm, self.HWM_MAX_MIB)
+            self.assertAnswer(w.model(), 200)
+        self.assertEqual(self.broker_pid(), pid)
+        self.assertEqual(len(self.fu.requests(path="/v1/*")), 1)
+
+    def test_large_legitimate_request_rebuilt(self):
+        """8 images of 7 MiB of base64 each (42 MiB decoded, under the
+        64 MiB of 4.3) and 2 000 messages: the largest kind of request a
+        worker sends reaches the upstream, rebuilt."""
+        img = base64.b64encode(bytes(range(256)) * (7 * MIB // 4 * 3 // 256)
+                               ).decode()
+        self.assertEqual(len(img), 7 * MIB)
+        first = {"role": "user", "content": [
+            {"type": "image", "source": {"type": "base64",
+                                         "media_type": "image/png",
+                                         "data": img}}
+            for _ in range(8)] + [{"type": "text", "text": "look"}]}
+        msgs = [first] + [
+            {"role": "assistant" if i % 2 else "user",
+             "content": [{"type": "text", "text": "turn %d" % i}]}
+            for i in range(1, 2000)]
+        body = {"model": "x", "max_tokens": 10, "messages": msgs,
+                "evil": [0] * 1000}
+        key = "brk-bounds-big"
+        self.start_channel(key)
+        pid = self.broker_pid(key)
+        with self.in_turn(key) as (w, tr, turn):
+            r = w.model(body, timeout=120)
+            self.assertAnswer(r, 200)
+        sys.stderr.write("\n  broker VmHWM after a 56 MiB model body: "
+                         "%.1f MiB\n" % vm_hwm_mib(pid))
+        self.assertEqual(self.broker_pid(key), pid)
+        up = self.fu.last()["json"]
+        self.assertEqual(up["model"], MODEL)
+        self.assertNotIn("evil", up)
+        self.assertEqual(len(up["messages"]), 2000)
+        self.assertEqual(up["messages"][1999], msgs[1999])
+        blocks = up["messages"][0]["content"]
+        self.assertEqual(len(blocks), 9)
+        for b in blocks[:8]:
+            self.assertEqual(b["source"]["data"], img)
+
+
 # ---------------------------------------------------------------- 3.4
 
 class StartupWindow(BrokerCase):

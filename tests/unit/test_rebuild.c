@@ -307,7 +307,11 @@ START_TEST(invalid_json)
 	refuse("{", "JSON");
 	refuse("{" MSGS, "JSON");
 	refuse("{" MSGS "}}", "trailing");
-	refuse("{" MSGS "} x", "trailing");
+	/* A byte that is no JSON token is refused by the scan, before cJSON. */
+	refuse("{" MSGS "} x", "an unexpected byte at byte 46");
+	refuse("\xef\xbb\xbf{" MSGS "}", "JSON");
+	refuse("{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],"
+	    "\"top_k\":01}", "malformed number");
 	refuse("{" MSGS "}{}", "trailing");
 	refuse("{" MSGS ",}", "JSON");
 	refuse("{'messages':[]}", "JSON");
@@ -566,6 +570,67 @@ START_TEST(messages_limit)
 	    MODEL_MESSAGES_MAX + 1, ",");
 	bputs(&b, "]}");
 	refuse(b.b_s, "messages: At most 2000 messages");
+	free(b.b_s);
+}
+END_TEST
+
+/*
+ * MODEL_NODES_MAX is counted before cJSON parses: a body that is no JSON
+ * value at all (it starts with ']') reaches cJSON at the cap and is refused
+ * by the count one past it, without any tree.
+ */
+START_TEST(nodes_limit)
+{
+	struct buf	 b = { 0 };
+
+	bputs(&b, "]");
+	brep(&b, "0", MODEL_NODES_MAX, ",");
+	refuse(b.b_s, "Request body is not valid JSON");
+	bputs(&b, ",0");
+	refuse(b.b_s, "Request body has more than 4194304 values and keys");
+	free(b.b_s);
+	/* Keys count as well: {"k":0} is three. */
+	memset(&b, 0, sizeof(b));
+	bputs(&b, "]");
+	brep(&b, "{\"k\":0}", MODEL_NODES_MAX / 3, ",");
+	brep(&b, "0", MODEL_NODES_MAX % 3, ",");
+	refuse(b.b_s, "Request body is not valid JSON");
+	bputs(&b, ",0");
+	refuse(b.b_s, "more than 4194304 values and keys");
+	free(b.b_s);
+}
+END_TEST
+
+/*
+ * The structure PROTOCOL.md 5 allows, filled: 2 000 messages of 256 text
+ * blocks, three in four with a cache_control, 8 values and keys a block on
+ * average, passes the node cap and is rebuilt.
+ */
+START_TEST(nodes_structure)
+{
+	struct buf	 b = { 0 };
+	size_t		 m, k;
+	cJSON		*o;
+
+	bputs(&b, "{\"messages\":[");
+	for (m = 0; m < MODEL_MESSAGES_MAX; m++) {
+		bprintf(&b, "%s{\"role\":\"%s\",\"content\":[", m ? "," : "",
+		    m % 2 ? "assistant" : "user");
+		for (k = 0; k < MODEL_BLOCKS_MAX; k++)
+			bputs(&b, k % 4 == 3 ?
+			    ",{\"type\":\"text\",\"text\":\"t\"}" + (k == 0) :
+			    ",{\"type\":\"text\",\"text\":\"t\",\"cache_control\":"
+			    "{\"type\":\"ephemeral\"}}" + (k == 0));
+		bputs(&b, "]}");
+	}
+	bputs(&b, "]}");
+	o = rebuilt(b.b_s, &P_HIGH);
+	ck_assert_int_eq(cJSON_GetArraySize(field(o, "messages")),
+	    MODEL_MESSAGES_MAX);
+	ck_assert_int_eq(cJSON_GetArraySize(field(cJSON_GetArrayItem(
+	    field(o, "messages"), MODEL_MESSAGES_MAX - 1), "content")),
+	    MODEL_BLOCKS_MAX);
+	cJSON_Delete(o);
 	free(b.b_s);
 }
 END_TEST
@@ -2228,6 +2293,33 @@ START_TEST(mcp_invalid)
 }
 END_TEST
 
+/* MCP_NODES_MAX values and keys pass, one more is refused unparsed. */
+START_TEST(mcp_nodes_limit)
+{
+	struct buf	 b = { 0 };
+	char		*out = NULL;
+	const char	*head = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+	    "\"tools/call\",\"params\":{\"name\":\"search\",\"arguments\":"
+	    "{\"a\":[";
+	size_t		 nhead = 15;	/* values and keys of head */
+
+	bputs(&b, head);
+	brep(&b, "0", MCP_NODES_MAX - nhead, ",");
+	bputs(&b, "]}}}");
+	ck_assert_msg(mcp(b.b_s, 0, &out) == 0, "refused: %s", err);
+	free(out);
+	free(b.b_s);
+	memset(&b, 0, sizeof(b));
+	bputs(&b, head);
+	brep(&b, "0", MCP_NODES_MAX - nhead + 1, ",");
+	bputs(&b, "]}}}");
+	mcp_refuse(b.b_s, 0, REBUILD_MCP_INVALID);
+	ck_assert_str_eq(err, "Request body has more than 262144 values and "
+	    "keys");
+	free(b.b_s);
+}
+END_TEST
+
 static Suite *
 rebuild_suite(void)
 {
@@ -2253,6 +2345,8 @@ rebuild_suite(void)
 	tcase_add_test(tc, messages_field);
 	tcase_add_test(tc, messages_limit);
 	tcase_add_test(tc, blocks_limit);
+	tcase_add_test(tc, nodes_limit);
+	tcase_add_test(tc, nodes_structure);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("blocks");
@@ -2314,6 +2408,7 @@ rebuild_suite(void)
 	tcase_add_test(tc, mcp_tools_call);
 	tcase_add_test(tc, mcp_refused_methods);
 	tcase_add_test(tc, mcp_invalid);
+	tcase_add_test(tc, mcp_nodes_limit);
 	suite_add_tcase(s, tc);
 
 	return s;
