@@ -479,6 +479,36 @@ call_fail(struct call *cl, int status, const char *text)
 	call_free(cl);
 }
 
+/*
+ * Answer a call that never left the broker, and free it: 503 is "Broker
+ * busy"; a 400 to a model call has Anthropic's error shape around why
+ * (PROTOCOL.md 3.2: a 5xx would make the worker's client retry for
+ * minutes); anything else is why as text.
+ */
+static void
+call_refuse(struct call *cl, int status, const char *why)
+{
+	struct http_conn	*c = cl->cl_conn;
+	char			*eb;
+	size_t			 eblen;
+
+	if (c == NULL)
+		;
+	else if (status == 503)
+		respond_text(c, 503, BROKER_BUSY);
+	else if (status == 400 && cl->cl_kind == CALL_MODEL) {
+		if ((eb = rebuild_error_body(why, &eblen)) == NULL) {
+			log_warnx("%s: out of memory", __func__);
+			respond_text(c, 503, BROKER_BUSY);
+		} else {
+			respond_json(c, 400, eb, eblen);
+			free(eb);
+		}
+	} else
+		respond_text(c, status, why);
+	call_free(cl);
+}
+
 /* Worker headers egress may copy (it re-applies every rule). */
 static const char *const model_hdrs[] = {
 	"anthropic-version", "anthropic-beta", "content-type", "accept",
@@ -488,7 +518,16 @@ static const char *const mcp_hdrs[] = {
 	"mcp-session-id", "mcp-protocol-version", NULL
 };
 
-static void
+/* Egress reads each value with a bound of HEADER_VALUE_MAX * 4 bytes. */
+_Static_assert(UTF8_BYTES_MAX(HEADER_VALUE_MAX) <= HEADER_VALUE_MAX * 4 &&
+    MCP_HEADER_MAX <= HEADER_VALUE_MAX, "header values egress would refuse");
+
+/*
+ * Queue a call for egress: 0, or the status to answer instead: 400 for a
+ * rebuilt body over what the edge carries (numbers can grow when
+ * printed), 503 when the frame could not be queued.
+ */
+static int
 egress_send_call(struct call *cl, const struct http_head *h,
     const char *kind, const char *path, const char *server,
     const char *body, size_t len)
@@ -496,15 +535,33 @@ egress_send_call(struct call *cl, const struct http_head *h,
 	struct broker		*br = cl->cl_broker;
 	const char *const	*names = cl->cl_kind == CALL_MODEL ? model_hdrs :
 	    mcp_hdrs;
+	size_t			 max = cl->cl_kind == CALL_MODEL ?
+	    HEADER_VALUE_MAX : MCP_HEADER_MAX;
 	const char		*hn[8], *hv[8], *v;
 	size_t			 n = 0, i;
 	struct msgb		 mb;
 
-	for (i = 0; names[i] != NULL; i++)
-		if ((v = http_head_get(h, names[i])) != NULL) {
-			hn[n] = names[i];
-			hv[n++] = v;
+	/*
+	 * A value over its bound, not UTF-8 or with a control character is
+	 * dropped, not refused: PROTOCOL.md 3.2 and 3.3 drop over-long values
+	 * already, and the call does not need these headers.
+	 */
+	for (i = 0; names[i] != NULL; i++) {
+		if ((v = http_head_get(h, names[i])) == NULL)
+			continue;
+		if (!http_value_copyable(v, max)) {
+			log_debug("call %llu: %s dropped",
+			    (unsigned long long)cl->cl_id, names[i]);
+			continue;
 		}
+		hn[n] = names[i];
+		hv[n++] = v;
+	}
+	if (len > edge_limits(PROC_BROKER, PROC_EGRESS)->fl_data_max) {
+		log_info("call %llu: rebuilt body of %zu bytes too large",
+		    (unsigned long long)cl->cl_id, len);
+		return 400;
+	}
 	msgb_init(&mb, MSG_EGR_CALL, 0);
 	msg_add_uint(&mb, "call", cl->cl_id);
 	msg_add_str(&mb, "kind", kind);
@@ -516,8 +573,12 @@ egress_send_call(struct call *cl, const struct http_head *h,
 	msg_add_strv(&mb, "hnames", hn, n);
 	msg_add_strv(&mb, "hvalues", hv, n);
 	msg_add_data(&mb, body, len);
-	if (msg_send(br->br_egress, &mb) == -1)
-		fatalx("cannot queue a call for egress");
+	if (msg_send(br->br_egress, &mb) == -1) {
+		log_warnx("cannot queue call %llu for egress",
+		    (unsigned long long)cl->cl_id);
+		return 503;
+	}
+	return 0;
 }
 
 static struct mcp_server *
@@ -556,8 +617,8 @@ call_body(struct http_conn *c, const char *body, size_t len, void *arg)
 	struct msgb		 mb;
 	cJSON			*input;
 	const char		*why;
-	char			 err[512], *out = NULL, *eb, *json;
-	size_t			 outlen, eblen;
+	char			 err[512], *out = NULL, *json;
+	size_t			 outlen;
 	int			 rc;
 
 	switch (cl->cl_kind) {
@@ -572,22 +633,22 @@ call_body(struct http_conn *c, const char *body, size_t len, void *arg)
 		    sizeof(err));
 		if (rc == REBUILD_NOMEM) {
 			log_warnx("model request: out of memory");
-			respond_text(c, 503, BROKER_BUSY);
-			call_free(cl);
+			call_refuse(cl, 503, NULL);
 			return;
 		}
 		if (rc != 0) {
 			log_info("model request refused: %s", err);
-			if ((eb = rebuild_error_body(err, &eblen)) == NULL)
-				fatalx("%s: out of memory", __func__);
-			respond_json(c, 400, eb, eblen);
-			free(eb);
-			call_free(cl);
+			call_refuse(cl, 400, err);
 			return;
 		}
-		egress_send_call(cl, h, "model", h->h_path +
+		rc = egress_send_call(cl, h, "model", h->h_path +
 		    strlen("/anthropic"), NULL, out, outlen);
 		free(out);
+		if (rc != 0) {
+			call_refuse(cl, rc, "Request body is too large once "
+			    "rebuilt");
+			return;
+		}
 		sup_event(br, "model_call", h->h_path, 0);
 		return;
 	case CALL_MCP:
@@ -597,20 +658,24 @@ call_body(struct http_conn *c, const char *body, size_t len, void *arg)
 		    !cl->cl_scope->sc_turn, &out, &outlen, err, sizeof(err));
 		if (rc == REBUILD_NOMEM) {
 			log_warnx("MCP request: out of memory");
-			respond_text(c, 503, BROKER_BUSY);
-			call_free(cl);
+			call_refuse(cl, 503, NULL);
 			return;
 		}
 		if (rc != 0) {
 			log_info("MCP request refused: %s", err);
-			respond_text(c, rc == REBUILD_MCP_REFUSED ? 403 : 400,
-			    rc == REBUILD_MCP_REFUSED ? "MCP method refused" :
-			    "Invalid input");
-			call_free(cl);
+			if (rc == REBUILD_MCP_REFUSED)
+				call_refuse(cl, 403, "MCP method refused");
+			else
+				call_refuse(cl, 400, BODY_INVALID_INPUT);
 			return;
 		}
-		egress_send_call(cl, h, "mcp", "", ms->ms_name, out, outlen);
+		rc = egress_send_call(cl, h, "mcp", "", ms->ms_name, out,
+		    outlen);
 		free(out);
+		if (rc != 0) {
+			call_refuse(cl, rc, BODY_INVALID_INPUT);
+			return;
+		}
 		sup_event(br, "mcp_call", h->h_path, 0);
 		return;
 	case CALL_TOOL:

@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "httpparse.h"
+#include "limits.h"
 #include "validate.h"
 
 struct hp_span {
@@ -370,6 +371,23 @@ http_field_valid(const char *name, const char *value)
 	for (p = (const unsigned char *)name; *p != '\0'; p++)
 		if (!is_tchar(*p))
 			return 0;
+	for (p = (const unsigned char *)value; *p != '\0'; p++)
+		if (!is_vchar(*p))
+			return 0;
+	return 1;
+}
+
+int
+http_value_copyable(const char *value, size_t max_chars)
+{
+	const unsigned char	*p;
+	size_t			 len;
+
+	/* No char takes more than 3 bytes: nothing longer needs reading. */
+	len = strnlen(value, UTF8_BYTES_MAX(max_chars) + 1);
+	if (len > UTF8_BYTES_MAX(max_chars) ||
+	    utf8_text_check(value, len, max_chars) == -1)
+		return 0;
 	for (p = (const unsigned char *)value; *p != '\0'; p++)
 		if (!is_vchar(*p))
 			return 0;

@@ -96,6 +96,13 @@ const char	*http_head_get(const struct http_head *, const char *name);
 /* A field fit to send: a token name, no control character but HTAB in the
  * value. */
 int		 http_field_valid(const char *name, const char *value);
+/*
+ * A request field value fit to copy to another process (PROTOCOL.md 3.2,
+ * 3.3): valid UTF-8 of at most max_chars chars (UTF-16 code units), no
+ * NUL, no control character but HTAB.  The parser lets obs-text through,
+ * which need not be UTF-8.
+ */
+int		 http_value_copyable(const char *value, size_t max_chars);
 
 /*
  * Chunked body decoder.  Feed any split of the body; chunk data goes to the

@@ -1906,6 +1906,89 @@ class Bounds(BrokerCase):
         self.assertEqual(self.broker_pid(), pid)
         self.assertEqual(len(self.fu.requests(path="/v1/*")), 1)
 
+    @staticmethod
+    def raw_request(target, body, headers):
+        """A request whose header values are bytes, sent as they are."""
+        head = b"POST %s HTTP/1.1\r\nHost: broker\r\n" % target.encode()
+        for n, v in headers:
+            head += n.encode() + b": " + v + b"\r\n"
+        body = json.dumps(body).encode()
+        return head + b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+    def test_model_headers_that_cannot_be_copied(self):
+        """A header egress would not copy is dropped by the broker, which
+        answers the call; one the head parser refuses is a 400."""
+        body = {"max_tokens": 5, "messages": [{"role": "user",
+                                                "content": "hi"}]}
+        dropped = [
+            ("not UTF-8", b"\xff\xfe2023-06-01"),
+            ("a cut sequence", b"2023-06-01\xc3"),
+            ("a surrogate", b"\xed\xa0\x80"),
+            ("4 097 chars", b"v" * 4097),
+            ("over egress's bound", b"v" * 30000),
+            ("2 049 emoji", "\U0001F600".encode() * 2049)]
+        pid = self.broker_pid()
+        with self.in_turn() as (w, tr, turn):
+            for what, value in dropped:
+                with self.subTest(what):
+                    self.fu.reset()
+                    r = w.req("POST", "/anthropic/v1/messages",
+                              raw=self.raw_request(
+                                  "/anthropic/v1/messages", body, [
+                                      ("anthropic-version", value),
+                                      ("user-agent", value),
+                                      ("x-app", b"cli")]))
+                    self.assertAnswer(r, 200)
+                    rec = self.fu.last()
+                    self.assertIsNone(header(rec, "anthropic-version"))
+                    self.assertIsNone(header(rec, "user-agent"))
+                    self.assertEqual(header(rec, "x-app"), "cli")
+                    self.assertEqual(rec["json"]["messages"],
+                                     body["messages"])
+            # PROTOCOL.md 3.5: a head the parser refuses is 400 bad request
+            for what, value in (("a control byte", b"2023\x01-06-01"),
+                                ("DEL", b"2023\x7f"),
+                                ("100 000 bytes", b"v" * 100000)):
+                with self.subTest(what):
+                    self.fu.reset()
+                    r = w.req("POST", "/anthropic/v1/messages",
+                              raw=self.raw_request(
+                                  "/anthropic/v1/messages", body,
+                                  [("anthropic-version", value)]))
+                    self.assertAnswer(r, 400, "bad request")
+                    self.assertNothingUpstream(0.1)
+            self.assertAnswer(w.model(), 200)
+        self.assertEqual(self.broker_pid(), pid)
+
+    def test_mcp_headers_that_cannot_be_copied(self):
+        body = rpc("initialize", 1, INIT_PARAMS)
+        pid = self.broker_pid()
+        with self.in_turn() as (w, tr, turn):
+            for what, value in (("not UTF-8", b"\xff" * 8),
+                                ("257 chars", b"s" * 257),
+                                ("129 euro signs", "\u20ac".encode() * 257),
+                                ("over egress's bound", b"s" * 30000)):
+                with self.subTest(what):
+                    self.fu.reset()
+                    r = w.req("POST", "/mcp/files", raw=self.raw_request(
+                        "/mcp/files", body,
+                        [("mcp-session-id", value),
+                         ("mcp-protocol-version", value)]))
+                    self.assertAnswer(r, 200)
+                    rec = self.fu.last()
+                    self.assertEqual(rec["path"], "/mcp/files")
+                    self.assertIsNone(header(rec, "mcp-session-id"))
+                    self.assertIsNone(header(rec, "mcp-protocol-version"))
+                    self.assertEqual(rec["json"], body)
+            # at the bound, the value goes up
+            r = w.req("POST", "/mcp/files", raw=self.raw_request(
+                "/mcp/files", body, [("mcp-protocol-version",
+                                      "\u20ac".encode() * 256)]))
+            self.assertAnswer(r, 200)
+            self.assertEqual(header(self.fu.last(), "mcp-protocol-version")
+                             .encode("latin-1").decode(), "\u20ac" * 256)
+        self.assertEqual(self.broker_pid(), pid)
+
     def test_large_legitimate_request_rebuilt(self):
         """8 images of 7 MiB of base64 each (42 MiB decoded, under the
         64 MiB of 4.3) and 2 000 messages: the largest kind of request a

@@ -814,6 +814,61 @@ START_TEST(test_chunked_callback)
 }
 END_TEST
 
+static char *
+repeat(const char *unit, size_t n, const char *tail)
+{
+	size_t	 ul = strlen(unit), tl = strlen(tail), i;
+	char	*s;
+
+	s = malloc(ul * n + tl + 1);
+	ck_assert_ptr_nonnull(s);
+	for (i = 0; i < n; i++)
+		memcpy(s + i * ul, unit, ul);
+	memcpy(s + ul * n, tail, tl + 1);
+	return s;
+}
+
+/* Chars are UTF-16 code units: 4 096 of them at the limit, one past it. */
+START_TEST(test_value_copyable)
+{
+	static const char *const units[] = { "a", "\xc3\xa9", "\xe2\x82\xac" };
+	char	*v;
+	size_t	 i;
+
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		v = repeat(units[i], 4096, "");
+		ck_assert(http_value_copyable(v, 4096));
+		free(v);
+		v = repeat(units[i], 4097, "");
+		ck_assert(!http_value_copyable(v, 4096));
+		free(v);
+	}
+	/* Four bytes are two chars. */
+	v = repeat("\xf0\x9f\x98\x80", 2048, "");
+	ck_assert(http_value_copyable(v, 4096));
+	free(v);
+	v = repeat("\xf0\x9f\x98\x80", 2048, "a");
+	ck_assert(!http_value_copyable(v, 4096));
+	free(v);
+	v = repeat("a", 100000, "");
+	ck_assert(!http_value_copyable(v, 4096));
+	ck_assert(!http_value_copyable(v, 256));
+	free(v);
+	ck_assert(http_value_copyable("", 256));
+	ck_assert(http_value_copyable("2023-06-01", 256));
+	ck_assert(http_value_copyable("a\tb", 256));
+	/* Not UTF-8: obs-text the parser let through. */
+	ck_assert(!http_value_copyable("\xff\xfe", 256));
+	ck_assert(!http_value_copyable("a\xc3", 256));
+	ck_assert(!http_value_copyable("\xc0\xaf", 256));
+	ck_assert(!http_value_copyable("\xed\xa0\x80", 256));
+	/* Control characters but HTAB. */
+	ck_assert(!http_value_copyable("a\x01", 256));
+	ck_assert(!http_value_copyable("a\rb", 256));
+	ck_assert(!http_value_copyable("\x7f", 256));
+}
+END_TEST
+
 START_TEST(test_field_valid)
 {
 	ck_assert(http_field_valid("content-type", "text/event-stream"));
@@ -857,6 +912,7 @@ httpparse_suite(void)
 	tcase_add_test(tc, test_head_size);
 	tcase_add_test(tc, test_head_split_invariance);
 	tcase_add_test(tc, test_field_valid);
+	tcase_add_test(tc, test_value_copyable);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("chunked");
