@@ -70,6 +70,7 @@ struct call {
 	enum call_kind		 cl_kind;
 	struct http_conn	*cl_conn;	/* NULL once the worker left */
 	struct scope		*cl_scope;
+	int			 cl_headed;	/* egress sent the head */
 	int			 cl_streaming;
 	int			 cl_nobody;	/* 204/205: head only */
 	uint64_t		 cl_unacked;	/* bytes egress sent, not acked */
@@ -135,13 +136,14 @@ now_ms(void)
 
 /* Scopes */
 
+/* NULL when out of memory. */
 static struct scope *
 scope_new(int turn, uint64_t calls, uint64_t deadline)
 {
 	struct scope	*sc;
 
 	if ((sc = calloc(1, sizeof(*sc))) == NULL)
-		fatal("%s", __func__);
+		return NULL;
 	sc->sc_refs = 1;
 	sc->sc_turn = turn;
 	sc->sc_calls_left = calls;
@@ -196,8 +198,14 @@ window_rearm(struct broker *br)
 	if (br->br_window_armed != 0 &&
 	    now - br->br_window_armed <= STARTUP_REARM_MS)
 		return;
+	if ((sc = scope_new(0, STARTUP_CALLS, now + STARTUP_WINDOW_MS)) ==
+	    NULL) {
+		/* The worker asks again within a poll. */
+		log_warnx("%s: out of memory", __func__);
+		return;
+	}
 	scope_unref(br->br_scope);
-	br->br_scope = scope_new(0, STARTUP_CALLS, now + STARTUP_WINDOW_MS);
+	br->br_scope = sc;
 	br->br_window_armed = now;
 	log_debug("startup window armed");
 }
@@ -218,17 +226,29 @@ respond_json(struct http_conn *c, int status, const char *json, size_t len)
 		http_conn_kill(c);
 }
 
+/* Every request that reached the router has one (broker_on_head). */
 static struct conn_state *
 conn_state(struct http_conn *c)
 {
-	struct conn_state	*cs = http_conn_get_data(c);
+	return http_conn_get_data(c);
+}
 
-	if (cs == NULL) {
-		if ((cs = calloc(1, sizeof(*cs))) == NULL)
-			fatal("%s", __func__);
-		http_conn_set_data(c, cs);
+/*
+ * A message to the supervisor on behalf of a request: -1 when it could not
+ * be queued (out of memory), which that request answers.  A pipe that
+ * failed ends the broker from the loop (role.c).
+ */
+static int
+sup_send(struct broker *br, struct msgb *mb)
+{
+	enum msg_type	 t = mb->mb_type;
+
+	if (msg_send(role_parent_conn(br->br_parent), mb) == -1) {
+		log_warnx("cannot queue %s for the supervisor",
+		    msg_type_name(t));
+		return -1;
 	}
-	return cs;
+	return 0;
 }
 
 static void
@@ -240,7 +260,7 @@ sup_event(struct broker *br, const char *kind, const char *route, int status)
 	msg_add_str(&mb, "kind", kind);
 	msg_add_str(&mb, "route", route);
 	msg_add_uint(&mb, "status", status);
-	role_send(br->br_parent, &mb);
+	(void)sup_send(br, &mb);
 }
 
 /* Worker routes (PROTOCOL.md 3.1) */
@@ -254,7 +274,7 @@ turn_deliver(struct broker *br, struct http_conn *c)
 	respond_json(c, 200, br->br_turn_json, br->br_turn_len);
 	msgb_init(&mb, MSG_BRK_DELIVERED, 0);
 	msg_add_str(&mb, "turn_id", br->br_turn_id);
-	role_send(br->br_parent, &mb);
+	(void)sup_send(br, &mb);
 	log_debug("turn %s delivered", br->br_turn_id);
 }
 
@@ -281,9 +301,12 @@ worker_next(struct broker *br, struct http_conn *c)
 		turn_deliver(br, c);
 		return;
 	}
+	if (http_conn_set_timer(c, BROKER_POLL_MS, poll_timeout) == -1) {
+		respond_text(c, 503, BROKER_BUSY);
+		return;
+	}
 	br->br_poll = c;
 	conn_state(c)->cs_role = CONN_POLL;
-	http_conn_set_timer(c, BROKER_POLL_MS, poll_timeout);
 }
 
 static void
@@ -293,7 +316,7 @@ result_body(struct http_conn *c, const char *body, size_t len, void *arg)
 	struct msgb	 mb;
 	cJSON		*result = NULL;
 	char		 err[256], *json;
-	int		 status;
+	int		 status, rc;
 
 	br->br_receiving = NULL;
 	conn_state(c)->cs_role = CONN_OTHER;
@@ -312,14 +335,31 @@ result_body(struct http_conn *c, const char *body, size_t len, void *arg)
 		cJSON_Delete(result);
 		return;
 	}
-	if ((json = cJSON_PrintUnformatted(result)) == NULL)
-		fatalx("%s: out of memory", __func__);
+	json = cJSON_PrintUnformatted(result);
 	cJSON_Delete(result);
+	if (json == NULL) {
+		log_warnx("%s: out of memory", __func__);
+		respond_text(c, 503, BROKER_BUSY);
+		return;
+	}
+	/* Printed numbers can be longer than the worker wrote them. */
+	if (strlen(json) > edge_limits(PROC_BROKER,
+	    PROC_SUPERVISOR)->fl_data_max) {
+		log_info("result refused: %zu bytes once printed",
+		    strlen(json));
+		respond_text(c, 400, "Invalid result");
+		free(json);
+		return;
+	}
 	msgb_init(&mb, MSG_BRK_RESULT, 0);
 	msg_add_str(&mb, "turn_id", br->br_turn_id);
 	msg_add_data(&mb, json, strlen(json));
-	role_send(br->br_parent, &mb);
+	rc = sup_send(br, &mb);
 	free(json);
+	if (rc == -1) {
+		respond_text(c, 503, BROKER_BUSY);
+		return;
+	}
 	log_info("turn %s: result accepted", br->br_turn_id);
 	/* Complete: a second post finds no pending turn. */
 	free(br->br_turn_id);
@@ -337,6 +377,8 @@ result_body_err(struct http_conn *c, enum http_body_err e, void *arg)
 	conn_state(c)->cs_role = CONN_OTHER;
 	if (e == HTTP_BODY_TOO_LARGE || e == HTTP_BODY_INVALID)
 		respond_text(c, 400, "Invalid result");
+	else if (e == HTTP_BODY_NOMEM)
+		respond_text(c, 503, BROKER_BUSY);
 }
 
 static void
@@ -382,37 +424,60 @@ worker_route(struct broker *br, struct http_conn *c,
 		respond_text(c, 404, "Not found");
 }
 
+/* The answer of GET /mcp-tools; NULL when out of memory. */
+static char *
+mcp_tools_json(struct broker *br)
+{
+	cJSON	*res, *servers, *s, *tools, *t;
+	char	*json = NULL;
+	size_t	 i, j;
+
+	if ((res = cJSON_CreateObject()) == NULL ||
+	    (servers = cJSON_AddArrayToObject(res, "servers")) == NULL)
+		goto done;
+	for (i = 0; i < br->br_nmcp; i++) {
+		if ((s = cJSON_CreateObject()) == NULL)
+			goto done;
+		if (!cJSON_AddItemToArray(servers, s)) {
+			cJSON_Delete(s);
+			goto done;
+		}
+		if (cJSON_AddStringToObject(s, "name",
+		    br->br_mcp[i].ms_name) == NULL ||
+		    (tools = cJSON_AddArrayToObject(s, "tools")) == NULL)
+			goto done;
+		for (j = 0; j < br->br_mcp[i].ms_ntools; j++)
+			if ((t = cJSON_CreateString(
+			    br->br_mcp[i].ms_tools[j])) == NULL ||
+			    !cJSON_AddItemToArray(tools, t)) {
+				cJSON_Delete(t);
+				goto done;
+			}
+	}
+	json = cJSON_PrintUnformatted(res);
+ done:
+	cJSON_Delete(res);
+	return json;
+}
+
 static void
 mcp_tools(struct broker *br, struct http_conn *c)
 {
-	cJSON	*res, *servers, *s, *tools;
 	char	*json;
-	size_t	 i, j;
 
 	window_rearm(br);
-	if ((res = cJSON_CreateObject()) == NULL ||
-	    (servers = cJSON_AddArrayToObject(res, "servers")) == NULL)
-		fatalx("%s: out of memory", __func__);
-	for (i = 0; i < br->br_nmcp; i++) {
-		if ((s = cJSON_CreateObject()) == NULL ||
-		    cJSON_AddStringToObject(s, "name",
-		    br->br_mcp[i].ms_name) == NULL ||
-		    (tools = cJSON_AddArrayToObject(s, "tools")) == NULL)
-			fatalx("%s: out of memory", __func__);
-		for (j = 0; j < br->br_mcp[i].ms_ntools; j++)
-			cJSON_AddItemToArray(tools,
-			    cJSON_CreateString(br->br_mcp[i].ms_tools[j]));
-		cJSON_AddItemToArray(servers, s);
+	if ((json = mcp_tools_json(br)) == NULL) {
+		log_warnx("%s: out of memory", __func__);
+		respond_text(c, 503, BROKER_BUSY);
+		return;
 	}
-	if ((json = cJSON_PrintUnformatted(res)) == NULL)
-		fatalx("%s: out of memory", __func__);
 	respond_json(c, 200, json, strlen(json));
 	free(json);
-	cJSON_Delete(res);
 }
 
 /* Calls */
 
+/* NULL when out of memory. */
 static struct call *
 call_new(struct broker *br, enum call_kind kind, struct http_conn *c,
     struct scope *sc)
@@ -421,7 +486,7 @@ call_new(struct broker *br, enum call_kind kind, struct http_conn *c,
 	struct conn_state	*cs;
 
 	if ((cl = calloc(1, sizeof(*cl))) == NULL)
-		fatal("%s", __func__);
+		return NULL;
 	cl->cl_broker = br;
 	cl->cl_id = ++br->br_next_id;
 	cl->cl_kind = kind;
@@ -679,24 +744,46 @@ call_body(struct http_conn *c, const char *body, size_t len, void *arg)
 		sup_event(br, "mcp_call", h->h_path, 0);
 		return;
 	case CALL_TOOL:
-		if (body_tool_input(body, len, &input, &why, err,
-		    sizeof(err)) != BODY_OK) {
-			respond_text(c, 400, why);
-			call_free(cl);
+		switch (body_tool_input(body, len, &input, &why, err,
+		    sizeof(err))) {
+		case BODY_OK:
+			break;
+		case BODY_NOMEM:
+			log_warnx("tool input: out of memory");
+			call_refuse(cl, 503, NULL);
+			return;
+		default:
+			call_refuse(cl, 400, why);
 			return;
 		}
 		json = cJSON_PrintUnformatted(input);
 		cJSON_Delete(input);
-		if (json == NULL)
-			fatalx("%s: out of memory", __func__);
+		if (json == NULL) {
+			log_warnx("tool input: out of memory");
+			call_refuse(cl, 503, NULL);
+			return;
+		}
+		/* Printed numbers can be longer than the worker wrote them. */
+		if (strlen(json) > edge_limits(PROC_BROKER,
+		    PROC_SUPERVISOR)->fl_data_max) {
+			log_info("tool input refused: %zu bytes once printed",
+			    strlen(json));
+			free(json);
+			call_refuse(cl, 400, BODY_INVALID_INPUT);
+			return;
+		}
 		/* Identity fields the worker sent are not passed on: the
 		 * supervisor adds the bound ones. */
 		msgb_init(&mb, MSG_BRK_TOOL_CALL, cl->cl_id);
 		msg_add_str(&mb, "turn_id", cl->cl_scope->sc_turn_id);
 		msg_add_str(&mb, "name", h->h_path + strlen("/tools/"));
 		msg_add_data(&mb, json, strlen(json));
-		role_send(br->br_parent, &mb);
+		rc = sup_send(br, &mb);
 		free(json);
+		if (rc == -1) {
+			call_refuse(cl, 503, NULL);
+			return;
+		}
 		sup_event(br, "tool_call", h->h_path, 0);
 		return;
 	}
@@ -713,6 +800,8 @@ call_body_err(struct http_conn *c, enum http_body_err e, void *arg)
 	/* Over the limit or badly framed: the same 400 for every route. */
 	if (e == HTTP_BODY_TOO_LARGE || e == HTTP_BODY_INVALID)
 		respond_text(c, 400, BODY_INVALID_INPUT);
+	else if (e == HTTP_BODY_NOMEM)
+		respond_text(c, 503, BROKER_BUSY);
 	call_free(cl);
 }
 
@@ -726,14 +815,21 @@ is_model_path(const char *p)
 static void
 broker_on_head(struct http_conn *c, const struct http_head *h, void *arg)
 {
-	struct broker	*br = arg;
-	struct scope	*sc;
-	struct call	*cl;
-	const char	*p = h->h_path;
-	enum call_kind	 kind;
-	int		 mcp_known, tool_known, model;
-	size_t		 max;
+	struct broker		*br = arg;
+	struct conn_state	*cs;
+	struct scope		*sc;
+	struct call		*cl;
+	const char		*p = h->h_path;
+	enum call_kind		 kind;
+	int			 mcp_known, tool_known, model;
+	size_t			 max;
 
+	if ((cs = calloc(1, sizeof(*cs))) == NULL) {
+		log_warnx("%s: out of memory", __func__);
+		respond_text(c, 503, BROKER_BUSY);
+		return;
+	}
+	http_conn_set_data(c, cs);
 	/* 1. fragments, and queries other than ?beta=true */
 	if (h->h_has_fragment || (h->h_has_query &&
 	    strcmp(h->h_query, "beta=true") != 0)) {
@@ -777,7 +873,6 @@ broker_on_head(struct http_conn *c, const struct http_head *h, void *arg)
 		return;
 	}
 	/* 8. consume one call and dispatch */
-	sc->sc_calls_left--;
 	if (model) {
 		kind = CALL_MODEL;
 		max = MODEL_BODY_MAX;
@@ -788,7 +883,13 @@ broker_on_head(struct http_conn *c, const struct http_head *h, void *arg)
 		kind = CALL_TOOL;
 		max = TOOL_BODY_MAX;
 	}
-	cl = call_new(br, kind, c, sc);
+	if ((cl = call_new(br, kind, c, sc)) == NULL) {
+		/* Not a call: the budget is left as it was. */
+		log_warnx("%s: out of memory", __func__);
+		respond_text(c, 503, BROKER_BUSY);
+		return;
+	}
+	sc->sc_calls_left--;
 	if (http_read_body(c, max, call_body, call_body_err) == -1) {
 		call_free(cl);
 		http_conn_kill(c);
@@ -814,8 +915,10 @@ broker_on_close(struct http_conn *c, void *arg)
 		if (cl->cl_kind != CALL_TOOL) {
 			msgb_init(&mb, MSG_EGR_CANCEL, 0);
 			msg_add_uint(&mb, "call", cl->cl_id);
+			/* What egress still sends for it is dropped. */
 			if (msg_send(br->br_egress, &mb) == -1)
-				fatalx("cannot queue a cancel for egress");
+				log_warnx("cannot queue a cancel of call %llu "
+				    "for egress", (unsigned long long)cl->cl_id);
 			call_free(cl);
 		}
 		/* A tool call is freed when its answer comes. */
@@ -838,8 +941,14 @@ call_ack(struct broker *br, struct call *cl)
 	msg_add_uint(&mb, "call", cl->cl_id);
 	msg_add_uint(&mb, "bytes", cl->cl_unacked);
 	cl->cl_unacked = 0;
-	if (msg_send(br->br_egress, &mb) == -1)
-		fatalx("cannot queue an ack for egress");
+	/* Without its ack the stream would stall: cut it, the worker's
+	 * client sees a truncated body (PROTOCOL.md 3.2). */
+	if (msg_send(br->br_egress, &mb) == -1) {
+		log_warnx("cannot queue an ack of call %llu for egress",
+		    (unsigned long long)cl->cl_id);
+		if (cl->cl_conn != NULL)
+			http_conn_kill(cl->cl_conn);
+	}
 }
 
 static void
@@ -864,6 +973,9 @@ egress_head(struct broker *br, struct call *cl, struct msg *m)
 	    msg_get_strv(m, "hvalues", 32, 1024, &hv, &nv) == -1 ||
 	    msg_end(m) == -1 || n != nv)
 		return -1;
+	/* A connection closed in this same turn of the loop cannot start
+	 * an answer: its on_close is due, and the body goes nowhere. */
+	cl->cl_headed = 1;
 	if (cl->cl_conn == NULL)
 		return 0;
 	for (i = 0; i < n; i++) {
@@ -908,21 +1020,21 @@ broker_dispatch_egress(struct frame_conn *fc, struct frame *f, void *arg)
 	}
 	switch (m.m_type) {
 	case MSG_EGR_HEAD:
-		if (cl->cl_streaming || cl->cl_nobody ||
-		    egress_head(br, cl, &m) == -1)
+		if (cl->cl_headed || egress_head(br, cl, &m) == -1)
 			fatalx("egress: bad head for call %llu: %s",
 			    (unsigned long long)id, m.m_err);
 		break;
 	case MSG_EGR_DATA:
 		if (msg_get_data(&m, &data, &len) == -1 || msg_end(&m) == -1 ||
-		    (!cl->cl_streaming && !cl->cl_nobody))
+		    !cl->cl_headed)
 			fatalx("egress: bad data for call %llu",
 			    (unsigned long long)id);
 		cl->cl_unacked += len;
 		if (cl->cl_streaming && cl->cl_conn != NULL &&
 		    http_stream_write(cl->cl_conn, data, len) == -1)
 			http_conn_kill(cl->cl_conn);
-		if (cl->cl_conn == NULL || cl->cl_nobody ||
+		/* Bytes no worker reads are acked at once. */
+		if (cl->cl_conn == NULL || !cl->cl_streaming ||
 		    (cl->cl_unacked >= BROKER_ACK_BATCH &&
 		    http_conn_pending(cl->cl_conn) <= BROKER_ACK_LOWAT))
 			call_ack(br, cl);
@@ -1031,7 +1143,8 @@ broker_bind(struct broker *br, struct msg *m)
 	    &calls) == -1 ||
 	    msg_end(m) == -1 || rebuild_level_parse(thinking, &level) == -1)
 		return -1;
-	sc = scope_new(1, calls, now_ms() + deadline_ms);
+	if ((sc = scope_new(1, calls, now_ms() + deadline_ms)) == NULL)
+		fatal("%s", __func__);
 	sc->sc_turn_id = xstrdup(turn_id);
 	sc->sc_level = level;
 	/* The first bind removes the startup window. */

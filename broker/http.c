@@ -132,6 +132,8 @@ http_body_err_to_string(enum http_body_err err)
 		return "client left during the body";
 	case HTTP_BODY_SILENCE:
 		return "client silent during the body";
+	case HTTP_BODY_NOMEM:
+		return "out of memory for the body";
 	}
 	return "unknown body error";
 }
@@ -206,13 +208,17 @@ conn_set_timeouts(struct http_conn *c)
 	bufferevent_set_timeouts(c->c_bev, rtv, wtv);
 }
 
-static void
+/* -1 when libevent cannot (out of memory): the caller closes. */
+static int
 conn_timer_add(struct http_conn *c, int ms)
 {
 	struct timeval	 tv;
 
-	if (evtimer_add(c->c_timer, ms_to_tv(ms, &tv)) == -1)
-		fatalx("%s: evtimer_add", __func__);
+	if (evtimer_add(c->c_timer, ms_to_tv(ms, &tv)) == -1) {
+		log_warnx("%s: evtimer_add", __func__);
+		return -1;
+	}
+	return 0;
 }
 
 static void
@@ -268,7 +274,8 @@ conn_flush_done(struct http_conn *c)
 		return;
 	}
 	c->c_state = C_LINGER;
-	conn_timer_add(c, c->c_srv->s_lim.hl_linger_ms);
+	if (conn_timer_add(c, c->c_srv->s_lim.hl_linger_ms) == -1)
+		conn_close(c);
 }
 
 static void
@@ -421,9 +428,10 @@ conn_bad_request(struct http_conn *c)
 {
 	bufferevent_setwatermark(c->c_bev, EV_READ, 0, 0);
 	if (conn_answer(c, 400, "text/plain; charset=utf-8", NULL, 0,
-	    "bad request", 11) == 0 && c->c_state == C_FLUSH)
-		/* The head phase has no silence limit: bound the flush. */
-		conn_timer_add(c, c->c_srv->s_lim.hl_linger_ms);
+	    "bad request", 11) == 0 && c->c_state == C_FLUSH &&
+	    /* The head phase has no silence limit: bound the flush. */
+	    conn_timer_add(c, c->c_srv->s_lim.hl_linger_ms) == -1)
+		conn_close(c);
 }
 
 static void
@@ -602,8 +610,10 @@ http_conn_set_timer(struct http_conn *c, int ms, http_conn_cb cb)
 		return -1;
 	evtimer_del(c->c_timer);
 	c->c_on_timer = cb;
-	if (cb != NULL)
-		conn_timer_add(c, ms < 0 ? 0 : ms);
+	if (cb != NULL && conn_timer_add(c, ms < 0 ? 0 : ms) == -1) {
+		c->c_on_timer = NULL;
+		return -1;
+	}
 	return 0;
 }
 
@@ -662,7 +672,10 @@ conn_body_fail(struct http_conn *c, enum http_body_err err)
 	http_body_err_cb	 ecb = c->c_on_body_err;
 
 	conn_drop_body(c);
-	log_debug("%s: %s", __func__, http_body_err_to_string(err));
+	if (err == HTTP_BODY_NOMEM)
+		log_warnx("%s: %s", __func__, http_body_err_to_string(err));
+	else
+		log_debug("%s: %s", __func__, http_body_err_to_string(err));
 	if (err == HTTP_BODY_ABORTED || err == HTTP_BODY_SILENCE) {
 		conn_close(c);
 		ecb(c, err, c->c_srv->s_arg);
@@ -698,7 +711,7 @@ conn_body_begin(struct http_conn *c)
 		/* Untouched pages of a large body cost nothing until sent. */
 		if ((c->c_body = malloc(h->h_content_length)) == NULL) {
 			log_warn("%s: malloc", __func__);
-			conn_body_fail(c, HTTP_BODY_ABORTED);
+			conn_body_fail(c, HTTP_BODY_NOMEM);
 			return;
 		}
 		c->c_body_cap = h->h_content_length;
@@ -755,8 +768,11 @@ conn_read_body(struct http_conn *c)
 		if (n > evbuffer_get_length(in))
 			n = evbuffer_get_length(in);
 		if (n > 0 && evbuffer_remove(in, c->c_body + c->c_body_len,
-		    n) != (int)n)
-			fatalx("%s: evbuffer_remove", __func__);
+		    n) != (int)n) {
+			log_warnx("%s: evbuffer_remove", __func__);
+			conn_body_fail(c, HTTP_BODY_ABORTED);
+			return;
+		}
 		c->c_body_len += n;
 		c->c_srv->s_moved += n;
 		if (c->c_body_len == c->c_head.h_content_length)
@@ -766,8 +782,11 @@ conn_read_body(struct http_conn *c)
 	while (c->c_state == C_BODY && evbuffer_get_length(in) > 0) {
 		if ((n = evbuffer_get_contiguous_space(in)) == 0)
 			n = evbuffer_get_length(in);
-		if ((p = (const char *)evbuffer_pullup(in, n)) == NULL)
-			fatalx("%s: evbuffer_pullup", __func__);
+		if ((p = (const char *)evbuffer_pullup(in, n)) == NULL) {
+			log_warnx("%s: evbuffer_pullup", __func__);
+			conn_body_fail(c, HTTP_BODY_NOMEM);
+			return;
+		}
 		st = http_chunked_feed(&c->c_chunked, p, n, &used,
 		    conn_body_append, c);
 		evbuffer_drain(in, used);
@@ -779,7 +798,8 @@ conn_read_body(struct http_conn *c)
 			if (c->c_chunked.hc_err == HC_ERR_TOO_LARGE)
 				conn_body_fail(c, HTTP_BODY_TOO_LARGE);
 			else if (c->c_chunked.hc_err == HC_ERR_CALLBACK)
-				conn_body_fail(c, HTTP_BODY_ABORTED);
+				/* conn_body_append() fails only for memory */
+				conn_body_fail(c, HTTP_BODY_NOMEM);
 			else
 				conn_body_fail(c, HTTP_BODY_INVALID);
 		}
@@ -816,8 +836,11 @@ conn_read_head(struct http_conn *c)
 
 	if (len == 0)
 		return;
-	if (evbuffer_ptr_set(in, &pos, c->c_scan, EVBUFFER_PTR_SET) == -1)
-		fatalx("%s: evbuffer_ptr_set", __func__);
+	if (evbuffer_ptr_set(in, &pos, c->c_scan, EVBUFFER_PTR_SET) == -1) {
+		log_warnx("%s: evbuffer_ptr_set", __func__);
+		conn_close(c);
+		return;
+	}
 	end = evbuffer_search(in, "\r\n\r\n", 4, &pos);
 	if (end.pos == -1 && len <= HTTP_HEAD_MAX) {
 		c->c_scan = len > 3 ? len - 3 : 0;
@@ -826,8 +849,12 @@ conn_read_head(struct http_conn *c)
 	n = end.pos == -1 ? len : (size_t)end.pos + 4;
 	if (n > HTTP_HEAD_MAX + 1)
 		n = HTTP_HEAD_MAX + 1;
-	if ((p = (const char *)evbuffer_pullup(in, n)) == NULL)
-		fatalx("%s: evbuffer_pullup", __func__);
+	/* Out of memory before the head: no answer would fit either. */
+	if ((p = (const char *)evbuffer_pullup(in, n)) == NULL) {
+		log_warnx("%s: evbuffer_pullup", __func__);
+		conn_close(c);
+		return;
+	}
 	if (http_parse_head(p, n, &c->c_head) != HP_DONE) {
 		log_debug("%s: %s", __func__,
 		    hp_err_to_string(c->c_head.h_err));
@@ -998,14 +1025,14 @@ conn_new(struct http_server *srv, int fd)
 		log_warnx("%s: bufferevent_set_max_single", __func__);
 	bufferevent_setwatermark(c->c_bev, EV_READ, 0, HTTP_HEAD_MAX + 1);
 	/* Writing is enabled from the start; its event waits for data. */
-	if (bufferevent_enable(c->c_bev, EV_READ) == -1) {
-		log_warnx("%s: bufferevent_enable", __func__);
-		bufferevent_free(c->c_bev);
+	if (bufferevent_enable(c->c_bev, EV_READ) == -1 ||
+	    conn_timer_add(c, srv->s_lim.hl_head_ms) == -1) {
+		log_warnx("%s: cannot watch the connection", __func__);
+		bufferevent_free(c->c_bev);	/* closes fd */
 		event_free(c->c_timer);
 		free(c);
 		return;
 	}
-	conn_timer_add(c, srv->s_lim.hl_head_ms);
 	TAILQ_INSERT_TAIL(&srv->s_conns, c, c_entry);
 	srv->s_nconn++;
 	return;
@@ -1019,24 +1046,33 @@ conn_new(struct http_server *srv, int fd)
 		log_warn("%s: close", __func__);
 }
 
+/* Without its timer the listener keeps accepting rather than stop. */
 static void
 http_accept_pause(struct http_server *srv)
 {
 	struct timeval	 tv;
 
-	event_del(srv->s_ev);
 	if (evtimer_add(srv->s_pause, ms_to_tv(HTTP_ACCEPT_PAUSE_MS, &tv)) ==
-	    -1)
-		fatalx("%s: evtimer_add", __func__);
+	    -1) {
+		log_warnx("%s: evtimer_add", __func__);
+		return;
+	}
+	event_del(srv->s_ev);
 }
 
 static void
 http_accept_resume(evutil_socket_t fd, short ev, void *arg)
 {
 	struct http_server	*srv = arg;
+	struct timeval		 tv;
 
-	if (event_add(srv->s_ev, NULL) == -1)
-		fatalx("%s: event_add", __func__);
+	if (event_add(srv->s_ev, NULL) == -1) {
+		log_warnx("%s: event_add", __func__);
+		if (evtimer_add(srv->s_pause, ms_to_tv(HTTP_ACCEPT_PAUSE_MS,
+		    &tv)) == -1)
+			log_warnx("%s: the listener stops: evtimer_add",
+			    __func__);
+	}
 }
 
 static void

@@ -38,6 +38,7 @@ enum http_body_err {
 	HTTP_BODY_INVALID,	/* bad chunked framing */
 	HTTP_BODY_ABORTED,	/* the client closed or failed mid-body */
 	HTTP_BODY_SILENCE,	/* nothing for hl_silence_ms */
+	HTTP_BODY_NOMEM,	/* no memory for the body; nothing more is read */
 };
 const char	*http_body_err_to_string(enum http_body_err);
 
@@ -90,8 +91,9 @@ unsigned	 http_server_nconn(const struct http_server *);
  * valid until it returns; an empty body is on_body(conn, "", 0).  A
  * Content-Length over max is HTTP_BODY_TOO_LARGE before anything is read; a
  * chunked body fails as soon as a chunk size takes it over.  After
- * HTTP_BODY_TOO_LARGE or _INVALID the router may answer from the callback,
- * else the connection is closed; after _ABORTED and _SILENCE it is closed.
+ * HTTP_BODY_TOO_LARGE, _INVALID or _NOMEM the router may answer from the
+ * callback, else the connection is closed; after _ABORTED and _SILENCE it
+ * is closed.
  * An "expect: 100-continue" is honoured here.
  */
 int		 http_read_body(struct http_conn *, size_t max, http_body_cb,
@@ -145,7 +147,7 @@ void		 http_conn_resume_read(struct http_conn *);
 
 /* One timer per conn for the router, once the head is in: cb after ms
  * (replaces the previous one); cb NULL cancels.  -1 once the whole answer
- * is queued. */
+ * is queued, or when the timer cannot be set (then none is). */
 int		 http_conn_set_timer(struct http_conn *, int ms, http_conn_cb);
 
 void		 http_conn_set_data(struct http_conn *, void *);

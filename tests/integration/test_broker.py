@@ -1906,6 +1906,27 @@ class Bounds(BrokerCase):
         self.assertEqual(self.broker_pid(), pid)
         self.assertEqual(len(self.fu.requests(path="/v1/*")), 1)
 
+    def test_model_body_that_grows_when_printed(self):
+        """5e-324 comes out as 4.94065645841247e-324: a 96 MiB body can
+        rebuild to more than the 100 MiB a frame to egress carries.  It is
+        refused with a 400; the broker goes on."""
+        head = (b'{"messages":[{"role":"user","content":"x"},'
+                b'{"role":"assistant","content":[{"type":"tool_use",'
+                b'"id":"t1","name":"n","input":{"a":[' +
+                b",".join([b"5e-324"] * 400000) +
+                b']}},{"type":"text","text":"')
+        tail = b'"}]}]}'
+        body = head + b"a" * (96 * MIB - len(head) - len(tail)) + tail
+        pid = self.broker_pid()
+        with self.in_turn() as (w, tr, turn):
+            r = w.req("POST", "/anthropic/v1/messages", body, timeout=60)
+            self.assertAnswer(r, 400)
+            self.assertEqual(r.json()["error"]["message"],
+                             "Request body is too large once rebuilt")
+            self.assertAnswer(w.model(), 200)
+        self.assertEqual(self.broker_pid(), pid)
+        self.assertEqual(len(self.fu.requests(path="/v1/*")), 1)
+
     @staticmethod
     def raw_request(target, body, headers):
         """A request whose header values are bytes, sent as they are."""

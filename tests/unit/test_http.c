@@ -31,6 +31,16 @@
 #define KIB	1024u
 #define MIB_	(1024u * 1024u)
 
+/* test_body_nomem asks malloc for a PiB: under AddressSanitizer too it
+ * must get NULL back, not a report. */
+const char	*__asan_default_options(void);
+
+const char *
+__asan_default_options(void)
+{
+	return "allocator_may_return_null=1";
+}
+
 struct t;
 typedef void	(*client_fn)(struct t *);
 typedef void	(*router_fn)(struct t *, struct http_conn *,
@@ -761,6 +771,37 @@ client_chunked_limit(struct t *t)
 	assert_text(&r, 400, "Invalid result");
 	resp_free(&r);
 }
+
+/* A body no malloc can hold: the router hears it, and may answer. */
+static void
+client_body_nomem(struct t *t)
+{
+	struct resp	 r;
+
+	cl_exchange(t, "POST /r HTTP/1.1\r\nHost: b\r\n"
+	    "Content-Length: 1125899906842624\r\n\r\nabc", &r);
+	assert_text(&r, 400, "Invalid result");
+	resp_free(&r);
+}
+
+START_TEST(test_body_nomem)
+{
+	struct t	 t;
+
+	t_init(&t, router_body, client_body_nomem);
+	t.max = HTTP_LENGTH_MAX;
+	t.respond_on_err = 1;
+	t.want_closes = 1;
+	t_run(&t);
+	ck_assert_int_eq(t.nbody, 0);
+	ck_assert_int_eq(t.nerr, 1);
+	ck_assert_int_eq(t.err, HTTP_BODY_NOMEM);
+	ck_assert_int_eq(t.rv[0], 0);
+	ck_assert_str_eq(http_body_err_to_string(HTTP_BODY_NOMEM),
+	    "out of memory for the body");
+	t_free(&t);
+}
+END_TEST
 
 START_TEST(test_chunked_limit)
 {
@@ -1684,6 +1725,7 @@ http_suite(void)
 	tcase_add_test(tc, test_post_chunked);
 	tcase_add_test(tc, test_body_empty);
 	tcase_add_test(tc, test_body_limit);
+	tcase_add_test(tc, test_body_nomem);
 	tcase_add_test(tc, test_chunked_limit);
 	tcase_add_test(tc, test_chunked_invalid);
 	tcase_add_test(tc, test_body_aborted);
