@@ -635,6 +635,9 @@ egress_send_call(struct call *cl, const struct http_head *h,
 		msg_add_str(&mb, "query", h->h_query);
 	if (server != NULL)
 		msg_add_str(&mb, "server", server);
+	/* the scope egress checks the call against on its own */
+	if (cl->cl_scope->sc_turn)
+		msg_add_str(&mb, "turn_id", cl->cl_scope->sc_turn_id);
 	msg_add_strv(&mb, "hnames", hn, n);
 	msg_add_strv(&mb, "hvalues", hv, n);
 	msg_add_data(&mb, body, len);

@@ -320,6 +320,12 @@
 #define RESEARCH_PAGE_TEXT_MAX		100000u
 /* Internal: model calls one job may make before it must answer. */
 #define RESEARCH_STEPS_MAX		24u
+/* Internal: tries of one research model call after the first (an
+ * overloaded upstream). */
+#define RESEARCH_RETRIES		2u
+/* Internal: model calls of one research job in all, each step with its
+ * tries; egress holds the job to it. */
+#define RESEARCH_MODEL_CALLS_MAX	(RESEARCH_STEPS_MAX * (1 + RESEARCH_RETRIES))
 /* Internal: a model answer is read up to this size. */
 #define RESEARCH_ANSWER_MAX		(8u * MIB)
 /* Internal: tool result text one job hands the model in all, in UTF-8

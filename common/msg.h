@@ -34,9 +34,11 @@
 	X(CONFIG_DOCKER,   "config_docker",   R_SUP, R_DOCK, 0, 0, NONE) \
 	X(CONFIG_EGRESS,   "config_egress",   R_SUP, R_EGR,  0, 0, NONE) \
 	X(CONFIG_EGRESS_MCP, "config_egress_mcp", R_SUP, R_EGR, 0, 0, NONE) \
+	X(CONFIG_EGRESS_PROFILE, "config_egress_profile", R_SUP, R_EGR, 0, 0, NONE) \
 	X(CONFIG_BROKER,   "config_broker",   R_SUP, R_BRK,  1, 0, NONE) \
 	X(CONFIG_BROKER_MCP, "config_broker_mcp", R_SUP, R_BRK, 0, 0, NONE) \
-	/* a broker's or research job's pipe, the other end of its FD_EGRESS */ \
+	/* a broker's or research job's pipe, the other end of its FD_EGRESS, \
+	 * with the policy egress holds that peer to */			\
 	X(EGRESS_ATTACH,   "egress_attach",   R_SUP, R_EGR,  1, 0, NONE) \
 	X(CONFIG_DONE,     "config_done",     R_SUP, R_CHILD, 0, 0, NONE) \
 	X(READY,           "ready",           R_CHILD, R_SUP, 0, 0, NONE) \
@@ -83,6 +85,12 @@
 	X(EGR_END,         "egr_end",         R_EGR, R_BRK | R_RES, 0, 0, NONE) \
 	X(EGR_ACK,         "egr_ack",         R_BRK | R_RES, R_EGR, 0, 0, NONE) \
 	X(EGR_CANCEL,      "egr_cancel",      R_BRK | R_RES, R_EGR, 0, 0, NONE) \
+	/* the supervisor binds and unbinds a broker's turn at egress too, \
+	 * which checks every call on its own and reports each refusal */ \
+	X(EGR_BIND,        "egr_bind",        R_SUP, R_EGR, 0, 0, EGR_BOUND) \
+	X(EGR_BOUND,       "egr_bound",       R_EGR, R_SUP, 0, 0, NONE) \
+	X(EGR_UNBIND,      "egr_unbind",      R_SUP, R_EGR, 0, 0, NONE) \
+	X(EGR_VIOLATION,   "egr_violation",   R_EGR, R_SUP, 0, 0, NONE) \
 	/* the controlled fetch of PROTOCOL.md 8: research jobs and the	\
 	 * supervisor's attachment downloads; the answer carries the body */ \
 	X(EGR_FETCH,       "egr_fetch",       R_SUP | R_RES, R_EGR, 0, 0, EGR_FETCHED) \

@@ -4,12 +4,14 @@
  * empty environment.
  */
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
 #include <dirent.h>
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -163,6 +165,33 @@ proc_spawn(const char *path, char *const argv[], const int *fds, int nfds)
 	}
 	ppid = getpid();
 	switch ((pid = fork())) {
+	case -1:
+		return -1;
+	case 0:
+		proc_child_exec(ppid, path, argv, fds, nfds);
+	default:
+		return pid;
+	}
+}
+
+/*
+ * The same, but the new process is the caller's parent's child (clone with
+ * CLONE_PARENT): the spawner starts the supervisor's children this way, so
+ * that the supervisor reaps them and their death signal follows it.
+ */
+pid_t
+proc_spawn_sibling(const char *path, char *const argv[], const int *fds,
+    int nfds)
+{
+	pid_t	 ppid, pid;
+
+	if (nfds < 0 || nfds > PROC_SPAWN_MAXFDS) {
+		errno = EINVAL;
+		return -1;
+	}
+	ppid = getppid();
+	switch ((pid = syscall(SYS_clone, CLONE_PARENT | SIGCHLD, NULL, NULL,
+	    NULL, NULL))) {
 	case -1:
 		return -1;
 	case 0:

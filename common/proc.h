@@ -35,6 +35,10 @@ const char	*proc_role_folder(enum proc_role);	/* "fsguard" */
 pid_t	proc_spawn(const char *path, char *const argv[], const int *fds,
 	    int nfds);
 
+/* The same with the caller's parent as the new process's parent. */
+pid_t	proc_spawn_sibling(const char *path, char *const argv[],
+	    const int *fds, int nfds);
+
 /*
  * First thing in a child: check that 0-2 and exactly the nfds inherited
  * slots starting at FD_PARENT are open, that the slots are sockets, and that

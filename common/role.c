@@ -6,6 +6,7 @@
 
 #include <event2/event.h>
 
+#include "limits.h"
 #include "log.h"
 #include "role.h"
 
@@ -50,13 +51,19 @@ role_args_parse(enum proc_role role, int argc, char *argv[],
 
 /*
  * Configuration and control messages are small; raw data rides only where a
- * body does (attachments to the file guard, request and response bodies
- * between broker, egress and supervisor).
+ * body does.  Each edge carries no more than its largest message, so a
+ * peer's frame is refused by its header before anything is allocated for it
+ * (DESIGN.md 1, invariant 7).
  */
 #define EDGE_JSON_SMALL		(256u * 1024)
-#define EDGE_JSON_TURN		(200u * 1024 * 1024)	/* turn JSON with images */
 #define EDGE_DATA_NONE		0u
+/* Request and response bodies: a model or tool body of 96 MiB as the
+ * rebuild prints it (numbers may come out longer), turn requests with
+ * 64 MiB of images in base64, results of 72 MiB, attachments. */
 #define EDGE_DATA_BODY		(100u * 1024 * 1024)
+/* A research report, and the search results a job is handed. */
+#define EDGE_DATA_RESEARCH	(UTF8_BYTES_MAX(RESEARCH_SEARCH_TEXT_MAX) + \
+				 64u * 1024)
 
 static const struct frame_limits edge_small = {
 	EDGE_JSON_SMALL, EDGE_DATA_NONE
@@ -64,8 +71,8 @@ static const struct frame_limits edge_small = {
 static const struct frame_limits edge_body = {
 	EDGE_JSON_SMALL, EDGE_DATA_BODY
 };
-static const struct frame_limits edge_turn = {
-	EDGE_JSON_TURN, EDGE_DATA_BODY
+static const struct frame_limits edge_research = {
+	EDGE_JSON_SMALL, EDGE_DATA_RESEARCH
 };
 
 const struct frame_limits *
@@ -73,23 +80,21 @@ edge_limits(enum proc_role from, enum proc_role to)
 {
 	if (from == PROC_SUPERVISOR) {
 		switch (to) {
-		case PROC_FSGUARD:
-			return &edge_body;	/* attachment bytes */
-		case PROC_BROKER:
-			return &edge_turn;	/* turn requests */
+		case PROC_RESEARCH:
+			return &edge_research;	/* search results */
 		default:
-			return &edge_body;
+			return &edge_body;	/* turns, attachments */
 		}
 	}
 	if (to == PROC_SUPERVISOR) {
 		switch (from) {
-		case PROC_BROKER:
-			return &edge_turn;	/* turn results */
 		case PROC_FSGUARD:
 		case PROC_DOCKER:
 			return &edge_small;
+		case PROC_RESEARCH:
+			return &edge_research;	/* the report */
 		default:
-			return &edge_body;
+			return &edge_body;	/* results, tool calls, fetches */
 		}
 	}
 	/* broker <-> egress, research <-> egress: request/response bodies */

@@ -235,8 +235,9 @@ sandbox_landlock_rule(int rfd, const char *path, unsigned access,
 	close(fd);
 }
 
-int
-sandbox_landlock(const struct sandbox_fs_rule *rules, size_t n)
+static int
+sandbox_landlock_scope(const struct sandbox_fs_rule *rules, size_t n,
+    int scope_signals)
 {
 	struct sb_ruleset_attr	 attr;
 	char			 buf[PATH_MAX];
@@ -270,7 +271,7 @@ sandbox_landlock(const struct sandbox_fs_rule *rules, size_t n)
 		attr.handled_access_fs |= LANDLOCK_ACCESS_FS_IOCTL_DEV;
 	if (abi >= 6) {
 		attr.scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET |
-		    LANDLOCK_SCOPE_SIGNAL;
+		    (scope_signals ? LANDLOCK_SCOPE_SIGNAL : 0);
 		attrlen = sizeof(attr);
 	}
 
@@ -313,6 +314,18 @@ sandbox_landlock(const struct sandbox_fs_rule *rules, size_t n)
 	}
 	log_debug("landlock ABI %d, %zu rules", abi, n);
 	return abi;
+}
+
+int
+sandbox_landlock(const struct sandbox_fs_rule *rules, size_t n)
+{
+	return sandbox_landlock_scope(rules, n, 1);
+}
+
+int
+sandbox_landlock_signals(const struct sandbox_fs_rule *rules, size_t n)
+{
+	return sandbox_landlock_scope(rules, n, 0);
 }
 
 /*

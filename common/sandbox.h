@@ -48,6 +48,9 @@ extern const size_t		sandbox_netconf_paths_len;
  * used, or 0 when skipped.
  */
 int	sandbox_landlock(const struct sandbox_fs_rule *, size_t n);
+/* The same without scoping signals: for a process that must signal
+ * processes of a domain beside its own (the supervisor its children). */
+int	sandbox_landlock_signals(const struct sandbox_fs_rule *, size_t n);
 
 struct sandbox_rlimit {
 	int	 resource;

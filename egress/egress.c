@@ -8,10 +8,12 @@
 #include <sys/socket.h>
 
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
@@ -23,6 +25,7 @@
 #include "egress.h"
 #include "fetch.h"
 #include "hdrs.h"
+#include "policy.h"
 #include "reflect.h"
 #include "upstream.h"
 #include "limits.h"
@@ -30,6 +33,7 @@
 #include "netvet.h"
 #include "role.h"
 #include "sandbox.h"
+#include "violation.h"
 
 /* Fetches one research job may have running at once; each holds up to
  * FETCH_BYTES_MAX. */
@@ -37,21 +41,65 @@
 /* The largest integer a JSON number carries exactly. */
 #define EGRESS_UINT_MAX		UINT64_C(9007199254740991)
 
+/* Calls held for one peer, and for every peer together; each call keeps
+ * its body (up to the edge's data bound) until it ends, so these bound
+ * egress's memory (DESIGN.md 1, invariant 7).  A legitimate broker has at
+ * most 4 calls of its turn in flight, plus startup-window calls. */
+#define EGRESS_PEER_CALLS_MAX	16u
+#define EGRESS_CALLS_MAX	256u
+#define EGRESS_BODY_BYTES_MAX	(512u * 1024 * 1024)
+/*
+ * MCP metadata calls with no bound turn: a bucket of 2 x 32 calls refilled
+ * at 32 per 10 s.  A legitimate broker's startup windows (PROTOCOL.md 3.4:
+ * 32 calls each, re-armed at most every 10 s, one window in force at a
+ * time) never admit more than 64 + 3.2 calls per second in any interval,
+ * which is what the bucket allows.
+ */
+#define EGRESS_WINDOW_BURST	(2 * STARTUP_CALLS)
+#define EGRESS_WINDOW_PER_MS	((double)STARTUP_CALLS / STARTUP_REARM_MS)
+
 struct egress_mcp {
 	char			*em_name;
 	char			*em_url;
+	char			**em_tools;
+	size_t			 em_ntools;
 };
 
-/* One broker (or research job) edge. */
+/* A profile of the configuration: its model and its MCP servers. */
+struct egress_profile {
+	TAILQ_ENTRY(egress_profile)	 epr_entry;
+	char				*epr_name;
+	char				*epr_model;
+	const struct egress_mcp		*epr_mcp[MCP_SERVERS_MAX];
+	size_t				 epr_nmcp;
+};
+
+/* One broker (or research job) edge, and the policy it is held to. */
 struct egress_peer {
 	TAILQ_ENTRY(egress_peer)	 ep_entry;
 	struct egress			*ep_egress;
 	struct frame_conn		*ep_conn;
 	enum proc_role			 ep_role;
+	uint64_t			 ep_id;		/* the supervisor's */
 	char				*ep_name;	/* "broker[chan]" */
 	TAILQ_HEAD(, egress_call)	 ep_calls;
+	size_t				 ep_ncalls;
 	TAILQ_HEAD(, egress_fetch)	 ep_fetches;
 	size_t				 ep_nfetches;
+	/* brokers: the profile, the bound turn and the last one ended */
+	const struct egress_profile	*ep_profile;
+	char				*ep_turn_id;
+	enum policy_level		 ep_turn_level;
+	uint64_t			 ep_turn_calls_left;
+	uint64_t			 ep_turn_deadline;	/* monotonic ms */
+	unsigned			 ep_turn_gen;	/* 0: no turn yet */
+	char				*ep_ended_turn_id;
+	double				 ep_window_tokens;
+	uint64_t			 ep_window_at;	/* monotonic ms */
+	/* research jobs: the research model, thinking and budget */
+	char				*ep_model;
+	enum policy_level		 ep_level;
+	uint64_t			 ep_calls_left;
 };
 
 /* One controlled fetch, for a research job or the supervisor. */
@@ -68,9 +116,11 @@ struct egress_call {
 	TAILQ_ENTRY(egress_call)	 ec_entry;
 	struct egress_peer		*ec_peer;
 	uint64_t			 ec_id;
+	unsigned			 ec_scope;	/* turn gen; 0 window */
 	struct up_call			*ec_up;
 	struct reflect			*ec_reflect;
 	char				*ec_body;	/* kept until on_end */
+	size_t				 ec_body_len;
 	char				*ec_route;
 	long				 ec_status;
 	int				 ec_head_sent;
@@ -90,12 +140,16 @@ struct egress {
 	char				*eg_ca_file;
 	char				*eg_mcp_credential_file;
 	int				 eg_allow_http;
+	uint64_t			 eg_max_output_tokens;
 	struct egress_mcp		 eg_mcp[MCP_SERVERS_MAX];
 	size_t				 eg_nmcp;
+	TAILQ_HEAD(, egress_profile)	 eg_profiles;
 	uid_t				 eg_uid;
 	struct upstream			*eg_upstream;
 	int				 eg_have_config;
 	TAILQ_HEAD(, egress_peer)	 eg_peers;
+	size_t				 eg_ncalls;
+	size_t				 eg_body_bytes;
 	struct role_parent		*eg_rp;
 	struct fetch_resolver		*eg_resolver;
 	struct fetch_env		 eg_fetch_env;
@@ -114,6 +168,20 @@ xstrdup_opt(const char *s)
 	if ((p = strdup(s)) == NULL)
 		fatal("strdup");
 	return p;
+}
+
+/* Allocation that a peer's frame causes fails softly. */
+static char * __attribute__((format(printf, 1, 2)))
+xasprintf_opt(const char *fmt, ...)
+{
+	va_list	 ap;
+	char	*p;
+	int	 r;
+
+	va_start(ap, fmt);
+	r = vasprintf(&p, fmt, ap);
+	va_end(ap);
+	return r == -1 ? NULL : p;
 }
 
 static void	egress_call_free(struct egress_call *);
@@ -138,15 +206,26 @@ egress_peer_free(struct egress_peer *ep)
 	TAILQ_REMOVE(&ep->ep_egress->eg_peers, ep, ep_entry);
 	frame_conn_free(ep->ep_conn);
 	free(ep->ep_name);
+	free(ep->ep_turn_id);
+	free(ep->ep_ended_turn_id);
+	free(ep->ep_model);
 	free(ep);
 }
 
+static void	egress_violation(struct egress_peer *, enum violation,
+		    const char *);
+
+/* A broken frame is a violation; the end of the edge or an I/O error
+ * (the peer was killed) is not. */
 static void
 egress_peer_err(struct frame_conn *fc, enum frame_err err, void *arg)
 {
 	struct egress_peer	*ep = arg;
 
-	if (err != FRAME_EOF)
+	if (err != FRAME_EOF && err != FRAME_IO && err != FRAME_TRUNCATED)
+		egress_violation(ep, VIOLATION_FRAME,
+		    frame_err_to_string(err));
+	else if (err != FRAME_EOF)
 		log_warnx("%s edge: %s", ep->ep_name,
 		    frame_err_to_string(err));
 	egress_peer_free(ep);
@@ -160,7 +239,12 @@ egress_peer_err(struct frame_conn *fc, enum frame_err err, void *arg)
 static void
 egress_call_free(struct egress_call *ec)
 {
+	struct egress	*eg = ec->ec_peer->ep_egress;
+
 	TAILQ_REMOVE(&ec->ec_peer->ep_calls, ec, ec_entry);
+	ec->ec_peer->ep_ncalls--;
+	eg->eg_ncalls--;
+	eg->eg_body_bytes -= ec->ec_body_len;
 	reflect_free(ec->ec_reflect);
 	explicit_bzero(ec->ec_secret, sizeof(ec->ec_secret));
 	free(ec->ec_body);
@@ -333,19 +417,241 @@ egress_mcp_find(const struct egress *eg, const char *name)
 	return NULL;
 }
 
+static uint64_t
+now_ms(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /*
- * A call from a broker: the credential is read now, at admission, and goes
- * with this call whatever binds later.  A failure before any connection is
- * a 502.
+ * A rule broken by a peer (DESIGN.md 1, invariant 6): logged with the
+ * channel, reported to the supervisor, which counts it and stops the peer.
+ * Egress goes on.
+ */
+static void
+egress_violation(struct egress_peer *ep, enum violation v, const char *why)
+{
+	struct msgb	 mb;
+
+	log_warnx("%s violation (%s): %s", ep->ep_name, violation_name(v),
+	    why);
+	msgb_init(&mb, MSG_EGR_VIOLATION, 0);
+	msg_add_uint(&mb, "peer", ep->ep_id);
+	msg_add_str(&mb, "rule", violation_name(v));
+	role_send(ep->ep_egress->eg_rp, &mb);
+}
+
+/* The answer to a call that never reached the upstream. */
+static void
+egress_refuse_call(struct egress_peer *ep, uint64_t id, int status,
+    const char *error)
+{
+	struct msgb	 mb;
+
+	msgb_init(&mb, MSG_EGR_END, 0);
+	msg_add_uint(&mb, "call", id);
+	msg_add_bool(&mb, "ok", 0);
+	msg_add_uint(&mb, "status", status);
+	msg_add_str(&mb, "error", error);
+	egress_send(ep, &mb);
+}
+
+static const struct egress_mcp *
+egress_profile_mcp(const struct egress_profile *epr, const char *name)
+{
+	size_t	 i;
+
+	for (i = 0; epr != NULL && i < epr->epr_nmcp; i++)
+		if (strcmp(epr->epr_mcp[i]->em_name, name) == 0)
+			return epr->epr_mcp[i];
+	return NULL;
+}
+
+static unsigned
+egress_inflight(const struct egress_peer *ep, unsigned scope)
+{
+	const struct egress_call	*ec;
+	unsigned			 n = 0;
+
+	TAILQ_FOREACH(ec, &ep->ep_calls, ec_entry)
+		if (ec->ec_scope == scope)
+			n++;
+	return n;
+}
+
+/* The startup window's bucket, refilled for the time since last asked. */
+static int
+egress_window_take(struct egress_peer *ep)
+{
+	uint64_t	 now = now_ms();
+
+	ep->ep_window_tokens += (double)(now - ep->ep_window_at) *
+	    EGRESS_WINDOW_PER_MS;
+	if (ep->ep_window_tokens > EGRESS_WINDOW_BURST)
+		ep->ep_window_tokens = EGRESS_WINDOW_BURST;
+	ep->ep_window_at = now;
+	if (ep->ep_window_tokens < 1)
+		return -1;
+	ep->ep_window_tokens -= 1;
+	return 0;
+}
+
+/* What one admitted call is held to, decided before its body is read. */
+struct egress_admit {
+	int			 ea_mcp;
+	const struct egress_mcp	*ea_server;
+	unsigned		 ea_scope;
+	enum policy_level	 ea_level;
+	const char		*ea_model;
+	uint64_t		*ea_calls_left;	/* NULL: the window's bucket */
+};
+
+/*
+ * The scope of a call: the peer's bound turn (turn_id names it), the
+ * startup window (MCP metadata only, no turn_id), or a research job's own.
+ * Returns VIOLATION_NONE, or the rule; *ended is set for a call of a turn
+ * that ended or ran out of time, which a broker can send while the unbind
+ * is on its way: refused, but no violation.
+ */
+static enum violation
+egress_scope(struct egress_peer *ep, const char *turn_id,
+    struct egress_admit *ea, int *ended, char *why, size_t whylen)
+{
+	*ended = 0;
+	if (ep->ep_role == PROC_RESEARCH) {
+		ea->ea_scope = 1;
+		ea->ea_level = ep->ep_level;
+		ea->ea_model = ep->ep_model;
+		ea->ea_calls_left = &ep->ep_calls_left;
+		return VIOLATION_NONE;
+	}
+	ea->ea_model = ep->ep_profile->epr_model;
+	if (turn_id == NULL) {
+		if (!ea->ea_mcp) {
+			snprintf(why, whylen, "a model call outside a turn");
+			return VIOLATION_NO_TURN;
+		}
+		ea->ea_scope = 0;
+		ea->ea_level = POLICY_LEVEL_NONE;
+		ea->ea_calls_left = NULL;
+		return VIOLATION_NONE;
+	}
+	if (ep->ep_turn_id != NULL && strcmp(turn_id, ep->ep_turn_id) == 0) {
+		if (now_ms() >= ep->ep_turn_deadline) {
+			*ended = 1;
+			return VIOLATION_NONE;
+		}
+		ea->ea_scope = ep->ep_turn_gen;
+		ea->ea_level = ep->ep_turn_level;
+		ea->ea_calls_left = &ep->ep_turn_calls_left;
+		return VIOLATION_NONE;
+	}
+	if (ep->ep_ended_turn_id != NULL &&
+	    strcmp(turn_id, ep->ep_ended_turn_id) == 0) {
+		*ended = 1;
+		return VIOLATION_NONE;
+	}
+	snprintf(why, whylen, "a call for a turn that is not bound");
+	return VIOLATION_NO_TURN;
+}
+
+/*
+ * Every rule of the peer's policy, before any credential is read: kind and
+ * path, scope, budget, calls in flight, and the body itself.
+ */
+static enum violation
+egress_admit(struct egress_peer *ep, const char *kind, const char *path,
+    const char *query, const char *server, const char *turn_id,
+    const char *body, size_t len, struct egress_admit *ea, int *ended,
+    char *why, size_t whylen)
+{
+	struct policy_model	 pm;
+	struct policy_mcp	 pc;
+	enum violation		 v;
+
+	memset(ea, 0, sizeof(*ea));
+	ea->ea_mcp = strcmp(kind, "mcp") == 0;
+	if (!ea->ea_mcp && strcmp(kind, "model") != 0) {
+		snprintf(why, whylen, "a call of kind %s", kind);
+		return VIOLATION_KIND;
+	}
+	/* A research job has the model and nothing else. */
+	if (ea->ea_mcp && ep->ep_role != PROC_BROKER) {
+		snprintf(why, whylen, "an MCP call from a research job");
+		return VIOLATION_KIND;
+	}
+	if (ea->ea_mcp) {
+		if (server == NULL || (ea->ea_server = egress_profile_mcp(
+		    ep->ep_profile, server)) == NULL) {
+			snprintf(why, whylen, "MCP server %s is not in the "
+			    "profile", server != NULL ? server : "(none)");
+			return VIOLATION_MCP_SERVER;
+		}
+	} else if ((strcmp(path, "/v1/messages") != 0 &&
+	    strcmp(path, "/v1/messages/count_tokens") != 0) ||
+	    (query != NULL && strcmp(query, "beta=true") != 0) ||
+	    server != NULL) {
+		snprintf(why, whylen, "a model call to a path or query of no "
+		    "model route");
+		return VIOLATION_KIND;
+	}
+	if ((v = egress_scope(ep, turn_id, ea, ended, why, whylen)) !=
+	    VIOLATION_NONE || *ended)
+		return v;
+	if (ea->ea_calls_left != NULL && *ea->ea_calls_left == 0) {
+		snprintf(why, whylen, "more calls than the budget");
+		return VIOLATION_BUDGET;
+	}
+	if (ea->ea_calls_left != NULL &&
+	    egress_inflight(ep, ea->ea_scope) >= SCOPE_INFLIGHT_MAX) {
+		snprintf(why, whylen, "more than %u calls in flight",
+		    SCOPE_INFLIGHT_MAX);
+		return VIOLATION_IN_FLIGHT;
+	}
+	if (ea->ea_mcp) {
+		pc.pm_tools = (const char *const *)ea->ea_server->em_tools;
+		pc.pm_ntools = ea->ea_server->em_ntools;
+		pc.pm_metadata_only = ea->ea_calls_left == NULL;
+		if ((v = policy_mcp_check(body, len, &pc, why, whylen)) !=
+		    VIOLATION_NONE)
+			return v;
+	} else {
+		pm.pm_model = ea->ea_model;
+		pm.pm_max_tokens = ep->ep_egress->eg_max_output_tokens;
+		pm.pm_level = ea->ea_level;
+		if ((v = policy_model_check(body, len, &pm, why, whylen)) !=
+		    VIOLATION_NONE)
+			return v;
+	}
+	/* The window's bucket is spent last: a refused call costs none. */
+	if (ea->ea_calls_left == NULL && egress_window_take(ep) == -1) {
+		snprintf(why, whylen, "more MCP metadata calls outside a turn "
+		    "than startup windows admit");
+		return VIOLATION_BUDGET;
+	}
+	return VIOLATION_NONE;
+}
+
+/*
+ * A call from a broker or research job, admitted by the peer's policy; the
+ * credential is read now, at admission, and goes with this call whatever
+ * binds later.  Nothing a peer sends ends egress: a frame that breaks the
+ * message table closes that peer's edge (the caller), a call that breaks
+ * the policy is refused and reported, and a failure before any connection
+ * is a 502.
  */
 static int
 egress_call(struct egress_peer *ep, struct msg *m)
 {
 	struct egress		*eg = ep->ep_egress;
 	struct egress_call	*ec;
-	const struct egress_mcp	*em = NULL;
+	struct egress_admit	 ea;
 	const char		*kind, *path, *query = NULL, *server = NULL;
-	const char		**hn, **hv, *credfile;
+	const char		*turn_id = NULL;
+	const char		**hn, **hv, *credfile, *url_base;
 	const uint8_t		*data;
 	size_t			 n, nv, len;
 	uint64_t		 id;
@@ -353,55 +659,93 @@ egress_call(struct egress_peer *ep, struct msg *m)
 	struct hdrs_req		 hr;
 	struct up_hdr		 uh[HDRS_REQ_MAX];
 	struct up_request	 req;
-	char			 url[URL_BYTES_MAX + 64], err[256];
-	int			 mcp;
+	char			 url[URL_BYTES_MAX + 64], err[256], why[300];
+	enum violation		 v;
+	int			 ended, rc;
 
 	if (msg_get_uint(m, "call", 1, UINT64_C(1) << 53, &id) == -1 ||
 	    msg_get_str(m, "kind", 8, &kind) == -1 ||
 	    msg_get_str(m, "path", 64, &path) == -1 ||
 	    msg_get_str_opt(m, "query", 16, &query) == -1 ||
 	    msg_get_str_opt(m, "server", MCP_SERVER_NAME_MAX, &server) == -1 ||
+	    msg_get_str_opt(m, "turn_id", UTF8_BYTES_MAX(SAFE_NAME_MAX),
+	    &turn_id) == -1 ||
 	    msg_get_strv(m, "hnames", 8, 64, &hn, &n) == -1 ||
 	    msg_get_strv(m, "hvalues", 8, HEADER_VALUE_MAX * 4, &hv, &nv) ==
 	    -1 ||
 	    msg_get_data(m, &data, &len) == -1 || msg_end(m) == -1 || n != nv)
 		return -1;
-	mcp = strcmp(kind, "mcp") == 0;
-	if (!mcp && strcmp(kind, "model") != 0)
-		return -1;
-	/* A research job has the model and nothing else. */
-	if (mcp && ep->ep_role != PROC_BROKER) {
-		log_warnx("%s: MCP call from a research job", ep->ep_name);
-		return -1;
-	}
+	/* Ids are the peer's to choose, once each while the call lives. */
 	if (egress_call_find(ep, id) != NULL)
 		return -1;
-	if ((ec = calloc(1, sizeof(*ec))) == NULL)
-		fatal("%s", __func__);
+
+	v = egress_admit(ep, kind, path, query, server, turn_id,
+	    (const char *)data, len, &ea, &ended, why, sizeof(why));
+	if (v != VIOLATION_NONE) {
+		egress_violation(ep, v, why);
+		egress_refuse_call(ep, id, 403, "refused");
+		return 0;
+	}
+	if (ended) {
+		log_info("%s: a call for turn %s, which has ended; refused",
+		    ep->ep_name, turn_id);
+		egress_refuse_call(ep, id, 410, "turn_ended");
+		return 0;
+	}
+	/* Resources, not rules: a legitimate peer may meet them under load. */
+	if (ep->ep_ncalls >= EGRESS_PEER_CALLS_MAX ||
+	    eg->eg_ncalls >= EGRESS_CALLS_MAX ||
+	    len > EGRESS_BODY_BYTES_MAX - eg->eg_body_bytes) {
+		log_warnx("%s: call refused: egress holds %zu calls, %zu of "
+		    "them this peer's, %zu body bytes", ep->ep_name,
+		    eg->eg_ncalls, ep->ep_ncalls, eg->eg_body_bytes);
+		egress_refuse_call(ep, id, 503, "busy");
+		return 0;
+	}
+	if (ea.ea_calls_left != NULL)
+		(*ea.ea_calls_left)--;
+	if ((ec = calloc(1, sizeof(*ec))) == NULL ||
+	    (ec->ec_body = malloc(len + 1)) == NULL ||
+	    (ec->ec_route = ea.ea_mcp ? xasprintf_opt("mcp/%s",
+	    ea.ea_server->em_name) : strdup(path + 1)) == NULL) {
+		log_warn("%s: call refused", ep->ep_name);
+		if (ec != NULL) {
+			free(ec->ec_body);
+			free(ec);
+		}
+		egress_refuse_call(ep, id, 503, "busy");
+		return 0;
+	}
+	memcpy(ec->ec_body, data, len);
+	ec->ec_body_len = len;
 	ec->ec_peer = ep;
 	ec->ec_id = id;
+	ec->ec_scope = ea.ea_scope;
 	clock_gettime(CLOCK_MONOTONIC, &ec->ec_start);
 	TAILQ_INSERT_TAIL(&ep->ep_calls, ec, ec_entry);
+	ep->ep_ncalls++;
+	eg->eg_ncalls++;
+	eg->eg_body_bytes += len;
 
-	/* Only the paths of PROTOCOL.md 3.2 and the configured servers. */
-	if (mcp) {
-		if (server == NULL || (em = egress_mcp_find(eg, server)) ==
-		    NULL || eg->eg_mcp_credential_file == NULL)
-			goto refuse;
-		snprintf(url, sizeof(url), "%s", em->em_url);
+	if (ea.ea_mcp) {
+		if (eg->eg_mcp_credential_file == NULL) {
+			egress_end(ec, 0, 502, "no MCP credential configured");
+			egress_call_free(ec);
+			return 0;
+		}
+		url_base = ea.ea_server->em_url;
 		credfile = eg->eg_mcp_credential_file;
-		if (asprintf(&ec->ec_route, "mcp/%s", server) == -1)
-			fatal("%s", __func__);
+		rc = snprintf(url, sizeof(url), "%s", url_base);
 	} else {
-		if ((strcmp(path, "/v1/messages") != 0 &&
-		    strcmp(path, "/v1/messages/count_tokens") != 0) ||
-		    (query != NULL && strcmp(query, "beta=true") != 0))
-			goto refuse;
-		snprintf(url, sizeof(url), "%s%s%s%s", eg->eg_upstream_url,
-		    path, query ? "?" : "", query ? query : "");
 		credfile = eg->eg_credential_file;
-		if ((ec->ec_route = strdup(path + 1)) == NULL)
-			fatal("%s", __func__);
+		rc = snprintf(url, sizeof(url), "%s%s%s%s",
+		    eg->eg_upstream_url, path, query ? "?" : "",
+		    query ? query : "");
+	}
+	if (rc < 0 || (size_t)rc >= sizeof(url)) {
+		egress_end(ec, 0, 502, "URL too long");
+		egress_call_free(ec);
+		return 0;
 	}
 	if (cred_read(AT_FDCWD, credfile, eg->eg_uid, ec->ec_secret,
 	    sizeof(ec->ec_secret), &ec->ec_secret_len, err, sizeof(err)) !=
@@ -412,19 +756,20 @@ egress_call(struct egress_peer *ep, struct msg *m)
 		egress_call_free(ec);
 		return 0;
 	}
-	if ((ec->ec_reflect = reflect_new(ec->ec_secret,
-	    ec->ec_secret_len)) == NULL)
-		fatal("%s", __func__);
 	for (size_t i = 0; i < n; i++) {
 		in[i].name = hn[i];
 		in[i].value = hv[i];
 	}
-	if ((mcp ? hdrs_mcp_request(&hr, in, n, ec->ec_secret) :
-	    hdrs_model_request(&hr, in, n, ec->ec_secret)) == -1)
-		fatal("%s: request headers", __func__);
-	if ((ec->ec_body = malloc(len + 1)) == NULL)
-		fatal("%s", __func__);
-	memcpy(ec->ec_body, data, len);
+	if ((ec->ec_reflect = reflect_new(ec->ec_secret,
+	    ec->ec_secret_len)) == NULL ||
+	    (ea.ea_mcp ? hdrs_mcp_request(&hr, in, n, ec->ec_secret) :
+	    hdrs_model_request(&hr, in, n, ec->ec_secret)) == -1) {
+		/* an unusable token, or memory */
+		log_warn("%s %s: request headers", ep->ep_name, ec->ec_route);
+		egress_end(ec, 0, 502, "cannot build the request");
+		egress_call_free(ec);
+		return 0;
+	}
 	memset(&req, 0, sizeof(req));
 	req.url = url;
 	for (size_t i = 0; i < hr.hr_n; i++) {
@@ -444,14 +789,6 @@ egress_call(struct egress_peer *ep, struct msg *m)
 		egress_end(ec, 0, 502, "cannot start the call");
 		egress_call_free(ec);
 	}
-	return 0;
- refuse:
-	log_warnx("%s: call to %s%s refused", ep->ep_name,
-	    mcp ? "MCP server " : "", mcp ? (server ? server : "?") : path);
-	if (ec->ec_route == NULL && (ec->ec_route = strdup("refused")) == NULL)
-		fatal("%s", __func__);
-	egress_end(ec, 0, 502, "refused");
-	egress_call_free(ec);
 	return 0;
 }
 
@@ -629,12 +966,12 @@ egress_fetch(struct egress *eg, struct egress_peer *ep, struct msg *m)
 	return 0;
 }
 
-/* A violation closes only that peer's edge. */
+/* A frame outside the message table closes only that peer's edge. */
 static void
 egress_peer_violation(struct egress_peer *ep, struct msg *m)
 {
-	log_warnx("%s protocol violation: %s", ep->ep_name,
-	    m->m_err[0] ? m->m_err : msg_type_name(m->m_type));
+	egress_violation(ep, VIOLATION_FRAME, m->m_err[0] ? m->m_err :
+	    msg_type_name(m->m_type));
 	msg_free(m);
 	egress_peer_free(ep);
 }
@@ -731,7 +1068,9 @@ egress_config(struct egress *eg, struct msg *m)
 	    msg_get_str_opt(m, "mcp_credential_file", PATH_BYTES_MAX,
 	    &mcpcred) == -1 ||
 	    msg_get_bool(m, "allow_http", &allow_http) == -1 ||
-	    msg_get_uint(m, "uid", 1, UINT32_MAX - 1, &uid) == -1)
+	    msg_get_uint(m, "uid", 1, UINT32_MAX - 1, &uid) == -1 ||
+	    msg_get_uint(m, "max_output_tokens", MAX_OUTPUT_TOKENS_MIN,
+	    MAX_OUTPUT_TOKENS_MAX, &eg->eg_max_output_tokens) == -1)
 		return -1;
 #if RTSANDBOX_TEST_SEAMS
 	if (egress_config_seams(eg, m) == -1)
@@ -749,46 +1088,135 @@ egress_config(struct egress *eg, struct msg *m)
 	return 0;
 }
 
+/* Tools one MCP server may allow (the configuration's bound). */
+#define EGRESS_MCP_TOOLS_MAX	128u
+
 static int
 egress_config_mcp(struct egress *eg, struct msg *m)
 {
-	const char	*name, *url;
+	struct egress_mcp	*em;
+	const char		*name, *url, **tools;
+	size_t			 n, i;
 
 	if (msg_get_str(m, "name", MCP_SERVER_NAME_MAX, &name) == -1 ||
 	    msg_get_str(m, "url", URL_BYTES_MAX, &url) == -1 ||
-	    msg_end(m) == -1)
+	    msg_get_strv(m, "tools", EGRESS_MCP_TOOLS_MAX, TOOL_USE_NAME_MAX,
+	    &tools, &n) == -1 || msg_end(m) == -1)
 		return -1;
-	if (eg->eg_nmcp == MCP_SERVERS_MAX)
+	if (eg->eg_nmcp == MCP_SERVERS_MAX || egress_mcp_find(eg, name) != NULL)
 		return -1;
-	eg->eg_mcp[eg->eg_nmcp].em_name = xstrdup_opt(name);
-	eg->eg_mcp[eg->eg_nmcp].em_url = xstrdup_opt(url);
-	eg->eg_nmcp++;
+	em = &eg->eg_mcp[eg->eg_nmcp++];
+	em->em_name = xstrdup_opt(name);
+	em->em_url = xstrdup_opt(url);
+	if ((em->em_tools = calloc(n + 1, sizeof(char *))) == NULL)
+		fatal("%s", __func__);
+	for (i = 0; i < n; i++)
+		em->em_tools[i] = xstrdup_opt(tools[i]);
+	em->em_ntools = n;
 	return 0;
 }
 
-/* A broker's edge, or a research job's ("role": "research"). */
+static const struct egress_profile *
+egress_profile_find(const struct egress *eg, const char *name)
+{
+	const struct egress_profile	*epr;
+
+	TAILQ_FOREACH(epr, &eg->eg_profiles, epr_entry)
+		if (strcmp(epr->epr_name, name) == 0)
+			return epr;
+	return NULL;
+}
+
+/* A profile: its model and the names of its MCP servers, each configured
+ * before it. */
+static int
+egress_config_profile(struct egress *eg, struct msg *m)
+{
+	struct egress_profile	*epr;
+	const char		*name, *model, **mcp;
+	size_t			 n, i;
+
+	if (msg_get_str(m, "name", PROFILE_NAME_MAX, &name) == -1 ||
+	    msg_get_str(m, "model", MODEL_NAME_BYTES_MAX, &model) == -1 ||
+	    msg_get_strv(m, "mcp", MCP_SERVERS_MAX, MCP_SERVER_NAME_MAX, &mcp,
+	    &n) == -1 || msg_end(m) == -1 ||
+	    egress_profile_find(eg, name) != NULL)
+		return -1;
+	if ((epr = calloc(1, sizeof(*epr))) == NULL)
+		fatal("%s", __func__);
+	epr->epr_name = xstrdup_opt(name);
+	epr->epr_model = xstrdup_opt(model);
+	for (i = 0; i < n; i++)
+		if ((epr->epr_mcp[i] = egress_mcp_find(eg, mcp[i])) == NULL)
+			return -1;
+	epr->epr_nmcp = n;
+	TAILQ_INSERT_TAIL(&eg->eg_profiles, epr, epr_entry);
+	return 0;
+}
+
+static struct egress_peer *
+egress_peer_find(struct egress *eg, uint64_t id)
+{
+	struct egress_peer	*ep;
+
+	TAILQ_FOREACH(ep, &eg->eg_peers, ep_entry)
+		if (ep->ep_id == id)
+			return ep;
+	return NULL;
+}
+
+/*
+ * A broker's edge with its profile, or a research job's ("role":
+ * "research") with the research model, its thinking level and its budget.
+ */
 static int
 egress_attach(struct egress *eg, struct msg *m)
 {
 	struct egress_peer	*ep;
-	const char		*channel, *role = NULL;
+	const struct egress_profile *epr = NULL;
+	const char		*channel, *role, *profile = NULL;
+	const char		*model = NULL, *thinking = NULL;
+	enum policy_level	 level = POLICY_LEVEL_NONE;
 	enum proc_role		 r;
+	uint64_t		 id, calls = 0;
 	int			 fd;
 
-	if (msg_get_str(m, "channel", CHANNEL_KEY_BYTES_MAX, &channel) == -1 ||
-	    msg_get_str_opt(m, "role", 16, &role) == -1 ||
-	    msg_get_fd(m, &fd) == -1 || msg_end(m) == -1)
+	if (msg_get_uint(m, "peer", 1, UINT64_C(1) << 53, &id) == -1 ||
+	    msg_get_str(m, "channel", CHANNEL_KEY_BYTES_MAX, &channel) == -1 ||
+	    msg_get_str(m, "role", 16, &role) == -1)
 		return -1;
-	if (role == NULL || strcmp(role, "broker") == 0)
+	if (strcmp(role, "broker") == 0) {
 		r = PROC_BROKER;
-	else if (strcmp(role, "research") == 0)
+		if (msg_get_str(m, "profile", PROFILE_NAME_MAX, &profile) ==
+		    -1 || (epr = egress_profile_find(eg, profile)) == NULL)
+			return -1;
+	} else if (strcmp(role, "research") == 0) {
 		r = PROC_RESEARCH;
-	else
+		if (msg_get_str(m, "model", MODEL_NAME_BYTES_MAX, &model) ==
+		    -1 || msg_get_str_opt(m, "thinking", 8, &thinking) == -1 ||
+		    msg_get_uint(m, "max_calls", 1, TURN_CALLS_MAX, &calls) ==
+		    -1 || (thinking != NULL &&
+		    policy_level_parse(thinking, &level) == -1))
+			return -1;
+	} else
 		return -1;
+	if (msg_get_fd(m, &fd) == -1 || msg_end(m) == -1)
+		return -1;
+	if (egress_peer_find(eg, id) != NULL) {
+		close(fd);
+		return -1;
+	}
 	if ((ep = calloc(1, sizeof(*ep))) == NULL)
 		fatal("%s", __func__);
 	ep->ep_egress = eg;
 	ep->ep_role = r;
+	ep->ep_id = id;
+	ep->ep_profile = epr;
+	ep->ep_model = xstrdup_opt(model);
+	ep->ep_level = level;
+	ep->ep_calls_left = calls;
+	ep->ep_window_tokens = EGRESS_WINDOW_BURST;
+	ep->ep_window_at = now_ms();
 	if (asprintf(&ep->ep_name, "%s[%s]", proc_role_name(r), channel) ==
 	    -1)
 		fatal("%s", __func__);
@@ -800,7 +1228,74 @@ egress_attach(struct egress *eg, struct msg *m)
 	if (ep->ep_conn == NULL)
 		fatalx("%s: cannot watch the %s edge", __func__, ep->ep_name);
 	TAILQ_INSERT_TAIL(&eg->eg_peers, ep, ep_entry);
-	log_debug("%s attached", ep->ep_name);
+	log_debug("%s attached (peer %llu)", ep->ep_name,
+	    (unsigned long long)id);
+	return 0;
+}
+
+/*
+ * A turn bound to a broker's channel (DESIGN.md 6): its calls are admitted
+ * from now on, up to its budget and its deadline.  Answered, so that the
+ * supervisor hands the turn to the broker only once egress knows it.  A
+ * peer that is gone is an error answer, not a violation: a broker can die
+ * between the supervisor's bind and this.
+ */
+static int
+egress_bind(struct egress *eg, struct msg *m)
+{
+	struct egress_peer	*ep;
+	const char		*turn_id, *thinking;
+	enum policy_level	 level;
+	uint64_t		 id, calls, deadline_ms;
+	struct msgb		 mb;
+
+	if (msg_get_uint(m, "peer", 1, UINT64_C(1) << 53, &id) == -1 ||
+	    msg_get_str(m, "turn_id", UTF8_BYTES_MAX(SAFE_NAME_MAX),
+	    &turn_id) == -1 ||
+	    msg_get_str(m, "thinking", 8, &thinking) == -1 ||
+	    msg_get_uint(m, "max_calls", MAX_CALLS_MIN, MAX_CALLS_MAX,
+	    &calls) == -1 ||
+	    msg_get_uint(m, "deadline_ms", 1, TIMEOUT_MS_MAX, &deadline_ms) ==
+	    -1 || msg_end(m) == -1 || policy_level_parse(thinking, &level) ==
+	    -1)
+		return -1;
+	if ((ep = egress_peer_find(eg, id)) == NULL ||
+	    ep->ep_role != PROC_BROKER) {
+		role_error(eg->eg_rp, m->m_id, "no broker edge %llu",
+		    (unsigned long long)id);
+		return 0;
+	}
+	free(ep->ep_turn_id);
+	ep->ep_turn_id = xstrdup_opt(turn_id);
+	ep->ep_turn_level = level;
+	ep->ep_turn_calls_left = calls;
+	ep->ep_turn_deadline = now_ms() + deadline_ms;
+	ep->ep_turn_gen++;
+	log_debug("%s: turn %s bound (%s, %llu calls)", ep->ep_name, turn_id,
+	    thinking, (unsigned long long)calls);
+	msgb_init(&mb, MSG_EGR_BOUND, m->m_id);
+	role_send(eg->eg_rp, &mb);
+	return 0;
+}
+
+static int
+egress_unbind(struct egress *eg, struct msg *m)
+{
+	struct egress_peer	*ep;
+	const char		*turn_id;
+	uint64_t		 id;
+
+	if (msg_get_uint(m, "peer", 1, UINT64_C(1) << 53, &id) == -1 ||
+	    msg_get_str(m, "turn_id", UTF8_BYTES_MAX(SAFE_NAME_MAX),
+	    &turn_id) == -1 || msg_end(m) == -1)
+		return -1;
+	if ((ep = egress_peer_find(eg, id)) == NULL || ep->ep_turn_id == NULL ||
+	    strcmp(ep->ep_turn_id, turn_id) != 0)
+		return 0;
+	free(ep->ep_ended_turn_id);
+	ep->ep_ended_turn_id = ep->ep_turn_id;
+	ep->ep_turn_id = NULL;
+	log_debug("%s: turn %s unbound", ep->ep_name, turn_id);
 	return 0;
 }
 
@@ -818,6 +1313,18 @@ egress_dispatch_supervisor(struct role_parent *rp, struct msg *m, void *arg)
 		if (role_parent_configured(rp))
 			return -1;
 		return egress_config_mcp(eg, m);
+	case MSG_CONFIG_EGRESS_PROFILE:
+		if (role_parent_configured(rp))
+			return -1;
+		return egress_config_profile(eg, m);
+	case MSG_EGR_BIND:
+		if (!role_parent_configured(rp))
+			return -1;
+		return egress_bind(eg, m);
+	case MSG_EGR_UNBIND:
+		if (!role_parent_configured(rp))
+			return -1;
+		return egress_unbind(eg, m);
 	case MSG_EGRESS_ATTACH:
 		if (!role_parent_configured(rp))
 			return -1;
@@ -864,6 +1371,7 @@ egress_main(int argc, char *argv[])
 	memset(&eg, 0, sizeof(eg));
 	TAILQ_INIT(&eg.eg_peers);
 	TAILQ_INIT(&eg.eg_fetches);
+	TAILQ_INIT(&eg.eg_profiles);
 
 	/* OpenSSL and the resolver load what they need before the sandbox. */
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)

@@ -25,8 +25,7 @@
 #define RESEARCH_TOOLS_INFLIGHT	4
 /* Bytes acknowledged to egress in batches below its 1 MiB window. */
 #define RESEARCH_ACK_BATCH	(256u * 1024)
-/* Tries of one model call after the first, and the waits before them. */
-#define RESEARCH_RETRIES	2
+/* The waits before each try of a model call after the first. */
 static const int	research_retry_s[RESEARCH_RETRIES] = { 2, 8 };
 /* What a peer's error text may be. */
 #define RESEARCH_ERROR_MAX	1000u
@@ -63,7 +62,7 @@ struct research {
 	char			*rs_body;
 	size_t			 rs_body_len;
 	uint64_t		 rs_unacked;
-	int			 rs_tries;
+	unsigned		 rs_tries;
 
 	/* the tool calls of the last answer */
 	struct agent_answer	 rs_answer;

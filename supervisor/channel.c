@@ -252,7 +252,8 @@ static void
 chan_broker_event(struct child *c, int ready, void *arg)
 {
 	struct channel	*ch = arg;
-	struct chan_op	*op = ch->ch_broker_wait;
+	struct chan_op	*op = ch->ch_broker_wait, *wop;
+	char		*key;
 
 	if (ready) {
 		ch->ch_broker_ready = 1;
@@ -266,20 +267,22 @@ chan_broker_event(struct child *c, int ready, void *arg)
 	ch->ch_broker = NULL;
 	ch->ch_broker_ready = 0;
 	ch->ch_worker_ready = 0;
-	if (ch->ch_worker_wait != NULL) {
-		struct chan_op	*wop = ch->ch_worker_wait;
-
-		ch->ch_worker_wait = NULL;
-		chan_op_fail(wop, "the broker stopped before the worker was "
-		    "ready");
-	}
 	free(ch->ch_broker_profile);
 	ch->ch_broker_profile = NULL;
-	if (op != NULL) {
-		ch->ch_broker_wait = NULL;
+	wop = ch->ch_worker_wait;
+	ch->ch_worker_wait = NULL;
+	ch->ch_broker_wait = NULL;
+	/* Failing an operation may run the next one or forget ch. */
+	key = xstrdup(ch->ch_key);
+	if (wop != NULL)
+		chan_op_fail(wop, "the broker stopped before the worker was "
+		    "ready");
+	else if (op != NULL)
 		chan_op_fail(op, "the broker stopped before it was ready");
-	} else
+	else
 		chan_gc(ch);
+	turn_broker_gone(key, c);
+	free(key);
 }
 
 static void
@@ -323,6 +326,12 @@ chan_wait_worker(struct chan_op *op)
 
 	if (ch->ch_worker_ready) {
 		chan_op_done(op, cJSON_CreateObject(), NULL);
+		return;
+	}
+	/* Gone while Docker made the container: no worker can report. */
+	if (ch->ch_broker == NULL) {
+		chan_op_fail(op, "the broker stopped before the worker was "
+		    "ready");
 		return;
 	}
 	tv.tv_sec = sv->sv_conf->start_ms / 1000;

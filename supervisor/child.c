@@ -22,6 +22,7 @@
 #include "log.h"
 #include "msg.h"
 #include "role.h"
+#include "spawner.h"
 #include "supervisor.h"
 
 /* How long a child has between exec and ready. */
@@ -34,7 +35,8 @@
 
 struct child_list	 children = TAILQ_HEAD_INITIALIZER(children);
 
-static char		 helper_path[PROC__COUNT][PATH_MAX];
+/* Each broker's and research job's edge at egress has its own number. */
+static uint64_t		 child_next_peer;
 
 static void	child_spawn(struct child *);
 static void	child_down(struct child *);
@@ -76,53 +78,6 @@ timer_arm(struct child *c, long ms)
 		fatalx("%s: evtimer_add", __func__);
 }
 
-int
-child_find_helpers(void)
-{
-	static const enum proc_role roles[] = {
-		PROC_FSGUARD, PROC_DOCKER, PROC_EGRESS, PROC_BROKER,
-		PROC_RESEARCH
-	};
-	char		 self[PATH_MAX];
-	ssize_t		 n;
-	size_t		 i, blen;
-	int		 rc = 0;
-
-	/* An rtsandboxd run from its build tree finds its helpers there. */
-	blen = strlen(RTSANDBOX_BUILDDIR);
-	if (sv->sv_helper_dir == NULL &&
-	    (n = readlink("/proc/self/exe", self, sizeof(self) - 1)) > 0) {
-		self[n] = '\0';
-		if (strncmp(self, RTSANDBOX_BUILDDIR, blen) == 0 &&
-		    self[blen] == '/')
-			sv->sv_build_tree = 1;
-	}
-	for (i = 0; i < sizeof(roles) / sizeof(roles[0]); i++) {
-		enum proc_role	 r = roles[i];
-		char		*p = helper_path[r];
-
-		if (sv->sv_helper_dir != NULL)
-			n = snprintf(p, PATH_MAX, "%s/%s", sv->sv_helper_dir,
-			    proc_role_binary(r));
-		else if (sv->sv_build_tree)
-			n = snprintf(p, PATH_MAX, "%s/%s/%s",
-			    RTSANDBOX_BUILDDIR, proc_role_folder(r),
-			    proc_role_binary(r));
-		else
-			n = snprintf(p, PATH_MAX, "%s/%s",
-			    RTSANDBOX_LIBEXECDIR, proc_role_binary(r));
-		if (n < 0 || n >= PATH_MAX) {
-			log_warnx("helper path for %s too long",
-			    proc_role_name(r));
-			rc = -1;
-		} else if (access(p, X_OK) == -1) {
-			log_warn("helper %s", p);
-			rc = -1;
-		}
-	}
-	return rc;
-}
-
 static struct child *
 child_new(enum proc_role role, const char *name, int singleton)
 {
@@ -153,6 +108,7 @@ child_free(struct child *c)
 	free(c->c_name);
 	free(c->c_channel);
 	free(c->c_profile);
+	free(c->c_thinking);
 	if (c->c_config != NULL)
 		msgb_free(c->c_config);
 	free(c->c_config);
@@ -186,18 +142,26 @@ child_label(const struct child *c)
 	return buf[i];
 }
 
-/* A violation from a child: brokers are cut off (the channel pays), the
- * singletons are restarted (a bug, logged as such). */
-static void
-child_violation(struct child *c, const char *why)
+/*
+ * A violation from a child: brokers and research jobs are cut off (the
+ * channel pays: its turn ends and its container goes), the singletons are
+ * restarted (a bug, logged as such).
+ */
+void
+child_violation(struct child *c, enum violation rule, const char *why)
 {
 	sv->sv_count.sc_violations++;
+	sv->sv_count.sc_rules[(unsigned)rule < VIOLATION__COUNT ? rule :
+	    VIOLATION_NONE]++;
 	if (c->c_singleton)
 		log_warnx("BUG: protocol violation from %s: %s; restarting it",
 		    child_label(c), why);
-	else
-		log_warnx("protocol violation from %s: %s; killing it",
-		    child_label(c), why);
+	else {
+		log_warnx("violation (%s) by %s: %s; killing it",
+		    violation_name(rule), child_label(c), why);
+		if (c->c_violation == VIOLATION_NONE)
+			c->c_violation = rule;
+	}
 	if (c->c_pid > 0)
 		kill(c->c_pid, SIGKILL);
 	if (c->c_conn != NULL) {
@@ -224,14 +188,14 @@ child_frame(struct frame_conn *fc, struct frame *f, void *arg)
 	struct msg		 m;
 
 	if (msg_parse(&m, c->c_role, PROC_SUPERVISOR, f) == -1) {
-		child_violation(c, m.m_err);
+		child_violation(c, VIOLATION_FRAME, m.m_err);
 		msg_free(&m);
 		return;
 	}
 	if (m.m_type == MSG_READY) {
 		if (msg_end(&m) == -1 || c->c_state != CHILD_STARTING)
-			child_violation(c, m.m_failed ? m.m_err :
-			    "ready when not starting");
+			child_violation(c, VIOLATION_FRAME, m.m_failed ?
+			    m.m_err : "ready when not starting");
 		else
 			child_became_ready(c);
 		msg_free(&m);
@@ -242,8 +206,8 @@ child_frame(struct frame_conn *fc, struct frame *f, void *arg)
 
 		if (msg_get_str(&m, "error", 1024, &why) == -1 ||
 		    msg_end(&m) == -1 || c->c_state != CHILD_STARTING) {
-			child_violation(c, m.m_failed ? m.m_err :
-			    "refused when not starting");
+			child_violation(c, VIOLATION_FRAME, m.m_failed ?
+			    m.m_err : "refused when not starting");
 			msg_free(&m);
 			return;
 		}
@@ -253,7 +217,7 @@ child_frame(struct frame_conn *fc, struct frame *f, void *arg)
 			fatalx("%s refused to start: %s", child_label(c), why);
 		}
 		log_warnx("%s refused to start: %s", child_label(c), why);
-		child_violation(c, "refused");
+		child_violation(c, VIOLATION_FRAME, "refused");
 		msg_free(&m);
 		return;
 	}
@@ -263,7 +227,8 @@ child_frame(struct frame_conn *fc, struct frame *f, void *arg)
 				break;
 		if (cr == NULL || (cr->cr_reply != m.m_type &&
 		    m.m_type != MSG_ERROR)) {
-			child_violation(c, "reply to no request of ours");
+			child_violation(c, VIOLATION_FRAME,
+			    "reply to no request of ours");
 			msg_free(&m);
 			return;
 		}
@@ -275,12 +240,13 @@ child_frame(struct frame_conn *fc, struct frame *f, void *arg)
 	}
 	if (c->c_msg_cb != NULL && c->c_state == CHILD_READY) {
 		if (c->c_msg_cb(c, &m, c->c_event_arg) == -1)
-			child_violation(c, m.m_failed ? m.m_err :
-			    "message out of place");
+			child_violation(c, VIOLATION_FRAME, m.m_failed ?
+			    m.m_err : "message out of place");
 		msg_free(&m);
 		return;
 	}
-	child_violation(c, "message the supervisor does not take");
+	child_violation(c, VIOLATION_FRAME,
+	    "message the supervisor does not take");
 	msg_free(&m);
 }
 
@@ -290,7 +256,7 @@ child_conn_err(struct frame_conn *fc, enum frame_err err, void *arg)
 	struct child	*c = arg;
 
 	if (err != FRAME_EOF)
-		child_violation(c, frame_err_to_string(err));
+		child_violation(c, VIOLATION_FRAME, frame_err_to_string(err));
 	else {
 		log_debug("%s closed its pipe", child_label(c));
 		/* Make sure it is really gone; the reaper does the rest. */
@@ -389,6 +355,7 @@ child_send_config(struct child *c)
 			    conf->mcp_credential_file);
 		msg_add_bool(&mb, "allow_http", conf->mcp_allow_http);
 		msg_add_uint(&mb, "uid", sv->sv_uid);
+		msg_add_uint(&mb, "max_output_tokens", conf->max_output_tokens);
 #if RTSANDBOX_TEST_SEAMS
 		if (conf->test_dns != NULL)
 			msg_add_str(&mb, "test_dns", conf->test_dns);
@@ -399,10 +366,24 @@ child_send_config(struct child *c)
 			    conf->test_fetch_ca_file);
 #endif
 		child_send(c, &mb);
+		/* Every server with its allowed tools, then every profile:
+		 * egress holds each broker to its own. */
 		for (i = 0; i < conf->nmcp_servers; i++) {
 			msgb_init(&mb, MSG_CONFIG_EGRESS_MCP, 0);
 			msg_add_str(&mb, "name", conf->mcp_servers[i].name);
 			msg_add_str(&mb, "url", conf->mcp_servers[i].url);
+			msg_add_strv(&mb, "tools",
+			    (const char *const *)conf->mcp_servers[i].tools,
+			    conf->mcp_servers[i].ntools);
+			child_send(c, &mb);
+		}
+		for (i = 0; i < conf->nprofiles; i++) {
+			p = &conf->profiles[i];
+			msgb_init(&mb, MSG_CONFIG_EGRESS_PROFILE, 0);
+			msg_add_str(&mb, "name", p->name);
+			msg_add_str(&mb, "model", p->model);
+			msg_add_strv(&mb, "mcp", (const char *const *)p->mcp,
+			    p->nmcp);
 			child_send(c, &mb);
 		}
 		break;
@@ -475,47 +456,10 @@ child_timer(evutil_socket_t fd, short ev, void *arg)
 	}
 }
 
-/* The -p paths of each role: what its Landlock ruleset allows. */
-static size_t
-child_paths(const struct child *c, const char **paths, size_t max)
-{
-	const struct config	*conf = sv->sv_conf;
-	size_t			 n = 0;
-
-	switch (c->c_role) {
-	case PROC_FSGUARD:
-		paths[n++] = conf->state_dir;
-		break;
-	case PROC_DOCKER:
-		paths[n++] = conf->docker_socket;
-		break;
-	case PROC_EGRESS:
-		paths[n++] = conf->upstream_credential_file;
-		if (conf->upstream_ca_file != NULL)
-			paths[n++] = conf->upstream_ca_file;
-		if (conf->mcp_credential_file != NULL)
-			paths[n++] = conf->mcp_credential_file;
-#if RTSANDBOX_TEST_SEAMS
-		if (conf->test_fetch_ca_file != NULL)
-			paths[n++] = conf->test_fetch_ca_file;
-#endif
-		break;
-	default:
-		break;
-	}
-	if (n > max)
-		fatalx("%s: too many paths", __func__);
-	return n;
-}
-
 static void
 child_spawn(struct child *c)
 {
-	const char	*paths[ROLE_MAXPATHS];
-	char		*argv[4 + 2 * ROLE_MAXPATHS];
 	int		 sp[2], ep[2] = { -1, -1 }, fds[2], nfds = 1;
-	size_t		 np, i;
-	int		 ac = 0;
 	struct msgb	 mb;
 	struct child	*eg;
 
@@ -535,21 +479,7 @@ child_spawn(struct child *c)
 		fds[nfds++] = ep[1];
 	}
 
-	argv[ac++] = (char *)proc_role_binary(c->c_role);
-	if (sv->sv_debug)
-		argv[ac++] = "-d";
-	if (c->c_name != NULL) {
-		argv[ac++] = "-n";
-		argv[ac++] = c->c_name;
-	}
-	np = child_paths(c, paths, ROLE_MAXPATHS);
-	for (i = 0; i < np; i++) {
-		argv[ac++] = "-p";
-		argv[ac++] = (char *)paths[i];
-	}
-	argv[ac] = NULL;
-
-	c->c_pid = proc_spawn(helper_path[c->c_role], argv, fds, nfds);
+	c->c_pid = spawner_spawn(c->c_role, c->c_name, fds, nfds);
 	close(sp[1]);
 	if (ep[1] != -1)
 		close(ep[1]);
@@ -581,10 +511,24 @@ child_spawn(struct child *c)
 			log_warnx("%s: egress is not ready", child_label(c));
 			close(ep[0]);
 		} else {
+			/* with the policy egress holds this peer to */
+			c->c_peer = ++child_next_peer;
 			msgb_init(&mb, MSG_EGRESS_ATTACH, 0);
+			msg_add_uint(&mb, "peer", c->c_peer);
 			msg_add_str(&mb, "channel", c->c_channel);
-			if (c->c_role == PROC_RESEARCH)
+			if (c->c_role == PROC_RESEARCH) {
 				msg_add_str(&mb, "role", "research");
+				msg_add_str(&mb, "model",
+				    sv->sv_conf->research_model);
+				if (c->c_thinking != NULL)
+					msg_add_str(&mb, "thinking",
+					    c->c_thinking);
+				msg_add_uint(&mb, "max_calls",
+				    RESEARCH_MODEL_CALLS_MAX);
+			} else {
+				msg_add_str(&mb, "role", "broker");
+				msg_add_str(&mb, "profile", c->c_profile);
+			}
 			msg_add_fd(&mb, ep[0]);
 			child_send(eg, &mb);
 		}
@@ -596,6 +540,40 @@ child_spawn(struct child *c)
 		timer_arm(c, CHILD_BACKOFF_MAX_MS);
 	else
 		child_down(c);
+}
+
+/*
+ * What egress says on its own: a broker or research job broke a rule.
+ * The peer is stopped like one the supervisor caught itself.  A peer that
+ * is gone meanwhile is no news; a rule egress does not name is its bug.
+ */
+static int
+child_egress_msg(struct child *eg, struct msg *m, void *arg)
+{
+	struct child	*c;
+	const char	*rule;
+	uint64_t	 peer;
+	enum violation	 v;
+	char		 why[128];
+
+	if (m->m_type != MSG_EGR_VIOLATION ||
+	    msg_get_uint(m, "peer", 1, UINT64_C(1) << 53, &peer) == -1 ||
+	    msg_get_str(m, "rule", 32, &rule) == -1 || msg_end(m) == -1 ||
+	    (v = violation_from_name(rule)) == VIOLATION_NONE)
+		return -1;
+	TAILQ_FOREACH(c, &children, c_entry)
+		if (c->c_peer == peer && !c->c_singleton)
+			break;
+	if (c == NULL || c->c_pid <= 0) {
+		sv->sv_count.sc_violations++;
+		sv->sv_count.sc_rules[v]++;
+		log_warnx("egress refused a call (%s) of a peer that is gone",
+		    rule);
+		return 0;
+	}
+	snprintf(why, sizeof(why), "egress refused a call (%s)", rule);
+	child_violation(c, v, why);
+	return 0;
 }
 
 void
@@ -612,6 +590,8 @@ child_init(void)
 		if ((c->c_timer = evtimer_new(sv->sv_base, child_timer,
 		    c)) == NULL)
 			fatalx("%s: evtimer_new", __func__);
+		if (singles[i] == PROC_EGRESS)
+			c->c_msg_cb = child_egress_msg;
 	}
 }
 
@@ -648,13 +628,15 @@ child_broker_start(const char *channel, const char *segment,
 /* A research job: config is its CONFIG_RESEARCH, owned from here on. */
 struct child *
 child_research_start(const char *channel, const char *segment,
-    struct msgb *config, child_event_cb cb, child_msg_cb mcb, void *arg)
+    const char *thinking, struct msgb *config, child_event_cb cb,
+    child_msg_cb mcb, void *arg)
 {
 	struct child	*c;
 
 	c = child_new(PROC_RESEARCH, segment, 0);
 	if ((c->c_timer = evtimer_new(sv->sv_base, child_timer, c)) == NULL ||
-	    (c->c_channel = strdup(channel)) == NULL)
+	    (c->c_channel = strdup(channel)) == NULL ||
+	    (thinking != NULL && (c->c_thinking = strdup(thinking)) == NULL))
 		fatal("%s", __func__);
 	c->c_config = config;
 	c->c_event_cb = cb;
@@ -747,6 +729,9 @@ child_reap(void)
 			if (c->c_pid == pid)
 				break;
 		if (c == NULL) {
+			/* Nothing could be started without it. */
+			if (spawner_is(pid) && !sv->sv_stopping)
+				fatalx("the spawner (pid %d) died", (int)pid);
 			log_debug("reaped unknown pid %d", (int)pid);
 			continue;
 		}

@@ -8,6 +8,7 @@
 #include <sys/un.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -715,55 +716,132 @@ ctl_remove_stale(const char *path)
 	return 0;
 }
 
+/*
+ * The directory of the control socket: a real directory (not a link) owned
+ * by the service user or root that no one else may write to, so that no one
+ * can swap the socket's name between its bind and its group change.
+ */
+static int
+ctl_dir_open(const char *path, char *name, size_t namesz)
+{
+	struct stat	 st;
+	char		 dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	const char	*slash;
+	int		 dfd;
+
+	if ((slash = strrchr(path, '/')) == NULL || slash[1] == '\0' ||
+	    (size_t)snprintf(name, namesz, "%s", slash + 1) >= namesz) {
+		log_warnx("control socket %s: not an absolute path to a socket",
+		    path);
+		return -1;
+	}
+	snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 :
+	    (int)(slash - path), path);
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1) {
+		log_warn("control socket directory %s", dir);
+		return -1;
+	}
+	if (fstat(dfd, &st) == -1) {
+		log_warn("control socket directory %s", dir);
+		close(dfd);
+		return -1;
+	}
+	if ((st.st_uid != getuid() && st.st_uid != 0) ||
+	    (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+		log_warnx("control socket directory %s: must be owned by the "
+		    "service user or root and not writable by group or others "
+		    "(owner %lu, mode %04o)", dir, (unsigned long)st.st_uid,
+		    (unsigned)(st.st_mode & 07777));
+		close(dfd);
+		return -1;
+	}
+	return dfd;
+}
+
+/*
+ * Make the control socket, before the supervisor confines itself: the
+ * umask gives it its final mode at bind, the group is set on the name in a
+ * directory no one else writes to, and the result is checked.
+ */
 int
-control_listen(const char *path, int has_group, gid_t gid)
+control_bind(const char *path, int has_group, gid_t gid)
 {
 	struct sockaddr_un	 sun;
-	mode_t			 old;
-	int			 fd;
+	struct stat		 st;
+	char			 name[sizeof(sun.sun_path)];
+	mode_t			 old, mode = has_group ? CONTROL_SOCK_MODE_GROUP :
+	    CONTROL_SOCK_MODE;
+	int			 fd, dfd;
 
 	if (strlen(path) >= sizeof(sun.sun_path)) {
 		log_warnx("control socket %s: path too long", path);
 		return -1;
 	}
-	if (ctl_remove_stale(path) == -1)
+	if ((dfd = ctl_dir_open(path, name, sizeof(name))) == -1)
 		return -1;
+	if (ctl_remove_stale(path) == -1) {
+		close(dfd);
+		return -1;
+	}
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
 	    0)) == -1) {
 		log_warn("control socket");
+		close(dfd);
 		return -1;
 	}
 	memset(&sun, 0, sizeof(sun));
 	sun.sun_family = AF_UNIX;
 	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
-	old = umask(0177);
+	old = umask(0777 & ~mode);
 	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
 		log_warn("bind %s", path);
 		umask(old);
-		close(fd);
-		return -1;
+		goto fail;
 	}
 	umask(old);
-	if (has_group && (chown(path, (uid_t)-1, gid) == -1 ||
-	    chmod(path, 0660) == -1)) {
-		log_warn("control socket %s: group access", path);
-		unlink(path);
-		close(fd);
-		return -1;
+	if (has_group && fchownat(dfd, name, (uid_t)-1, gid,
+	    AT_SYMLINK_NOFOLLOW) == -1) {
+		log_warn("control socket %s: group", path);
+		goto unlink;
 	}
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    !S_ISSOCK(st.st_mode) || (st.st_mode & 07777) != mode ||
+	    st.st_uid != getuid() || (has_group && st.st_gid != gid)) {
+		log_warnx("control socket %s: not the socket just made with "
+		    "mode %04o", path, (unsigned)mode);
+		goto unlink;
+	}
+	if (listen(fd, 64) == -1) {
+		log_warn("listen %s", path);
+		goto unlink;
+	}
+	close(dfd);
+	if ((ctl_path = strdup(path)) == NULL)
+		fatal("%s", __func__);
+	log_info("control socket %s (mode %04o)", path, (unsigned)mode);
+	return fd;
+ unlink:
+	unlinkat(dfd, name, 0);
+ fail:
+	close(fd);
+	close(dfd);
+	return -1;
+}
+
+/* Serve the socket control_bind() made, once the event base exists. */
+int
+control_listen(int fd)
+{
 	ctl_listener = evconnlistener_new(sv->sv_base, ctl_accept, NULL,
-	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 64, fd);
+	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, fd);
 	if (ctl_listener == NULL) {
-		log_warnx("control socket %s: cannot listen", path);
-		unlink(path);
+		log_warnx("control socket %s: cannot listen", ctl_path);
+		unlink(ctl_path);
 		close(fd);
 		return -1;
 	}
 	evconnlistener_set_error_cb(ctl_listener, ctl_accept_error);
-	if ((ctl_path = strdup(path)) == NULL)
-		fatal("%s", __func__);
-	log_info("control socket %s (mode %s)", path,
-	    has_group ? "0660" : "0600");
 	return 0;
 }
 

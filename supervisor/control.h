@@ -35,7 +35,10 @@ struct ctl_method {
 	int		 cm_before_init;	/* callable before initialize */
 };
 
-int	control_listen(const char *path, int has_group, gid_t gid);
+/* Before the sandbox: make the socket, mode and group final; its fd. */
+int	control_bind(const char *path, int has_group, gid_t gid);
+/* After: serve it. */
+int	control_listen(int fd);
 void	control_close(void);
 uint64_t control_clients(void);
 

@@ -21,6 +21,7 @@
 #include "control.h"
 #include "log.h"
 #include "sandbox.h"
+#include "spawner.h"
 #include "supervisor.h"
 
 /* Children get this long to exit after SIGTERM before SIGKILL. */
@@ -107,47 +108,20 @@ dir_of(const char *path, char *buf, size_t len)
 }
 
 /*
- * Landlock domains and seccomp filters are inherited across exec, so what
- * the supervisor allows is the union of its own needs and its children's;
- * each child then narrows it to its own.
+ * The supervisor's own sandbox, once the spawner holds what starting a
+ * child takes: the control socket's directory (to remove the socket at
+ * exit) and what sandbox_supervisor() adds.
  */
 static struct event_base *
 supervisor_sandbox(void)
 {
-	const struct config	*conf = sv->sv_conf;
-	struct sandbox_fs_rule	 rules[16];
+	struct sandbox_fs_rule	 rules[1];
 	static char		 ctldir[PATH_MAX];
-	size_t			 n = 0;
 
-	rules[n++] = (struct sandbox_fs_rule){ dir_of(conf->control_socket,
-	    ctldir, sizeof(ctldir)), SB_FS_READ | SB_FS_WRITE | SB_FS_SOCK };
-	if (sv->sv_helper_dir != NULL)
-		rules[n++] = (struct sandbox_fs_rule){ sv->sv_helper_dir,
-		    SB_FS_READ | SB_FS_EXEC };
-	else if (sv->sv_build_tree)
-		rules[n++] = (struct sandbox_fs_rule){ RTSANDBOX_BUILDDIR,
-		    SB_FS_READ | SB_FS_EXEC };
-	else
-		rules[n++] = (struct sandbox_fs_rule){ RTSANDBOX_LIBEXECDIR,
-		    SB_FS_READ | SB_FS_EXEC };
-	/* the file guard's */
-	rules[n++] = (struct sandbox_fs_rule){ conf->state_dir,
-	    SB_FS_READ | SB_FS_WRITE | SB_FS_SOCK };
-	/* egress's: directories, since a refresher replaces files by rename */
-	rules[n++] = (struct sandbox_fs_rule){ conf->upstream_credential_file,
-	    SB_FS_READ | SB_FS_PARENT };
-	if (conf->upstream_ca_file != NULL)
-		rules[n++] = (struct sandbox_fs_rule){ conf->upstream_ca_file,
-		    SB_FS_READ | SB_FS_PARENT };
-	if (conf->mcp_credential_file != NULL)
-		rules[n++] = (struct sandbox_fs_rule){
-		    conf->mcp_credential_file, SB_FS_READ | SB_FS_PARENT };
-#if RTSANDBOX_TEST_SEAMS
-	if (conf->test_fetch_ca_file != NULL)
-		rules[n++] = (struct sandbox_fs_rule){
-		    conf->test_fetch_ca_file, SB_FS_READ | SB_FS_PARENT };
-#endif
-	return sandbox_supervisor(rules, n);
+	rules[0] = (struct sandbox_fs_rule){ dir_of(
+	    sv->sv_conf->control_socket, ctldir, sizeof(ctldir)),
+	    SB_FS_WRITE };
+	return sandbox_supervisor(rules, 1);
 }
 
 int
@@ -156,7 +130,7 @@ main(int argc, char *argv[])
 	const char		*path = RTSANDBOX_CONFIG;
 	struct config_errors	 errs;
 	struct event		*ev_term, *ev_int, *ev_chld, *ev_hup;
-	int			 ch, debug = 0, verbose = 0, check = 0;
+	int			 ch, debug = 0, verbose = 0, check = 0, ctlfd;
 
 	sv = &sv_store;
 	while ((ch = getopt(argc, argv, "df:nvx:")) != -1) {
@@ -210,7 +184,7 @@ main(int argc, char *argv[])
 		fprintf(stderr, "rtsandboxd: %s: configuration OK\n", path);
 		exit(0);
 	}
-	if (child_find_helpers() == -1)
+	if (spawner_find_helpers() == -1)
 		fatalx("helper programs missing; give their directory with -x");
 
 	if (!debug && daemon(0, 1) == -1)
@@ -218,6 +192,12 @@ main(int argc, char *argv[])
 	clock_gettime(CLOCK_MONOTONIC, &sv->sv_started);
 	signal(SIGPIPE, SIG_IGN);
 
+	/* What needs more than the supervisor keeps happens first: the
+	 * control socket with its final mode, then the spawner. */
+	if ((ctlfd = control_bind(sv->sv_conf->control_socket,
+	    sv->sv_conf->has_control_group, sv->sv_conf->control_gid)) == -1)
+		fatalx("cannot serve the control socket");
+	spawner_start();
 	sv->sv_base = supervisor_sandbox();
 	if ((ev_term = evsignal_new(sv->sv_base, SIGTERM, sig_handler,
 	    NULL)) == NULL ||
@@ -233,8 +213,7 @@ main(int argc, char *argv[])
 	    evsignal_add(ev_hup, NULL) == -1)
 		fatalx("cannot watch signals");
 
-	if (control_listen(sv->sv_conf->control_socket,
-	    sv->sv_conf->has_control_group, sv->sv_conf->control_gid) == -1)
+	if (control_listen(ctlfd) == -1)
 		fatalx("cannot serve the control socket");
 	child_init();
 	child_start_singletons();

@@ -12,6 +12,7 @@
 #include "control.h"
 #include "limits.h"
 #include "log.h"
+#include "spawner.h"
 #include "supervisor.h"
 #include "validate.h"
 
@@ -122,8 +123,11 @@ stats_process(const char *role, const char *name, pid_t pid,
 	cJSON_AddStringToObject(p, "state", state);
 	if (pid > 0) {
 		cJSON_AddNumberToObject(p, "pid", pid);
-		rss = proc_rss_kib(pid);
-		pss = proc_pss_kib(pid);
+		if (pid == getpid()) {
+			rss = proc_rss_kib(pid);
+			pss = proc_pss_kib(pid);
+		} else
+			spawner_memory(pid, &rss, &pss);
 		if (rss >= 0)
 			cJSON_AddNumberToObject(p, "rss_kib", rss);
 		if (pss >= 0)
@@ -139,8 +143,9 @@ daemon_stats(void)
 	const struct sup_counters *k = &sv->sv_count;
 	struct timespec		 now;
 	struct child		*c;
-	cJSON			*res, *procs, *cnt;
+	cJSON			*res, *procs, *cnt, *rules;
 	uint64_t		 brokers = 0;
+	unsigned		 i;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	if ((res = cJSON_CreateObject()) == NULL ||
@@ -170,6 +175,12 @@ daemon_stats(void)
 	cJSON_AddNumberToObject(cnt, "child_exits", k->sc_child_exits);
 	cJSON_AddNumberToObject(cnt, "child_restarts", k->sc_child_restarts);
 	cJSON_AddNumberToObject(cnt, "violations", k->sc_violations);
+	if ((rules = cJSON_AddObjectToObject(cnt, "violations_by_rule")) ==
+	    NULL)
+		fatalx("%s: out of memory", __func__);
+	for (i = 1; i < VIOLATION__COUNT; i++)
+		cJSON_AddNumberToObject(rules, violation_name(i),
+		    k->sc_rules[i]);
 	cJSON_AddNumberToObject(cnt, "turns", k->sc_turns);
 	cJSON_AddNumberToObject(cnt, "upstream_calls", k->sc_upstream_calls);
 	cJSON_AddNumberToObject(cnt, "failures", k->sc_failures);

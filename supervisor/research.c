@@ -392,7 +392,7 @@ method_research_run(struct ctl_req *req, cJSON *params)
 	free(task);
 	log_info("channel %s: research job %llu started", key,
 	    (unsigned long long)rj->rj_id);
-	rj->rj_child = child_research_start(key, seg, mb,
+	rj->rj_child = child_research_start(key, seg, thinking, mb,
 	    research_child_event, research_child_msg, rj);
 }
 

@@ -1,11 +1,12 @@
 /*
- * The supervisor's sandbox.  Its children inherit its seccomp filter and
- * Landlock domain across exec and can only narrow them, so the table below
- * has three parts: the supervisor's own calls, what a child does between
- * fork and loading its own filter, and what the children's tables allow.
- * XXX the union gives the supervisor Internet sockets and TCP connect that
- * only egress needs; a spawner process made before this filter would keep
- * them out of the supervisor.
+ * Two sandboxes (DESIGN.md 1, invariant 9).  The spawner's is the union of
+ * what every helper needs between fork and loading its own filter and
+ * Landlock domain, which it inherits and can only narrow: clone, exec, the
+ * helpers' files.  The supervisor's, loaded after the spawner was forked,
+ * holds only what the supervisor itself does: its pipes, the control
+ * socket it already listens on, reaping and signalling its children, /proc
+ * for its own memory.  No exec, no connect, no Internet socket, no chmod
+ * or chown: a memory bug reachable by broker frames reaches none of them.
  */
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -25,14 +26,36 @@
 				 CLONE_NEWUSER | CLONE_NEWPID |		\
 				 CLONE_NEWNET)
 
+/*
+ * The supervisor: frames on its pipes (base table), children's pipes
+ * (socketpair), control connections (accept4), the spawner's socket,
+ * reaping and stopping children, its own memory in /proc, and the control
+ * socket's removal at exit.
+ */
 static const struct sandbox_syscall sandbox_supervisor_table[] = {
-	/* Children: glibc's fork is clone without namespaces (clone3 is
-	 * refused so that glibc falls back to it); reaping; signals. */
-	SB_ALLOW_MASK(clone, 0, CLONE_NAMESPACES, 0),
-	SB_DENY(clone3, ENOSYS),
+	SB_ALLOW_ARG(socketpair, 0, AF_UNIX),
+	SB_ALLOW(accept4),
 	SB_ALLOW(wait4),
 	SB_ALLOW(waitid),
 	SB_ALLOW(kill),
+	SB_ALLOW(openat),
+	SB_ALLOW(unlink),
+	SB_ALLOW(unlinkat),
+	/* the sanitizer runtimes size thread pools by it */
+	SB_ALLOW(sched_getaffinity),
+};
+
+/* Every child of the uid counts against RLIMIT_NPROC, so it is left. */
+static const struct sandbox_rlimit sandbox_supervisor_rlimits[] = {
+	{ RLIMIT_NOFILE, 4096 },
+};
+
+static const struct sandbox_syscall sandbox_spawner_table[] = {
+	/* Children: clone without namespaces (CLONE_PARENT: they are the
+	 * supervisor's; clone3 is refused so that glibc falls back to
+	 * clone when a child makes threads). */
+	SB_ALLOW_MASK(clone, 0, CLONE_NAMESPACES, 0),
+	SB_DENY(clone3, ENOSYS),
 
 	/* proc_spawn() in the child: death signal, descriptor slots, exec. */
 	SB_ALLOW_ARG(prctl, 0, PR_SET_PDEATHSIG),
@@ -48,10 +71,17 @@ static const struct sandbox_syscall sandbox_supervisor_table[] = {
 	SB_ALLOW(readlink),
 	SB_ALLOW(readlinkat),
 
-	/* Pipes to children; the control socket, its stale check, its mode
-	 * and group. */
-	SB_ALLOW_ARG(socketpair, 0, AF_UNIX),
+	/* The spawner's socket; the children's reads of /proc and
+	 * /dev/null. */
+	SB_ALLOW(openat),
+	SB_ALLOW(getdents64),
+	SB_ALLOW(newfstatat),
+
+	/* Inherited: what the roles' tables allow beyond the above, until
+	 * each loads its own (the file guard's socket, the Docker client's
+	 * and egress's connect). */
 	SB_ALLOW_ARG(socket, 0, AF_UNIX),
+	SB_ALLOW_ARG(socketpair, 0, AF_UNIX),
 	SB_ALLOW(bind),
 	SB_ALLOW(listen),
 	SB_ALLOW(accept4),
@@ -60,19 +90,9 @@ static const struct sandbox_syscall sandbox_supervisor_table[] = {
 	SB_ALLOW(getsockname),
 	SB_ALLOW(getpeername),
 	SB_ALLOW(umask),
-	SB_ALLOW(unlink),
 	SB_ALLOW(unlinkat),
-	SB_ALLOW(chmod),
 	SB_ALLOW(fchmod),
 	SB_ALLOW(fchmodat),
-	SB_ALLOW(chown),
-	SB_ALLOW(fchown),
-	SB_ALLOW(fchownat),
-
-	/* The children's memory from /proc; /dev/null. */
-	SB_ALLOW(openat),
-	SB_ALLOW(getdents64),
-	SB_ALLOW(newfstatat),
 
 	/*
 	 * Inherited by a child until it loads its own filter: exec and the
@@ -126,12 +146,8 @@ static const struct sandbox_syscall sandbox_supervisor_table[] = {
 	SB_ALLOW(fdatasync),				/* fsguard */
 };
 
-/* Every child of the uid counts against RLIMIT_NPROC, so it is left. */
-static const struct sandbox_rlimit sandbox_supervisor_rlimits[] = {
-	{ RLIMIT_NOFILE, 4096 },
-};
-
-static const struct sandbox_fs_rule sandbox_supervisor_fs[] = {
+/* The system files every helper's loader and libraries read. */
+static const struct sandbox_fs_rule sandbox_spawner_fs[] = {
 	{ "/usr/lib", SB_FS_READ | SB_FS_EXEC },
 	{ "/lib", SB_FS_READ | SB_FS_EXEC },
 	{ "/lib64", SB_FS_READ | SB_FS_EXEC },
@@ -140,25 +156,24 @@ static const struct sandbox_fs_rule sandbox_supervisor_fs[] = {
 	{ "/dev/null", SB_FS_READ | SB_FS_WRITE },
 	{ NULL, SB_NET_CONNECT },
 };
-#define SANDBOX_SUPERVISOR_FS_LEN \
-	(sizeof(sandbox_supervisor_fs) / sizeof(sandbox_supervisor_fs[0]))
+#define SANDBOX_SPAWNER_FS_LEN \
+	(sizeof(sandbox_spawner_fs) / sizeof(sandbox_spawner_fs[0]))
 
-struct event_base *
-sandbox_supervisor(const struct sandbox_fs_rule *caller, size_t n)
+void
+sandbox_spawner(const struct sandbox_fs_rule *caller, size_t n)
 {
 	struct sandbox_fs_rule	*rules;
-	struct event_base	*base;
 	size_t			 i, nrules = 0;
 
-	rules = calloc(n + SANDBOX_SUPERVISOR_FS_LEN +
+	rules = calloc(n + SANDBOX_SPAWNER_FS_LEN +
 	    sandbox_netconf_paths_len, sizeof(*rules));
 	if (rules == NULL)
 		fatal("%s", __func__);
 	for (i = 0; i < n; i++)
 		rules[nrules++] = caller[i];
-	memcpy(rules + nrules, sandbox_supervisor_fs,
-	    sizeof(sandbox_supervisor_fs));
-	nrules += SANDBOX_SUPERVISOR_FS_LEN;
+	memcpy(rules + nrules, sandbox_spawner_fs,
+	    sizeof(sandbox_spawner_fs));
+	nrules += SANDBOX_SPAWNER_FS_LEN;
 	for (i = 0; i < sandbox_netconf_paths_len; i++) {
 		rules[nrules].path = sandbox_netconf_paths[i];
 		rules[nrules++].access = SB_FS_READ;
@@ -167,6 +182,33 @@ sandbox_supervisor(const struct sandbox_fs_rule *caller, size_t n)
 	sandbox_drop_caps();
 	sandbox_no_new_privs();
 	sandbox_landlock(rules, nrules);
+	free(rules);
+	sandbox_rlimits(sandbox_supervisor_rlimits,
+	    sizeof(sandbox_supervisor_rlimits) /
+	    sizeof(sandbox_supervisor_rlimits[0]));
+	sandbox_seccomp(sandbox_spawner_table,
+	    sizeof(sandbox_spawner_table) / sizeof(sandbox_spawner_table[0]));
+}
+
+struct event_base *
+sandbox_supervisor(const struct sandbox_fs_rule *caller, size_t n)
+{
+	struct sandbox_fs_rule	*rules;
+	struct event_base	*base;
+	size_t			 i, nrules = 0;
+
+	if ((rules = calloc(n + 1, sizeof(*rules))) == NULL)
+		fatal("%s", __func__);
+	for (i = 0; i < n; i++)
+		rules[nrules++] = caller[i];
+	/* its own memory for daemon.stats */
+	rules[nrules++] = (struct sandbox_fs_rule){ "/proc", SB_FS_READ };
+
+	sandbox_drop_caps();
+	sandbox_no_new_privs();
+	/* Its children live in the spawner's domain, beside its own: it
+	 * must still stop them. */
+	sandbox_landlock_signals(rules, nrules);
 	free(rules);
 	sandbox_rlimits(sandbox_supervisor_rlimits,
 	    sizeof(sandbox_supervisor_rlimits) /

@@ -14,6 +14,7 @@
 #include "config.h"
 #include "msg.h"
 #include "proc.h"
+#include "violation.h"
 
 struct event_base;
 struct event;
@@ -26,7 +27,8 @@ struct sup_counters {
 	uint64_t	 sc_errors;		/* error answers sent */
 	uint64_t	 sc_child_exits;	/* children reaped */
 	uint64_t	 sc_child_restarts;	/* singletons restarted */
-	uint64_t	 sc_violations;		/* protocol violations seen */
+	uint64_t	 sc_violations;		/* violations seen, by anyone */
+	uint64_t	 sc_rules[VIOLATION__COUNT];	/* the same by rule */
 	uint64_t	 sc_turns;
 	uint64_t	 sc_upstream_calls;
 	uint64_t	 sc_failures;
@@ -89,10 +91,16 @@ struct child {
 	child_event_cb		 c_event_cb;
 	child_msg_cb		 c_msg_cb;
 	void			*c_event_arg;
+	/* brokers and research jobs: their edge at egress, and whether
+	 * they were stopped for breaking a rule */
+	uint64_t		 c_peer;
+	enum violation		 c_violation;
 	/* brokers: what to send at bring-up */
 	int			 c_listen_fd;
 	char			*c_channel;
 	char			*c_profile;
+	/* research jobs: the thinking level egress holds them to */
+	char			*c_thinking;
 	/* research jobs: their configuration, sent at bring-up */
 	struct msgb		*c_config;
 };
@@ -110,8 +118,12 @@ struct child	*child_broker_start(const char *channel, const char *segment,
 /* Start a research job; config (CONFIG_RESEARCH, heap-allocated) is
  * owned by the child from here on. */
 struct child	*child_research_start(const char *channel,
-		    const char *segment, struct msgb *config, child_event_cb,
-		    child_msg_cb, void *arg);
+		    const char *segment, const char *thinking,
+		    struct msgb *config, child_event_cb, child_msg_cb,
+		    void *arg);
+/* A broker or research job broke a rule: counted, logged, killed. */
+void		 child_violation(struct child *, enum violation,
+		    const char *why);
 /* Send a message that expects no reply; -1 when the child is not ready. */
 int		 child_send_msg(struct child *, struct msgb *);
 void		 child_stop(struct child *);
@@ -135,6 +147,8 @@ struct child	*chan_broker(const char *key);
 
 /* turn.c */
 int		 turn_broker_msg(const char *key, struct child *, struct msg *);
+/* The channel's broker died: its turn ends now, not at its deadline. */
+void		 turn_broker_gone(const char *key, const struct child *);
 int		 turn_busy(const char *key);
 void		 turn_abort(const char *key, const char *why);
 void		 turn_level_forget(const char *key);
@@ -157,7 +171,5 @@ void		 method_research_cancel(struct ctl_req *, struct cJSON *);
 uint64_t	 research_running(void);
 void		 method_attachments_fetch(struct ctl_req *, struct cJSON *);
 
-/* Resolve and check every helper's path (before the sandbox). */
-int		 child_find_helpers(void);
 
 #endif

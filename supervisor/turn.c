@@ -24,10 +24,15 @@
 #include "validate.h"
 
 enum turn_state {
-	TURN_STARTING,		/* waiting for the channel */
+	TURN_STARTING,		/* waiting for the channel, then egress */
 	TURN_SUBMITTED,		/* with the broker */
-	TURN_ENDED,		/* answered; waiting for the start to return */
+	TURN_ENDED,		/* answered; waiting for the start or the bind
+				 * at egress to return */
 };
+
+/* Host tool calls of one turn at once: the broker's scope has at most 4
+ * calls in flight (PROTOCOL.md 3.4), tool calls among them. */
+#define TURN_TOOLS_INFLIGHT_MAX	SCOPE_INFLIGHT_MAX
 
 struct turn_tool {
 	TAILQ_ENTRY(turn_tool)	 tt_entry;
@@ -40,6 +45,10 @@ struct turn {
 	TAILQ_ENTRY(turn)	 t_entry;
 	enum turn_state		 t_state;
 	int			 t_starting;	/* chan_start not answered */
+	int			 t_binding;	/* egr_bind not answered */
+	uint64_t		 t_peer;	/* the broker's edge at egress */
+	int			 t_egress_bound;
+	unsigned		 t_ntools;
 	char			*t_key;
 	char			*t_profile;
 	char			*t_id;
@@ -169,9 +178,27 @@ turn_failure(const char *reason, const char *message, const char *worker)
 	return r;
 }
 
+/* The turn leaves egress: its broker's calls are refused from now on. */
+static void
+turn_egress_unbind(struct turn *t)
+{
+	struct child	*eg;
+	struct msgb	 mb;
+
+	if (!t->t_egress_bound)
+		return;
+	t->t_egress_bound = 0;
+	if ((eg = child_singleton(PROC_EGRESS)) == NULL)
+		return;
+	msgb_init(&mb, MSG_EGR_UNBIND, 0);
+	msg_add_uint(&mb, "peer", t->t_peer);
+	msg_add_str(&mb, "turn_id", t->t_id);
+	child_send_msg(eg, &mb);
+}
+
 /*
- * Settle the turn: unbind the broker always; on a timeout or a cancel also
- * remove the container, whatever the worker inside does.
+ * Settle the turn: unbind the broker and egress always; on a timeout or a
+ * cancel also remove the container, whatever the worker inside does.
  */
 static void
 turn_end(struct turn *t, cJSON *result, int kill)
@@ -179,6 +206,7 @@ turn_end(struct turn *t, cJSON *result, int kill)
 	struct child	*b;
 	struct msgb	 mb;
 
+	turn_egress_unbind(t);
 	if (t->t_state == TURN_SUBMITTED &&
 	    (b = chan_broker(t->t_key)) != NULL) {
 		if (kill) {
@@ -200,8 +228,22 @@ turn_end(struct turn *t, cJSON *result, int kill)
 	} else
 		cJSON_Delete(result);
 	t->t_state = TURN_ENDED;
-	if (!t->t_starting)
+	if (!t->t_starting && !t->t_binding)
 		turn_free(t);
+}
+
+/* A broker that broke a rule: stopped, and its turn with it. */
+static void
+turn_violation(struct turn *t, struct child *b, enum violation rule,
+    const char *why)
+{
+	char	 msg[160];
+
+	child_violation(b, rule, why);
+	snprintf(msg, sizeof(msg), "The channel's broker broke a rule (%s) "
+	    "and was stopped", violation_name(rule));
+	sv->sv_count.sc_failures++;
+	turn_end(t, turn_failure("worker_failed", msg, NULL), 1);
 }
 
 static void
@@ -264,7 +306,8 @@ turn_started(const char *err, void *arg)
 
 	t->t_starting = 0;
 	if (t->t_state == TURN_ENDED) {
-		turn_free(t);
+		if (!t->t_binding)
+			turn_free(t);
 		return;
 	}
 	if (err != NULL) {
@@ -276,33 +319,53 @@ turn_started(const char *err, void *arg)
 		turn_submit(t);
 }
 
-/* Both the channel and the hooks are done: bind and hand over. */
-static void
-turn_submit(struct turn *t)
+static uint64_t
+turn_ms_left(const struct turn *t)
 {
-	struct child	*b;
-	struct msgb	 mb;
 	struct timespec	 now;
 	long long	 elapsed;
-	uint64_t	 ms;
 
-	if (turn_build(t) == -1)
-		return;
-	if ((b = chan_broker(t->t_key)) == NULL) {
-		turn_end(t, turn_failure("start_failed",
-		    "the channel's broker is not running", NULL), 0);
-		return;
-	}
-	/* The broker's scope ends with the turn's own deadline. */
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	elapsed = (now.tv_sec - t->t_started.tv_sec) * 1000 +
 	    (now.tv_nsec - t->t_started.tv_nsec) / 1000000;
-	ms = elapsed >= (long long)sv->sv_conf->turn_ms ? 1 :
+	return elapsed >= (long long)sv->sv_conf->turn_ms ? 1 :
 	    sv->sv_conf->turn_ms - elapsed;
+}
+
+/* Egress knows the turn: bind the broker and hand the turn over. */
+static void
+turn_bound(struct child *eg, struct msg *m, void *arg)
+{
+	struct turn	*t = arg;
+	struct child	*b;
+	struct msgb	 mb;
+
+	t->t_binding = 0;
+	if (m != NULL && m->m_type == MSG_EGR_BOUND && msg_end(m) == 0)
+		t->t_egress_bound = 1;
+	if (t->t_state == TURN_ENDED) {
+		turn_egress_unbind(t);
+		if (!t->t_starting)
+			turn_free(t);
+		return;
+	}
+	if (!t->t_egress_bound) {
+		turn_end(t, turn_failure("start_failed", m == NULL ?
+		    "egress stopped before it bound the turn" :
+		    "egress could not bind the turn", NULL), 0);
+		return;
+	}
+	/* The broker egress bound must still be the channel's. */
+	if ((b = chan_broker(t->t_key)) == NULL || b->c_peer != t->t_peer) {
+		turn_end(t, turn_failure("start_failed",
+		    "the channel's broker stopped", NULL), 0);
+		return;
+	}
+	/* The broker's scope ends with the turn's own deadline. */
 	msgb_init(&mb, MSG_BRK_BIND, 0);
 	msg_add_str(&mb, "turn_id", t->t_id);
 	msg_add_str(&mb, "thinking", t->t_thinking);
-	msg_add_uint(&mb, "deadline_ms", ms);
+	msg_add_uint(&mb, "deadline_ms", turn_ms_left(t));
 	msg_add_uint(&mb, "max_calls", sv->sv_conf->max_calls);
 	child_send_msg(b, &mb);
 	msgb_init(&mb, MSG_BRK_SUBMIT, 0);
@@ -317,29 +380,85 @@ turn_submit(struct turn *t)
 	log_debug("channel %s: turn %s submitted", t->t_key, t->t_id);
 }
 
-/* The worker's result, checked by the broker and again here. */
+/*
+ * Both the channel and the hooks are done: bind the turn at egress first,
+ * which holds the broker to it on its own (DESIGN.md 1, invariant 6), then
+ * at the broker.
+ */
+static void
+turn_submit(struct turn *t)
+{
+	struct child	*b, *eg;
+	struct msgb	 mb;
+
+	if (turn_build(t) == -1)
+		return;
+	if ((b = chan_broker(t->t_key)) == NULL || b->c_peer == 0) {
+		turn_end(t, turn_failure("start_failed",
+		    "the channel's broker is not running", NULL), 0);
+		return;
+	}
+	t->t_peer = b->c_peer;
+	msgb_init(&mb, MSG_EGR_BIND, 0);
+	msg_add_uint(&mb, "peer", t->t_peer);
+	msg_add_str(&mb, "turn_id", t->t_id);
+	msg_add_str(&mb, "thinking", t->t_thinking);
+	msg_add_uint(&mb, "max_calls", sv->sv_conf->max_calls);
+	msg_add_uint(&mb, "deadline_ms", turn_ms_left(t));
+	if ((eg = child_singleton(PROC_EGRESS)) == NULL ||
+	    child_request(eg, &mb, turn_bound, t) == -1) {
+		if (eg == NULL)
+			msgb_free(&mb);
+		turn_end(t, turn_failure("start_failed",
+		    "egress is not running", NULL), 0);
+		return;
+	}
+	t->t_binding = 1;
+}
+
+/*
+ * The worker's result, checked by the broker and again here: a broker that
+ * passes on what PROTOCOL.md 3.1 refuses breaks a rule.
+ */
 static int
-turn_result(struct turn *t, const uint8_t *data, size_t len)
+turn_result(struct turn *t, struct child *b, const uint8_t *data,
+    size_t len)
 {
 	cJSON		*r, *ok, *text, *files, *f, *out, *arr, *e;
 	char		 err[256];
 
 	if (body_parse((const char *)data, len, &r, err, sizeof(err)) !=
-	    BODY_OK)
-		return -1;
+	    BODY_OK) {
+		turn_violation(t, b, VIOLATION_RESULT, err);
+		return 0;
+	}
 	ok = cJSON_GetObjectItemCaseSensitive(r, "ok");
+	text = cJSON_GetObjectItemCaseSensitive(r, "text");
+	files = cJSON_GetObjectItemCaseSensitive(r, "files");
+	e = cJSON_GetObjectItemCaseSensitive(r, "error");
+	if (!cJSON_IsObject(r) || !cJSON_IsBool(ok))
+		snprintf(err, sizeof(err), "result.ok is not a boolean");
+	else if (cJSON_IsTrue(ok) && (!cJSON_IsString(text) ||
+	    utf8_text_check(text->valuestring, strlen(text->valuestring),
+	    RESULT_TEXT_MAX) == -1))
+		snprintf(err, sizeof(err), "result.text is not a string of at "
+		    "most %u chars", RESULT_TEXT_MAX);
+	else if (cJSON_IsTrue(ok) && body_check_files(files, err,
+	    sizeof(err)) != BODY_OK)
+		;	/* err says which */
+	else if (cJSON_IsFalse(ok) && (!cJSON_IsString(e) ||
+	    utf8_text_check(e->valuestring, strlen(e->valuestring),
+	    RESULT_ERROR_MAX) == -1))
+		snprintf(err, sizeof(err), "result.error is not a string of "
+		    "at most %u chars", RESULT_ERROR_MAX);
+	else
+		err[0] = '\0';
+	if (err[0] != '\0') {
+		cJSON_Delete(r);
+		turn_violation(t, b, VIOLATION_RESULT, err);
+		return 0;
+	}
 	if (cJSON_IsTrue(ok)) {
-		text = cJSON_GetObjectItemCaseSensitive(r, "text");
-		files = cJSON_GetObjectItemCaseSensitive(r, "files");
-		if (!cJSON_IsString(text) || body_check_files(files, err,
-		    sizeof(err)) != BODY_OK) {
-			log_warnx("channel %s: reply refused on the host: %s",
-			    t->t_key, err);
-			cJSON_Delete(r);
-			turn_end(t, turn_failure("worker_failed",
-			    "The worker's reply was refused", NULL), 0);
-			return 0;
-		}
 		if ((out = cJSON_CreateObject()) == NULL ||
 		    cJSON_AddTrueToObject(out, "ok") == NULL ||
 		    cJSON_AddStringToObject(out, "text", text->valuestring) ==
@@ -363,9 +482,8 @@ turn_result(struct turn *t, const uint8_t *data, size_t len)
 		turn_end(t, out, 0);
 		return 0;
 	}
-	e = cJSON_GetObjectItemCaseSensitive(r, "error");
 	out = turn_failure("worker_failed", "The worker failed",
-	    cJSON_IsString(e) ? e->valuestring : "");
+	    e->valuestring);
 	cJSON_Delete(r);
 	sv->sv_count.sc_failures++;
 	turn_end(t, out, 0);
@@ -386,6 +504,7 @@ turn_tool_answer(struct turn_tool *tt, int ok, const char *json)
 		child_send_msg(b, &mb);
 	}
 	TAILQ_REMOVE(&t->t_tools, tt, tt_entry);
+	t->t_ntools--;
 	free(tt);
 }
 
@@ -414,12 +533,25 @@ turn_tool_done(cJSON *result, const char *error, void *arg)
 	free(json);
 }
 
+static int
+turn_tool_known(const char *name)
+{
+	size_t	 i;
+
+	for (i = 0; i < sv->sv_conf->ntools; i++)
+		if (strcmp(sv->sv_conf->tools[i], name) == 0)
+			return 1;
+	return 0;
+}
+
 /*
  * A host tool call: the hook of the client that submitted the turn gets the
- * bound identity, never what the worker claimed.
+ * bound identity, never what the worker claimed.  What the broker admitted
+ * is checked again: a tool of the configuration, a request id not in use,
+ * at most TURN_TOOLS_INFLIGHT_MAX at once, an object for input.
  */
 static int
-turn_tool_call(struct turn *t, struct msg *m)
+turn_tool_call(struct turn *t, struct child *b, struct msg *m)
 {
 	struct turn_tool	*tt;
 	const char		*turn_id, *name;
@@ -433,15 +565,39 @@ turn_tool_call(struct turn *t, struct msg *m)
 	    msg_get_str(m, "name", HOST_TOOL_NAME_MAX, &name) == -1 ||
 	    msg_get_data(m, &data, &len) == -1 || msg_end(m) == -1)
 		return -1;
+	if (!turn_tool_known(name)) {
+		turn_violation(t, b, VIOLATION_HOST_TOOL, "a host tool that "
+		    "is not in the configuration");
+		return 0;
+	}
+	TAILQ_FOREACH(tt, &t->t_tools, tt_entry)
+		if (tt->tt_id == m->m_id) {
+			turn_violation(t, b, VIOLATION_TOOL_CALL,
+			    "a tool call id in use");
+			return 0;
+		}
+	if (t->t_ntools >= TURN_TOOLS_INFLIGHT_MAX) {
+		turn_violation(t, b, VIOLATION_TOOL_CALL, "more tool calls in "
+		    "flight than a turn allows");
+		return 0;
+	}
+	if (body_parse((const char *)data, len, &input, err, sizeof(err)) !=
+	    BODY_OK || !cJSON_IsObject(input)) {
+		cJSON_Delete(input);
+		turn_violation(t, b, VIOLATION_TOOL_CALL, "a tool input that "
+		    "is not a JSON object");
+		return 0;
+	}
 	if ((tt = calloc(1, sizeof(*tt))) == NULL)
 		fatal("%s", __func__);
 	tt->tt_turn = t;
 	tt->tt_id = m->m_id;
 	TAILQ_INSERT_TAIL(&t->t_tools, tt, tt_entry);
+	t->t_ntools++;
+	/* A call of a turn that settled meanwhile, or no hook to ask. */
 	if (strcmp(turn_id, t->t_id) != 0 || t->t_client == NULL ||
-	    (ctl_client_hooks(t->t_client) & HOOK_TOOL_CALL) == 0 ||
-	    body_parse((const char *)data, len, &input, err, sizeof(err)) !=
-	    BODY_OK) {
+	    (ctl_client_hooks(t->t_client) & HOOK_TOOL_CALL) == 0) {
+		cJSON_Delete(input);
 		turn_tool_answer(tt, 0, "{}");
 		return 0;
 	}
@@ -490,7 +646,7 @@ turn_broker_msg(const char *key, struct child *c, struct msg *m)
 		if (t == NULL || t->t_state != TURN_SUBMITTED ||
 		    strcmp(turn_id, t->t_id) != 0)
 			return 0;	/* settled meanwhile */
-		return turn_result(t, data, len);
+		return turn_result(t, c, data, len);
 	case MSG_BRK_TOOL_CALL:
 		if (t == NULL || t->t_state != TURN_SUBMITTED) {
 			struct msgb	 mb;
@@ -502,7 +658,7 @@ turn_broker_msg(const char *key, struct child *c, struct msg *m)
 			child_send_msg(c, &mb);
 			return 0;
 		}
-		return turn_tool_call(t, m);
+		return turn_tool_call(t, c, m);
 	default:
 		return -1;
 	}
@@ -519,6 +675,30 @@ turn_abort(const char *key, const char *why)
 		return;
 	log_info("channel %s: turn %s cancelled: %s", key, t->t_id, why);
 	turn_end(t, turn_failure("cancelled", why, NULL), 0);
+}
+
+/*
+ * The channel's broker is gone while its turn was bound or being bound:
+ * nothing can answer the turn any more, so it ends now, and the container
+ * goes as for a cancel.
+ */
+void
+turn_broker_gone(const char *key, const struct child *b)
+{
+	struct turn	*t = turn_find(key);
+	char		 msg[160];
+
+	if (t == NULL || (t->t_state != TURN_SUBMITTED && !t->t_binding))
+		return;
+	if (b->c_violation != VIOLATION_NONE)
+		snprintf(msg, sizeof(msg), "The channel's broker broke a rule "
+		    "(%s) and was stopped", violation_name(b->c_violation));
+	else
+		snprintf(msg, sizeof(msg), "The channel's broker stopped");
+	log_warnx("channel %s: turn %s: %s", key, t->t_id, msg);
+	sv->sv_count.sc_failures++;
+	turn_end(t, turn_failure(b->c_violation != VIOLATION_NONE ?
+	    "worker_failed" : "internal", msg, NULL), 1);
 }
 
 void

@@ -1,0 +1,63 @@
+/*
+ * The rules a broker or research job can break (DESIGN.md 1, invariants 6
+ * to 8).  Egress and the supervisor each check what a peer sends on their
+ * own; a refusal names its rule, is logged with the channel and counted in
+ * daemon.stats under that name.  A legitimate broker never breaks any of
+ * them, so each one means the peer runs someone else's code.
+ */
+#ifndef RTSANDBOX_VIOLATION_H
+#define RTSANDBOX_VIOLATION_H
+
+/* X(enum suffix, name in logs and daemon.stats) */
+#define VIOLATION_TABLE(X)						\
+	/* a frame the message table refuses, or a descriptor count,	\
+	 * size or field out of place */				\
+	X(FRAME,	"frame")					\
+	/* a call kind, path or query the peer may not use */		\
+	X(KIND,		"kind")						\
+	/* a body over its bound, not strict JSON, over the node cap,	\
+	 * or with a key twice */					\
+	X(BODY,		"body")						\
+	/* a top-level field the rebuild never sends, a tool that is not \
+	 * custom */							\
+	X(FIELD,	"field")					\
+	X(MODEL,	"model")					\
+	X(MAX_TOKENS,	"max_tokens")					\
+	X(THINKING,	"thinking")					\
+	X(EFFORT,	"effort")					\
+	/* an MCP server outside the peer's profile */			\
+	X(MCP_SERVER,	"mcp_server")					\
+	/* an MCP method outside the allow-list, or tools/call outside a \
+	 * bound turn */						\
+	X(MCP_METHOD,	"mcp_method")					\
+	X(MCP_TOOL,	"mcp_tool")					\
+	/* a call for no bound turn, or for a turn that was never bound */ \
+	X(NO_TURN,	"no_turn")					\
+	/* more calls than the turn's, the window's or the job's budget */ \
+	X(BUDGET,	"budget")					\
+	/* more calls in flight than a scope allows */			\
+	X(IN_FLIGHT,	"in_flight")					\
+	/* request headers egress cannot build from what was sent */	\
+	X(HEADERS,	"headers")					\
+	/* a host tool that is not in the configuration's tools */	\
+	X(HOST_TOOL,	"host_tool")					\
+	/* a tool call id in use, or more tool calls in flight than a	\
+	 * turn allows */						\
+	X(TOOL_CALL,	"tool_call")					\
+	/* a turn result that breaks a bound of PROTOCOL.md 4.2 */	\
+	X(RESULT,	"result")
+
+enum violation {
+	VIOLATION_NONE = 0,
+#define VIOLATION_ENUM(e, n)	VIOLATION_##e,
+	VIOLATION_TABLE(VIOLATION_ENUM)
+#undef VIOLATION_ENUM
+	VIOLATION__COUNT
+};
+
+/* "model"; "none" for VIOLATION_NONE and anything out of range. */
+const char	*violation_name(enum violation);
+/* The rule of that name; VIOLATION_NONE when there is none. */
+enum violation	 violation_from_name(const char *);
+
+#endif

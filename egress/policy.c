@@ -1,0 +1,941 @@
+/*
+ * Egress's own reading of each call body (DESIGN.md 1, invariant 6).  The
+ * reader below walks strict JSON without building anything: a first pass
+ * checks the grammar of the whole body, counts its values and keys and
+ * notes where each top-level field the policy knows begins; the checks
+ * then read just those values again.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "limits.h"
+#include "policy.h"
+#include "validate.h"
+
+/* Values and keys in one body: far above what a rebuilt request of
+ * PROTOCOL.md 5 holds, and a bound on the time a hostile one costs. */
+#define POLICY_NODES_MAX	(4u * 1024 * 1024)
+/* The longest name the policy compares, decoded (a model name). */
+#define POLICY_STR_MAX		MODEL_NAME_BYTES_MAX
+
+struct jw {
+	const uint8_t	*s;
+	size_t		 len;
+	size_t		 i;
+	size_t		 nodes;
+	const char	*err;
+};
+
+static const char *const level_names[] = {
+	[POLICY_LEVEL_NONE] = "none",
+	[POLICY_LEVEL_LOW] = "low",
+	[POLICY_LEVEL_MEDIUM] = "medium",
+	[POLICY_LEVEL_HIGH] = "high",
+	[POLICY_LEVEL_XHIGH] = "xhigh",
+};
+
+/* PROTOCOL.md 5: effort order low < medium < high < xhigh < max. */
+static const char *const effort_names[] = {
+	"low", "medium", "high", "xhigh", "max"
+};
+/* The highest effort of each level: low, medium, high, max. */
+static const int effort_ceiling[] = {
+	[POLICY_LEVEL_NONE] = -1,
+	[POLICY_LEVEL_LOW] = 0,
+	[POLICY_LEVEL_MEDIUM] = 1,
+	[POLICY_LEVEL_HIGH] = 2,
+	[POLICY_LEVEL_XHIGH] = 4,
+};
+
+static const char *const mcp_methods[] = {
+	"initialize", "notifications/initialized", "ping", "tools/list",
+	"tools/call"
+};
+
+#define nitems(a)	(sizeof(a) / sizeof((a)[0]))
+
+int
+policy_level_parse(const char *s, enum policy_level *out)
+{
+	size_t	 i;
+
+	for (i = POLICY_LEVEL_LOW; i < nitems(level_names); i++)
+		if (strcmp(s, level_names[i]) == 0) {
+			*out = i;
+			return 0;
+		}
+	return -1;
+}
+
+const char *
+policy_level_name(enum policy_level l)
+{
+	if ((unsigned)l >= nitems(level_names))
+		return "none";
+	return level_names[l];
+}
+
+uint64_t
+policy_budget_ceiling(enum policy_level l)
+{
+	switch (l) {
+	case POLICY_LEVEL_LOW:
+		return THINKING_CEIL_LOW;
+	case POLICY_LEVEL_MEDIUM:
+		return THINKING_CEIL_MEDIUM;
+	case POLICY_LEVEL_HIGH:
+		return THINKING_CEIL_HIGH;
+	case POLICY_LEVEL_XHIGH:
+		return THINKING_CEIL_XHIGH;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * The reader
+ */
+
+static int
+jw_fail(struct jw *w, const char *why)
+{
+	if (w->err == NULL)
+		w->err = why;
+	return -1;
+}
+
+static void
+jw_ws(struct jw *w)
+{
+	while (w->i < w->len && (w->s[w->i] == ' ' || w->s[w->i] == '\t' ||
+	    w->s[w->i] == '\n' || w->s[w->i] == '\r'))
+		w->i++;
+}
+
+static int
+jw_node(struct jw *w)
+{
+	if (++w->nodes > POLICY_NODES_MAX)
+		return jw_fail(w, "too many values and keys");
+	return 0;
+}
+
+static int
+jw_hex4(struct jw *w, uint32_t *v)
+{
+	int	 d;
+	size_t	 k;
+
+	if (w->len - w->i < 4)
+		return jw_fail(w, "a truncated \\u escape");
+	*v = 0;
+	for (k = 0; k < 4; k++) {
+		if ((d = hex_digit(w->s[w->i + k])) == -1)
+			return jw_fail(w, "a bad \\u escape");
+		*v = (*v << 4) | (uint32_t)d;
+	}
+	w->i += 4;
+	return 0;
+}
+
+/* Append code point cp to out as UTF-8; *n goes past outsz when it does
+ * not fit (the caller then knows the string is too long). */
+static void
+put_utf8(char *out, size_t outsz, size_t *n, uint32_t cp)
+{
+	uint8_t	 b[4];
+	size_t	 k, blen;
+
+	if (cp < 0x80) {
+		b[0] = cp;
+		blen = 1;
+	} else if (cp < 0x800) {
+		b[0] = 0xc0 | (cp >> 6);
+		b[1] = 0x80 | (cp & 0x3f);
+		blen = 2;
+	} else if (cp < 0x10000) {
+		b[0] = 0xe0 | (cp >> 12);
+		b[1] = 0x80 | ((cp >> 6) & 0x3f);
+		b[2] = 0x80 | (cp & 0x3f);
+		blen = 3;
+	} else {
+		b[0] = 0xf0 | (cp >> 18);
+		b[1] = 0x80 | ((cp >> 12) & 0x3f);
+		b[2] = 0x80 | ((cp >> 6) & 0x3f);
+		b[3] = 0x80 | (cp & 0x3f);
+		blen = 4;
+	}
+	for (k = 0; k < blen; k++, (*n)++)
+		if (out != NULL && *n < outsz)
+			out[*n] = b[k];
+}
+
+/*
+ * A string at w->i (its opening quote), decoded into out when out is not
+ * NULL: *outlen is its decoded length, which may exceed outsz (then only
+ * outsz bytes were written).  Escapes are decoded, so "mod\u0065l" is
+ * "model" here as it is upstream.
+ */
+static int
+jw_string(struct jw *w, char *out, size_t outsz, size_t *outlen)
+{
+	uint32_t	 cp, lo;
+	size_t		 n = 0;
+	uint8_t		 c;
+
+	if (w->i >= w->len || w->s[w->i] != '"')
+		return jw_fail(w, "a string expected");
+	w->i++;
+	for (;;) {
+		if (w->i >= w->len)
+			return jw_fail(w, "an unterminated string");
+		c = w->s[w->i];
+		if (c == '"') {
+			w->i++;
+			break;
+		}
+		if (c < 0x20)
+			return jw_fail(w, "a control character in a string");
+		if (c != '\\') {
+			if (utf8_next(w->s, w->len, &w->i, &cp) == -1)
+				return jw_fail(w, "a string that is not UTF-8");
+			put_utf8(out, outsz, &n, cp);
+			continue;
+		}
+		if (++w->i >= w->len)
+			return jw_fail(w, "an unterminated escape");
+		c = w->s[w->i++];
+		switch (c) {
+		case '"':
+		case '\\':
+		case '/':
+			cp = c;
+			break;
+		case 'b':
+			cp = '\b';
+			break;
+		case 'f':
+			cp = '\f';
+			break;
+		case 'n':
+			cp = '\n';
+			break;
+		case 'r':
+			cp = '\r';
+			break;
+		case 't':
+			cp = '\t';
+			break;
+		case 'u':
+			if (jw_hex4(w, &cp) == -1)
+				return -1;
+			/* a surrogate only as a whole pair */
+			if (cp >= 0xdc00 && cp <= 0xdfff)
+				return jw_fail(w, "a lone low surrogate");
+			if (cp >= 0xd800 && cp <= 0xdbff) {
+				if (w->len - w->i < 2 || w->s[w->i] != '\\' ||
+				    w->s[w->i + 1] != 'u')
+					return jw_fail(w,
+					    "a lone high surrogate");
+				w->i += 2;
+				if (jw_hex4(w, &lo) == -1)
+					return -1;
+				if (lo < 0xdc00 || lo > 0xdfff)
+					return jw_fail(w,
+					    "a lone high surrogate");
+				cp = 0x10000 + ((cp - 0xd800) << 10) +
+				    (lo - 0xdc00);
+			}
+			break;
+		default:
+			return jw_fail(w, "a bad escape");
+		}
+		put_utf8(out, outsz, &n, cp);
+	}
+	if (outlen != NULL)
+		*outlen = n;
+	return 0;
+}
+
+static int
+jw_digits(struct jw *w)
+{
+	size_t	 start = w->i;
+
+	while (w->i < w->len && w->s[w->i] >= '0' && w->s[w->i] <= '9')
+		w->i++;
+	return w->i > start ? 0 : jw_fail(w, "a bad number");
+}
+
+static int
+jw_number(struct jw *w)
+{
+	if (w->i < w->len && w->s[w->i] == '-')
+		w->i++;
+	if (w->i < w->len && w->s[w->i] == '0')
+		w->i++;
+	else if (jw_digits(w) == -1)
+		return -1;
+	if (w->i < w->len && w->s[w->i] == '.') {
+		w->i++;
+		if (jw_digits(w) == -1)
+			return -1;
+	}
+	if (w->i < w->len && (w->s[w->i] == 'e' || w->s[w->i] == 'E')) {
+		w->i++;
+		if (w->i < w->len && (w->s[w->i] == '+' || w->s[w->i] == '-'))
+			w->i++;
+		if (jw_digits(w) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+static int
+jw_literal(struct jw *w, const char *lit)
+{
+	size_t	 n = strlen(lit);
+
+	if (w->len - w->i < n || memcmp(w->s + w->i, lit, n) != 0)
+		return jw_fail(w, "a bad literal");
+	w->i += n;
+	return 0;
+}
+
+static int	jw_value(struct jw *, int depth);
+
+/*
+ * An object at w->i.  For each member, fn gets the key (decoded, or NULL
+ * when longer than any key the policy knows) with w->i at its value, and
+ * must consume the value; NULL fn just checks them.
+ */
+typedef int	(*jw_member_fn)(struct jw *, const char *key, void *arg,
+		    int depth);
+
+#define JW_KEY_MAX	32
+
+static int
+jw_object(struct jw *w, int depth, jw_member_fn fn, void *arg)
+{
+	char	 key[JW_KEY_MAX + 1];
+	size_t	 klen;
+
+	if (depth > POLICY_DEPTH_MAX)
+		return jw_fail(w, "nested too deep");
+	if (w->i >= w->len || w->s[w->i] != '{')
+		return jw_fail(w, "an object expected");
+	w->i++;
+	jw_ws(w);
+	if (w->i < w->len && w->s[w->i] == '}') {
+		w->i++;
+		return 0;
+	}
+	for (;;) {
+		jw_ws(w);
+		if (jw_node(w) == -1 ||
+		    jw_string(w, key, JW_KEY_MAX, &klen) == -1)
+			return -1;
+		jw_ws(w);
+		if (w->i >= w->len || w->s[w->i] != ':')
+			return jw_fail(w, "a ':' expected");
+		w->i++;
+		jw_ws(w);
+		/* a NUL in a key matches no name the policy knows */
+		if (klen > JW_KEY_MAX || memchr(key, '\0', klen) != NULL)
+			klen = 0;
+		key[klen] = '\0';
+		if (fn != NULL) {
+			if (fn(w, klen > 0 ? key : NULL, arg, depth + 1) == -1)
+				return -1;
+		} else if (jw_value(w, depth + 1) == -1)
+			return -1;
+		jw_ws(w);
+		if (w->i < w->len && w->s[w->i] == ',') {
+			w->i++;
+			continue;
+		}
+		if (w->i < w->len && w->s[w->i] == '}') {
+			w->i++;
+			return 0;
+		}
+		return jw_fail(w, "a ',' or '}' expected");
+	}
+}
+
+/* An array at w->i; fn (or jw_value) consumes each element. */
+typedef int	(*jw_elem_fn)(struct jw *, void *arg, int depth);
+
+static int
+jw_array(struct jw *w, int depth, jw_elem_fn fn, void *arg)
+{
+	if (depth > POLICY_DEPTH_MAX)
+		return jw_fail(w, "nested too deep");
+	if (w->i >= w->len || w->s[w->i] != '[')
+		return jw_fail(w, "an array expected");
+	w->i++;
+	jw_ws(w);
+	if (w->i < w->len && w->s[w->i] == ']') {
+		w->i++;
+		return 0;
+	}
+	for (;;) {
+		jw_ws(w);
+		if ((fn != NULL ? fn(w, arg, depth + 1) :
+		    jw_value(w, depth + 1)) == -1)
+			return -1;
+		jw_ws(w);
+		if (w->i < w->len && w->s[w->i] == ',') {
+			w->i++;
+			continue;
+		}
+		if (w->i < w->len && w->s[w->i] == ']') {
+			w->i++;
+			return 0;
+		}
+		return jw_fail(w, "a ',' or ']' expected");
+	}
+}
+
+static int
+jw_value(struct jw *w, int depth)
+{
+	if (jw_node(w) == -1)
+		return -1;
+	if (w->i >= w->len)
+		return jw_fail(w, "a value expected");
+	switch (w->s[w->i]) {
+	case '{':
+		return jw_object(w, depth, NULL, NULL);
+	case '[':
+		return jw_array(w, depth, NULL, NULL);
+	case '"':
+		return jw_string(w, NULL, 0, NULL);
+	case 't':
+		return jw_literal(w, "true");
+	case 'f':
+		return jw_literal(w, "false");
+	case 'n':
+		return jw_literal(w, "null");
+	default:
+		return jw_number(w);
+	}
+}
+
+static char
+jw_peek(const struct jw *w)
+{
+	return w->i < w->len ? (char)w->s[w->i] : '\0';
+}
+
+/* A string value that must fit out (NUL-terminated): 0; 1 when it is a
+ * string that does not fit or holds a NUL; -2 when it is no string; -1
+ * on bad JSON. */
+static int
+jw_get_str(struct jw *w, char *out, size_t outsz)
+{
+	size_t	 n;
+
+	if (jw_peek(w) != '"') {
+		if (jw_value(w, 1) == -1)
+			return -1;
+		return -2;
+	}
+	if (jw_string(w, out, outsz - 1, &n) == -1)
+		return -1;
+	if (n > outsz - 1 || memchr(out, '\0', n) != NULL)
+		return 1;
+	out[n] = '\0';
+	return 0;
+}
+
+/* A plain non-negative integer (digits only, as the rebuild writes it):
+ * 0; 1 for another number or a value that does not fit; -1 on bad JSON. */
+static int
+jw_get_uint(struct jw *w, uint64_t *v)
+{
+	size_t	 start = w->i, k;
+
+	if (jw_value(w, 1) == -1)
+		return -1;
+	*v = 0;
+	if (start == w->i)
+		return 1;
+	for (k = start; k < w->i; k++) {
+		if (w->s[k] < '0' || w->s[k] > '9')
+			return 1;
+		if (*v > (UINT64_MAX - 9) / 10)
+			return 1;
+		*v = *v * 10 + (w->s[k] - '0');
+	}
+	/* "0" alone is plain; "007" is no JSON number and failed above */
+	return 0;
+}
+
+/*
+ * The first pass: the whole body is one strict JSON object; each field of
+ * names is found at most once, its value's offset noted.
+ */
+struct fields {
+	const char *const	*f_names;
+	size_t			 f_n;
+	size_t			 f_off[16];
+	uint32_t		 f_seen;
+	int			 f_unknown;	/* a field not in names */
+	int			 f_dup;
+	char			 f_dup_name[JW_KEY_MAX + 1];
+	char			 f_unknown_name[JW_KEY_MAX + 1];
+};
+
+static int
+fields_member(struct jw *w, const char *key, void *arg, int depth)
+{
+	struct fields	*f = arg;
+	size_t		 k;
+
+	for (k = 0; key != NULL && k < f->f_n; k++)
+		if (strcmp(key, f->f_names[k]) == 0)
+			break;
+	if (key == NULL || k == f->f_n) {
+		if (!f->f_unknown)
+			snprintf(f->f_unknown_name, sizeof(f->f_unknown_name),
+			    "%s", key != NULL ? key : "(a long key)");
+		f->f_unknown = 1;
+	} else if (f->f_seen & (1u << k)) {
+		if (!f->f_dup)
+			snprintf(f->f_dup_name, sizeof(f->f_dup_name), "%s",
+			    key);
+		f->f_dup = 1;
+	} else {
+		f->f_seen |= 1u << k;
+		f->f_off[k] = w->i;
+	}
+	return jw_value(w, depth);
+}
+
+static enum violation __attribute__((format(printf, 4, 5)))
+refuse(enum violation v, char *why, size_t whylen, const char *fmt, ...)
+{
+	va_list	 ap;
+
+	if (why != NULL && whylen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(why, whylen, fmt, ap);
+		va_end(ap);
+	}
+	return v;
+}
+
+/* Whether the body's value is an object (else the caller names it). */
+static int
+is_object(const char *body, size_t len)
+{
+	size_t	 i = 0;
+
+	while (i < len && (body[i] == ' ' || body[i] == '\t' ||
+	    body[i] == '\n' || body[i] == '\r'))
+		i++;
+	return i < len && body[i] == '{';
+}
+
+/* Parse body, an object, and find names in it. */
+static enum violation
+fields_read(const char *body, size_t len, struct fields *f, char *why,
+    size_t whylen)
+{
+	struct jw	 w;
+
+	memset(&w, 0, sizeof(w));
+	w.s = (const uint8_t *)body;
+	w.len = len;
+	jw_ws(&w);
+	if (jw_node(&w) == -1 || jw_object(&w, 1, fields_member, f) == -1)
+		return refuse(VIOLATION_BODY, why, whylen,
+		    "not strict JSON: %s at byte %zu", w.err, w.i);
+	jw_ws(&w);
+	if (w.i != w.len)
+		return refuse(VIOLATION_BODY, why, whylen,
+		    "bytes after the JSON value at byte %zu", w.i);
+	if (f->f_dup)
+		return refuse(VIOLATION_BODY, why, whylen,
+		    "\"%s\" twice", f->f_dup_name);
+	return VIOLATION_NONE;
+}
+
+/* A walker positioned at one value of the body already read. */
+static void
+jw_at(struct jw *w, const char *body, size_t len, size_t off)
+{
+	memset(w, 0, sizeof(*w));
+	w->s = (const uint8_t *)body;
+	w->len = len;
+	w->i = off;
+}
+
+/*
+ * Model calls
+ */
+
+enum {
+	MF_MODEL, MF_MESSAGES, MF_SYSTEM, MF_MAX_TOKENS, MF_STREAM,
+	MF_TEMPERATURE, MF_TOP_P, MF_TOP_K, MF_STOP_SEQUENCES, MF_TOOLS,
+	MF_TOOL_CHOICE, MF_THINKING, MF_OUTPUT_CONFIG
+};
+/* What the rebuild of PROTOCOL.md 5 sends, and nothing else. */
+static const char *const model_fields[] = {
+	"model", "messages", "system", "max_tokens", "stream", "temperature",
+	"top_p", "top_k", "stop_sequences", "tools", "tool_choice",
+	"thinking", "output_config"
+};
+
+/* A sub-object of known keys: offsets noted, unknown keys and doubles
+ * refused. */
+static enum violation
+sub_fields(const char *body, size_t len, size_t off, struct fields *f,
+    const char *what, enum violation unknown, char *why, size_t whylen)
+{
+	struct jw	 w;
+
+	jw_at(&w, body, len, off);
+	if (jw_peek(&w) != '{')
+		return refuse(unknown, why, whylen, "%s is not an object",
+		    what);
+	if (jw_object(&w, 2, fields_member, f) == -1)
+		return refuse(VIOLATION_BODY, why, whylen, "%s: %s", what,
+		    w.err);
+	if (f->f_dup)
+		return refuse(VIOLATION_BODY, why, whylen, "%s.%s twice",
+		    what, f->f_dup_name);
+	if (f->f_unknown)
+		return refuse(unknown, why, whylen, "%s.%s is not sent by "
+		    "the rebuild", what, f->f_unknown_name);
+	return VIOLATION_NONE;
+}
+
+static enum violation
+check_thinking(const char *body, size_t len, size_t off,
+    const struct policy_model *pm, char *why, size_t whylen)
+{
+	static const char *const names[] = { "type", "budget_tokens" };
+	struct fields	 f;
+	struct jw	 w;
+	enum violation	 v;
+	char		 type[16];
+	uint64_t	 budget, ceil = policy_budget_ceiling(pm->pm_level);
+
+	memset(&f, 0, sizeof(f));
+	f.f_names = names;
+	f.f_n = nitems(names);
+	if ((v = sub_fields(body, len, off, &f, "thinking",
+	    VIOLATION_THINKING, why, whylen)) != VIOLATION_NONE)
+		return v;
+	if (!(f.f_seen & 1u))
+		return refuse(VIOLATION_THINKING, why, whylen,
+		    "thinking without a type");
+	jw_at(&w, body, len, f.f_off[0]);
+	if (jw_get_str(&w, type, sizeof(type)) != 0)
+		return refuse(VIOLATION_THINKING, why, whylen,
+		    "thinking.type is not a known type");
+	if (strcmp(type, "adaptive") == 0 || strcmp(type, "disabled") == 0) {
+		if (f.f_seen & 2u)
+			return refuse(VIOLATION_THINKING, why, whylen,
+			    "thinking %s with a budget", type);
+		return VIOLATION_NONE;
+	}
+	if (strcmp(type, "enabled") != 0)
+		return refuse(VIOLATION_THINKING, why, whylen,
+		    "thinking.type is not a known type");
+	if (!(f.f_seen & 2u))
+		return refuse(VIOLATION_THINKING, why, whylen,
+		    "thinking enabled without a budget");
+	jw_at(&w, body, len, f.f_off[1]);
+	if (jw_get_uint(&w, &budget) != 0)
+		return refuse(VIOLATION_THINKING, why, whylen,
+		    "thinking.budget_tokens is not a plain integer");
+	if (budget > ceil)
+		return refuse(VIOLATION_THINKING, why, whylen,
+		    "thinking budget %llu over the %s ceiling %llu",
+		    (unsigned long long)budget,
+		    policy_level_name(pm->pm_level),
+		    (unsigned long long)ceil);
+	return VIOLATION_NONE;
+}
+
+static enum violation
+check_effort(const char *body, size_t len, size_t off,
+    const struct policy_model *pm, char *why, size_t whylen)
+{
+	static const char *const names[] = { "effort" };
+	struct fields	 f;
+	struct jw	 w;
+	enum violation	 v;
+	char		 effort[16];
+	size_t		 k;
+	int		 ceil = effort_ceiling[pm->pm_level];
+
+	memset(&f, 0, sizeof(f));
+	f.f_names = names;
+	f.f_n = nitems(names);
+	if ((v = sub_fields(body, len, off, &f, "output_config",
+	    VIOLATION_EFFORT, why, whylen)) != VIOLATION_NONE)
+		return v;
+	if (!(f.f_seen & 1u))
+		return VIOLATION_NONE;
+	jw_at(&w, body, len, f.f_off[0]);
+	if (jw_get_str(&w, effort, sizeof(effort)) != 0)
+		return refuse(VIOLATION_EFFORT, why, whylen,
+		    "output_config.effort is not a level");
+	for (k = 0; k < nitems(effort_names); k++)
+		if (strcmp(effort, effort_names[k]) == 0)
+			break;
+	if (k == nitems(effort_names))
+		return refuse(VIOLATION_EFFORT, why, whylen,
+		    "output_config.effort is not a level");
+	if ((int)k > ceil)
+		return refuse(VIOLATION_EFFORT, why, whylen,
+		    "effort %s over the %s ceiling", effort,
+		    policy_level_name(pm->pm_level));
+	return VIOLATION_NONE;
+}
+
+/* Each tool: "type", when present, is "custom" (no server tools). */
+struct tools_ctx {
+	enum violation	 v;
+	char		*why;
+	size_t		 whylen;
+	size_t		 n;
+};
+
+static int
+tool_member(struct jw *w, const char *key, void *arg, int depth)
+{
+	struct tools_ctx	*tc = arg;
+	char			 type[16];
+	int			 r;
+
+	if (key == NULL || strcmp(key, "type") != 0)
+		return jw_value(w, depth);
+	if ((r = jw_get_str(w, type, sizeof(type))) == -1)
+		return -1;
+	if (tc->v == VIOLATION_NONE && (r != 0 || strcmp(type, "custom") != 0))
+		tc->v = refuse(VIOLATION_FIELD, tc->why, tc->whylen,
+		    "tools.%zu is not a custom tool", tc->n);
+	return 0;
+}
+
+static int
+tool_elem(struct jw *w, void *arg, int depth)
+{
+	struct tools_ctx	*tc = arg;
+	size_t			 seen_at = w->i;
+	int			 r;
+
+	if (jw_node(w) == -1)
+		return -1;
+	if (jw_peek(w) != '{') {
+		if (tc->v == VIOLATION_NONE)
+			tc->v = refuse(VIOLATION_FIELD, tc->why, tc->whylen,
+			    "tools.%zu is not an object", tc->n);
+		r = jw_value(w, depth);
+	} else {
+		struct fields	 f;
+		static const char *const names[] = { "type" };
+
+		/* a second "type" would be a second opinion upstream */
+		memset(&f, 0, sizeof(f));
+		f.f_names = names;
+		f.f_n = 1;
+		if ((r = jw_object(w, depth, fields_member, &f)) == 0) {
+			if (f.f_dup && tc->v == VIOLATION_NONE)
+				tc->v = refuse(VIOLATION_BODY, tc->why,
+				    tc->whylen, "tools.%zu.type twice",
+				    tc->n);
+			w->i = seen_at;
+			r = jw_object(w, depth, tool_member, tc);
+		}
+	}
+	tc->n++;
+	return r;
+}
+
+static enum violation
+check_tools(const char *body, size_t len, size_t off, char *why,
+    size_t whylen)
+{
+	struct tools_ctx	 tc;
+	struct jw		 w;
+
+	memset(&tc, 0, sizeof(tc));
+	tc.why = why;
+	tc.whylen = whylen;
+	jw_at(&w, body, len, off);
+	if (jw_peek(&w) != '[')
+		return refuse(VIOLATION_FIELD, why, whylen,
+		    "tools is not an array");
+	if (jw_array(&w, 2, tool_elem, &tc) == -1)
+		return refuse(VIOLATION_BODY, why, whylen, "tools: %s",
+		    w.err);
+	return tc.v;
+}
+
+enum violation
+policy_model_check(const char *body, size_t len,
+    const struct policy_model *pm, char *why, size_t whylen)
+{
+	struct fields	 f;
+	struct jw	 w;
+	enum violation	 v;
+	char		 model[POLICY_STR_MAX + 1];
+	uint64_t	 mt;
+
+	if (why != NULL && whylen > 0)
+		why[0] = '\0';
+	memset(&f, 0, sizeof(f));
+	f.f_names = model_fields;
+	f.f_n = nitems(model_fields);
+	if (!is_object(body, len))
+		return refuse(VIOLATION_BODY, why, whylen,
+		    "body is not a JSON object");
+	if ((v = fields_read(body, len, &f, why, whylen)) != VIOLATION_NONE)
+		return v;
+	if (f.f_unknown)
+		return refuse(VIOLATION_FIELD, why, whylen,
+		    "field \"%s\" is not sent by the rebuild",
+		    f.f_unknown_name);
+
+	if (!(f.f_seen & (1u << MF_MODEL)))
+		return refuse(VIOLATION_MODEL, why, whylen, "no model");
+	jw_at(&w, body, len, f.f_off[MF_MODEL]);
+	if (jw_get_str(&w, model, sizeof(model)) != 0 ||
+	    strcmp(model, pm->pm_model) != 0)
+		return refuse(VIOLATION_MODEL, why, whylen,
+		    "a model other than the profile's");
+
+	if (f.f_seen & (1u << MF_MAX_TOKENS)) {
+		jw_at(&w, body, len, f.f_off[MF_MAX_TOKENS]);
+		if (jw_get_uint(&w, &mt) != 0)
+			return refuse(VIOLATION_MAX_TOKENS, why, whylen,
+			    "max_tokens is not a plain integer");
+		if (mt > pm->pm_max_tokens)
+			return refuse(VIOLATION_MAX_TOKENS, why, whylen,
+			    "max_tokens %llu over the ceiling %llu",
+			    (unsigned long long)mt,
+			    (unsigned long long)pm->pm_max_tokens);
+	}
+	if ((f.f_seen & (1u << MF_THINKING)) &&
+	    (v = check_thinking(body, len, f.f_off[MF_THINKING], pm, why,
+	    whylen)) != VIOLATION_NONE)
+		return v;
+	if ((f.f_seen & (1u << MF_OUTPUT_CONFIG)) &&
+	    (v = check_effort(body, len, f.f_off[MF_OUTPUT_CONFIG], pm, why,
+	    whylen)) != VIOLATION_NONE)
+		return v;
+	if ((f.f_seen & (1u << MF_TOOLS)) &&
+	    (v = check_tools(body, len, f.f_off[MF_TOOLS], why, whylen)) !=
+	    VIOLATION_NONE)
+		return v;
+	return VIOLATION_NONE;
+}
+
+/*
+ * MCP calls
+ */
+
+enum { CF_JSONRPC, CF_ID, CF_METHOD, CF_PARAMS };
+static const char *const mcp_fields[] = { "jsonrpc", "id", "method",
+    "params" };
+
+static enum violation
+check_tool_call(const char *body, size_t len, size_t off,
+    const struct policy_mcp *pm, char *why, size_t whylen)
+{
+	static const char *const names[] = { "name", "arguments" };
+	struct fields	 f;
+	struct jw	 w;
+	char		 name[TOOL_USE_NAME_MAX + 1];
+	size_t		 k;
+
+	memset(&f, 0, sizeof(f));
+	f.f_names = names;
+	f.f_n = nitems(names);
+	jw_at(&w, body, len, off);
+	if (jw_peek(&w) != '{')
+		return refuse(VIOLATION_MCP_TOOL, why, whylen,
+		    "tools/call params is not an object");
+	/* params holds more than name and arguments (_meta): as sent */
+	if (jw_object(&w, 2, fields_member, &f) == -1)
+		return refuse(VIOLATION_BODY, why, whylen, "params: %s",
+		    w.err);
+	if (f.f_dup)
+		return refuse(VIOLATION_BODY, why, whylen, "params.%s twice",
+		    f.f_dup_name);
+	if (!(f.f_seen & 1u) || !(f.f_seen & 2u))
+		return refuse(VIOLATION_MCP_TOOL, why, whylen,
+		    "tools/call without a name or arguments");
+	jw_at(&w, body, len, f.f_off[0]);
+	if (jw_get_str(&w, name, sizeof(name)) != 0)
+		return refuse(VIOLATION_MCP_TOOL, why, whylen,
+		    "a tool the server does not allow");
+	for (k = 0; k < pm->pm_ntools; k++)
+		if (strcmp(pm->pm_tools[k], name) == 0)
+			break;
+	if (k == pm->pm_ntools)
+		return refuse(VIOLATION_MCP_TOOL, why, whylen,
+		    "tool %s is not allowed on this server", name);
+	jw_at(&w, body, len, f.f_off[1]);
+	if (jw_peek(&w) != '{')
+		return refuse(VIOLATION_MCP_TOOL, why, whylen,
+		    "tools/call arguments is not an object");
+	return VIOLATION_NONE;
+}
+
+enum violation
+policy_mcp_check(const char *body, size_t len, const struct policy_mcp *pm,
+    char *why, size_t whylen)
+{
+	struct fields	 f;
+	struct jw	 w;
+	enum violation	 v;
+	char		 s[32];
+	size_t		 k;
+
+	if (why != NULL && whylen > 0)
+		why[0] = '\0';
+	memset(&f, 0, sizeof(f));
+	f.f_names = mcp_fields;
+	f.f_n = nitems(mcp_fields);
+	if (!is_object(body, len))
+		return refuse(VIOLATION_MCP_METHOD, why, whylen,
+		    "not one JSON-RPC request object (a batch?)");
+	if ((v = fields_read(body, len, &f, why, whylen)) != VIOLATION_NONE)
+		return v;
+	if (f.f_unknown)
+		return refuse(VIOLATION_FIELD, why, whylen,
+		    "field \"%s\" is not sent by the rebuild",
+		    f.f_unknown_name);
+	jw_at(&w, body, len, f.f_off[CF_JSONRPC]);
+	if (!(f.f_seen & (1u << CF_JSONRPC)) ||
+	    jw_get_str(&w, s, sizeof(s)) != 0 || strcmp(s, "2.0") != 0)
+		return refuse(VIOLATION_MCP_METHOD, why, whylen,
+		    "jsonrpc is not \"2.0\"");
+	jw_at(&w, body, len, f.f_off[CF_METHOD]);
+	if (!(f.f_seen & (1u << CF_METHOD)) ||
+	    jw_get_str(&w, s, sizeof(s)) != 0)
+		return refuse(VIOLATION_MCP_METHOD, why, whylen,
+		    "a method outside the allow-list");
+	for (k = 0; k < nitems(mcp_methods); k++)
+		if (strcmp(s, mcp_methods[k]) == 0)
+			break;
+	if (k == nitems(mcp_methods))
+		return refuse(VIOLATION_MCP_METHOD, why, whylen,
+		    "method %s is outside the allow-list", s);
+	if (strcmp(s, "tools/call") != 0)
+		return VIOLATION_NONE;
+	if (pm->pm_metadata_only)
+		return refuse(VIOLATION_MCP_METHOD, why, whylen,
+		    "tools/call without a bound turn");
+	if (!(f.f_seen & (1u << CF_PARAMS)))
+		return refuse(VIOLATION_MCP_TOOL, why, whylen,
+		    "tools/call without params");
+	return check_tool_call(body, len, f.f_off[CF_PARAMS], pm, why, whylen);
+}

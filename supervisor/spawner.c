@@ -1,0 +1,502 @@
+/*
+ * The spawner (DESIGN.md 1, invariant 9).  rtsandboxd forks it before the
+ * supervisor confines itself; it keeps clone and exec and the helpers'
+ * files, and it reads nothing but fixed-size requests from the supervisor on
+ * its own socket, every field of which it checks again (bubblewrap's rule
+ * for a privileged helper).  Children inherit its seccomp filter and
+ * Landlock domain, so those are the union of what the helpers need until
+ * they load their own; the supervisor's are left with what it uses itself.
+ *
+ * A child is made with clone(CLONE_PARENT): it is the supervisor's child, so
+ * the supervisor reaps it, and its parent-death signal follows the
+ * supervisor, as when the supervisor forked it itself.
+ */
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buildconf.h"
+#include "limits.h"
+#include "log.h"
+#include "role.h"
+#include "sandbox.h"
+#include "spawner.h"
+#include "supervisor.h"
+#include "validate.h"
+
+/* How long the supervisor waits for the spawner's answer. */
+#define SPAWNER_TIMEOUT_MS	10000
+
+/*
+ * One request: start a role with the pipes that ride with it and a channel
+ * segment, or read a child's memory from /proc (the supervisor's Landlock
+ * domain does not reach into the spawner's, where the children are).
+ */
+enum spawn_op {
+	SPAWN_START = 1,
+	SPAWN_MEMORY,
+};
+
+struct spawn_req {
+	uint32_t	 sr_op;
+	uint32_t	 sr_role;
+	uint32_t	 sr_nfds;
+	int32_t		 sr_pid;
+	char		 sr_name[SEGMENT_MAX + 1];
+};
+
+struct spawn_rep {
+	int32_t		 sp_pid;
+	int32_t		 sp_errno;
+	int64_t		 sp_rss_kib;
+	int64_t		 sp_pss_kib;
+};
+
+static char	 helper_path[PROC__COUNT][PATH_MAX];
+static int	 spawner_sock = -1;	/* the supervisor's end */
+static pid_t	 spawner_child = -1;
+
+int
+spawner_find_helpers(void)
+{
+	static const enum proc_role roles[] = {
+		PROC_FSGUARD, PROC_DOCKER, PROC_EGRESS, PROC_BROKER,
+		PROC_RESEARCH
+	};
+	char		 self[PATH_MAX];
+	ssize_t		 n;
+	size_t		 i, blen;
+	int		 rc = 0;
+
+	/* An rtsandboxd run from its build tree finds its helpers there. */
+	blen = strlen(RTSANDBOX_BUILDDIR);
+	if (sv->sv_helper_dir == NULL &&
+	    (n = readlink("/proc/self/exe", self, sizeof(self) - 1)) > 0) {
+		self[n] = '\0';
+		if (strncmp(self, RTSANDBOX_BUILDDIR, blen) == 0 &&
+		    self[blen] == '/')
+			sv->sv_build_tree = 1;
+	}
+	for (i = 0; i < sizeof(roles) / sizeof(roles[0]); i++) {
+		enum proc_role	 r = roles[i];
+		char		*p = helper_path[r];
+
+		if (sv->sv_helper_dir != NULL)
+			n = snprintf(p, PATH_MAX, "%s/%s", sv->sv_helper_dir,
+			    proc_role_binary(r));
+		else if (sv->sv_build_tree)
+			n = snprintf(p, PATH_MAX, "%s/%s/%s",
+			    RTSANDBOX_BUILDDIR, proc_role_folder(r),
+			    proc_role_binary(r));
+		else
+			n = snprintf(p, PATH_MAX, "%s/%s",
+			    RTSANDBOX_LIBEXECDIR, proc_role_binary(r));
+		if (n < 0 || n >= PATH_MAX) {
+			log_warnx("helper path for %s too long",
+			    proc_role_name(r));
+			rc = -1;
+		} else if (access(p, X_OK) == -1) {
+			log_warn("helper %s", p);
+			rc = -1;
+		}
+	}
+	return rc;
+}
+
+/* The -p paths of each role: what its Landlock ruleset allows. */
+static size_t
+spawner_paths(enum proc_role role, const char **paths, size_t max)
+{
+	const struct config	*conf = sv->sv_conf;
+	size_t			 n = 0;
+
+	switch (role) {
+	case PROC_FSGUARD:
+		paths[n++] = conf->state_dir;
+		break;
+	case PROC_DOCKER:
+		paths[n++] = conf->docker_socket;
+		break;
+	case PROC_EGRESS:
+		paths[n++] = conf->upstream_credential_file;
+		if (conf->upstream_ca_file != NULL)
+			paths[n++] = conf->upstream_ca_file;
+		if (conf->mcp_credential_file != NULL)
+			paths[n++] = conf->mcp_credential_file;
+#if RTSANDBOX_TEST_SEAMS
+		if (conf->test_fetch_ca_file != NULL)
+			paths[n++] = conf->test_fetch_ca_file;
+#endif
+		break;
+	default:
+		break;
+	}
+	if (n > max)
+		fatalx("%s: too many paths", __func__);
+	return n;
+}
+
+/* Pipes a role inherits: its pipe to the supervisor, and to egress. */
+static int
+spawner_role_nfds(uint32_t role)
+{
+	switch (role) {
+	case PROC_FSGUARD:
+	case PROC_DOCKER:
+	case PROC_EGRESS:
+		return 1;
+	case PROC_BROKER:
+	case PROC_RESEARCH:
+		return 2;
+	default:
+		return -1;
+	}
+}
+
+/* A name is a channel segment ([A-Za-z0-9_-]{1,256}) for the roles that
+ * have one, empty for the others. */
+static int
+spawner_name_ok(const struct spawn_req *sr)
+{
+	size_t	 len, i;
+	char	 c;
+
+	if ((len = strnlen(sr->sr_name, sizeof(sr->sr_name))) ==
+	    sizeof(sr->sr_name))
+		return 0;
+	if (sr->sr_role != PROC_BROKER && sr->sr_role != PROC_RESEARCH)
+		return len == 0;
+	if (len == 0)
+		return 0;
+	for (i = 0; i < len; i++) {
+		c = sr->sr_name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || c == '_' || c == '-'))
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * One request, received and checked: exactly one message of the request's
+ * size, its descriptors in one SCM_RIGHTS message, as many as the role
+ * has, each a socket.  Returns the number of descriptors (in fds), or -1
+ * (every descriptor received is closed).
+ */
+static int
+spawner_recv(int sock, struct spawn_req *sr, int *fds)
+{
+	union {
+		struct cmsghdr	 hdr;
+		char		 buf[CMSG_SPACE(sizeof(int) * FRAME_MAXFDS)];
+	} cm;
+	struct msghdr	 mh;
+	struct iovec	 iov;
+	struct cmsghdr	*c;
+	struct stat	 st;
+	ssize_t		 n;
+	int		 nfds = 0, i, ok = 1;
+
+	memset(&mh, 0, sizeof(mh));
+	iov.iov_base = sr;
+	iov.iov_len = sizeof(*sr);
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cm.buf;
+	mh.msg_controllen = sizeof(cm.buf);
+	do {
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+	} while (n == -1 && errno == EINTR);
+	if (n == 0) {
+		log_debug("the supervisor closed its socket; exiting");
+		_exit(0);
+	}
+	if (n == -1)
+		fatal("%s: recvmsg", __func__);
+	for (c = CMSG_FIRSTHDR(&mh); c != NULL; c = CMSG_NXTHDR(&mh, c)) {
+		int	 k, *p = (int *)(void *)CMSG_DATA(c);
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) {
+			ok = 0;
+			continue;
+		}
+		k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < k; i++) {
+			if (nfds < FRAME_MAXFDS)
+				fds[nfds++] = p[i];
+			else {
+				close(p[i]);
+				ok = 0;
+			}
+		}
+	}
+	if (n != sizeof(*sr) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+		ok = 0;
+	else if (sr->sr_op == SPAWN_MEMORY) {
+		if (nfds != 0 || sr->sr_nfds != 0 || sr->sr_role != 0 ||
+		    sr->sr_pid <= 1 || sr->sr_name[0] != '\0')
+			ok = 0;
+	} else if (sr->sr_op != SPAWN_START || sr->sr_pid != 0 ||
+	    spawner_role_nfds(sr->sr_role) != nfds ||
+	    sr->sr_nfds != (uint32_t)nfds || !spawner_name_ok(sr))
+		ok = 0;
+	for (i = 0; ok && i < nfds; i++)
+		if (fstat(fds[i], &st) == -1 || !S_ISSOCK(st.st_mode))
+			ok = 0;
+	if (!ok) {
+		for (i = 0; i < nfds; i++)
+			close(fds[i]);
+		return -1;
+	}
+	return nfds;
+}
+
+static void
+spawner_reply(int sock, pid_t pid, int err, long rss, long pss)
+{
+	struct spawn_rep	 rep;
+	ssize_t			 n;
+
+	memset(&rep, 0, sizeof(rep));
+	rep.sp_pid = pid;
+	rep.sp_errno = err;
+	rep.sp_rss_kib = rss;
+	rep.sp_pss_kib = pss;
+	do {
+		n = send(sock, &rep, sizeof(rep), MSG_NOSIGNAL);
+	} while (n == -1 && errno == EINTR);
+	if (n != sizeof(rep))
+		fatal("%s: send", __func__);
+}
+
+/* The spawner's loop: never returns. */
+/*
+ * What the helpers open before they load their own Landlock domain, and
+ * what they keep: the configuration's paths (the file guard's state
+ * directory, egress's credential and CA files) and the helpers' directory.
+ */
+static void
+spawner_sandbox(void)
+{
+	const struct config	*conf = sv->sv_conf;
+	struct sandbox_fs_rule	 rules[16];
+	size_t			 n = 0;
+
+	if (sv->sv_helper_dir != NULL)
+		rules[n++] = (struct sandbox_fs_rule){ sv->sv_helper_dir,
+		    SB_FS_READ | SB_FS_EXEC };
+	else if (sv->sv_build_tree)
+		rules[n++] = (struct sandbox_fs_rule){ RTSANDBOX_BUILDDIR,
+		    SB_FS_READ | SB_FS_EXEC };
+	else
+		rules[n++] = (struct sandbox_fs_rule){ RTSANDBOX_LIBEXECDIR,
+		    SB_FS_READ | SB_FS_EXEC };
+	rules[n++] = (struct sandbox_fs_rule){ conf->state_dir,
+	    SB_FS_READ | SB_FS_WRITE | SB_FS_SOCK };
+	/* directories, since a refresher replaces files by rename */
+	rules[n++] = (struct sandbox_fs_rule){ conf->upstream_credential_file,
+	    SB_FS_READ | SB_FS_PARENT };
+	if (conf->upstream_ca_file != NULL)
+		rules[n++] = (struct sandbox_fs_rule){ conf->upstream_ca_file,
+		    SB_FS_READ | SB_FS_PARENT };
+	if (conf->mcp_credential_file != NULL)
+		rules[n++] = (struct sandbox_fs_rule){
+		    conf->mcp_credential_file, SB_FS_READ | SB_FS_PARENT };
+#if RTSANDBOX_TEST_SEAMS
+	if (conf->test_fetch_ca_file != NULL)
+		rules[n++] = (struct sandbox_fs_rule){
+		    conf->test_fetch_ca_file, SB_FS_READ | SB_FS_PARENT };
+#endif
+	sandbox_spawner(rules, n);
+}
+
+static void __attribute__((noreturn))
+spawner_main(int sock)
+{
+	const char	*paths[ROLE_MAXPATHS];
+	char		*argv[4 + 2 * ROLE_MAXPATHS];
+	struct spawn_req sr;
+	int		 fds[FRAME_MAXFDS], nfds, ac, err;
+	size_t		 np, i;
+	pid_t		 pid;
+
+	log_init("spawner", sv->sv_debug);
+	spawner_sandbox();
+	for (;;) {
+		memset(&sr, 0, sizeof(sr));
+		if ((nfds = spawner_recv(sock, &sr, fds)) == -1) {
+			log_warnx("BUG: a request the spawner refuses");
+			spawner_reply(sock, -1, EINVAL, -1, -1);
+			continue;
+		}
+		if (sr.sr_op == SPAWN_MEMORY) {
+			spawner_reply(sock, sr.sr_pid, 0,
+			    proc_rss_kib(sr.sr_pid), proc_pss_kib(sr.sr_pid));
+			continue;
+		}
+		ac = 0;
+		argv[ac++] = (char *)proc_role_binary(sr.sr_role);
+		if (sv->sv_debug)
+			argv[ac++] = "-d";
+		if (sr.sr_name[0] != '\0') {
+			argv[ac++] = "-n";
+			argv[ac++] = sr.sr_name;
+		}
+		np = spawner_paths(sr.sr_role, paths, ROLE_MAXPATHS);
+		for (i = 0; i < np; i++) {
+			argv[ac++] = "-p";
+			argv[ac++] = (char *)paths[i];
+		}
+		argv[ac] = NULL;
+		pid = proc_spawn_sibling(helper_path[sr.sr_role], argv, fds,
+		    nfds);
+		err = pid == -1 ? errno : 0;
+		for (i = 0; i < (size_t)nfds; i++)
+			close(fds[i]);
+		spawner_reply(sock, pid, err, -1, -1);
+	}
+}
+
+void
+spawner_start(void)
+{
+	int	 sp[2];
+	pid_t	 ppid = getpid();
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) == -1)
+		fatal("%s: socketpair", __func__);
+	switch ((spawner_child = fork())) {
+	case -1:
+		fatal("%s: fork", __func__);
+	case 0:
+		/* It lives exactly as long as the supervisor, and holds
+		 * nothing of it but its socket (no control socket). */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1)
+			fatal("%s: PR_SET_PDEATHSIG", __func__);
+		if (getppid() != ppid)
+			_exit(0);
+		if (dup3(sp[1], FD_PARENT, O_CLOEXEC) == -1 ||
+		    close_range(FD_PARENT + 1, ~0U, 0) == -1)
+			fatal("%s: descriptors", __func__);
+		signal(SIGPIPE, SIG_IGN);
+		spawner_main(FD_PARENT);
+	default:
+		close(sp[1]);
+		spawner_sock = sp[0];
+		log_debug("spawner started (pid %d)", (int)spawner_child);
+	}
+}
+
+int
+spawner_is(pid_t pid)
+{
+	return pid == spawner_child;
+}
+
+/* One request and its answer; fatal when the spawner is gone. */
+static void
+spawner_call(struct spawn_req *sr, const int *fds, int nfds,
+    struct spawn_rep *rep)
+{
+	union {
+		struct cmsghdr	 hdr;
+		char		 buf[CMSG_SPACE(sizeof(int) * FRAME_MAXFDS)];
+	} cm;
+	struct msghdr		 mh;
+	struct iovec		 iov;
+	struct cmsghdr		*c;
+	struct pollfd		 pfd;
+	ssize_t			 n;
+	int			 r;
+
+	memset(&mh, 0, sizeof(mh));
+	memset(&cm, 0, sizeof(cm));
+	iov.iov_base = sr;
+	iov.iov_len = sizeof(*sr);
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	if (nfds > 0) {
+		mh.msg_control = cm.buf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+	}
+	do {
+		n = sendmsg(spawner_sock, &mh, MSG_NOSIGNAL);
+	} while (n == -1 && errno == EINTR);
+	if (n != sizeof(*sr))
+		fatal("the spawner is gone: sendmsg");
+
+	/* A fork and exec away: the answer comes at once or never. */
+	pfd.fd = spawner_sock;
+	pfd.events = POLLIN;
+	do {
+		r = poll(&pfd, 1, SPAWNER_TIMEOUT_MS);
+	} while (r == -1 && errno == EINTR);
+	if (r != 1)
+		fatalx("the spawner did not answer");
+	do {
+		n = recv(spawner_sock, rep, sizeof(*rep), 0);
+	} while (n == -1 && errno == EINTR);
+	if (n != sizeof(*rep))
+		fatalx("the spawner is gone");
+}
+
+pid_t
+spawner_spawn(enum proc_role role, const char *name, const int *fds,
+    int nfds)
+{
+	struct spawn_req	 sr;
+	struct spawn_rep	 rep;
+
+	if (nfds < 1 || nfds > FRAME_MAXFDS || (name != NULL &&
+	    strlen(name) >= sizeof(sr.sr_name))) {
+		errno = EINVAL;
+		return -1;
+	}
+	memset(&sr, 0, sizeof(sr));
+	sr.sr_op = SPAWN_START;
+	sr.sr_role = role;
+	sr.sr_nfds = nfds;
+	if (name != NULL)
+		memcpy(sr.sr_name, name, strlen(name));
+	spawner_call(&sr, fds, nfds, &rep);
+	if (rep.sp_pid <= 0) {
+		errno = rep.sp_errno > 0 ? rep.sp_errno : EINVAL;
+		return -1;
+	}
+	return rep.sp_pid;
+}
+
+void
+spawner_memory(pid_t pid, long *rss_kib, long *pss_kib)
+{
+	struct spawn_req	 sr;
+	struct spawn_rep	 rep;
+
+	*rss_kib = *pss_kib = -1;
+	if (pid <= 1)
+		return;
+	memset(&sr, 0, sizeof(sr));
+	sr.sr_op = SPAWN_MEMORY;
+	sr.sr_pid = pid;
+	spawner_call(&sr, NULL, 0, &rep);
+	if (rep.sp_pid == pid) {
+		*rss_kib = rep.sp_rss_kib;
+		*pss_kib = rep.sp_pss_kib;
+	}
+}

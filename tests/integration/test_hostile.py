@@ -1,0 +1,413 @@
+"""A broker and a research job taken over (DESIGN.md 1, invariants 6 to
+10), against the real rtsandboxd, egress, file guard and Docker.
+
+rtsandboxd runs with a helper directory (-x) whose rtsandbox-broker and
+rtsandbox-research are tests/tools/hostile.c: for a channel "hostile:<case>"
+it plays attack <case> on the pipes the real broker would hold, sending
+egress and the supervisor each frame a taken-over broker could (another
+profile's MCP server, a refused MCP method or tool, model calls with no turn,
+another model, max_tokens or thinking over the ceiling, more calls than the
+budget or in flight, oversize frames, a descriptor too many, garbage, a host
+tool not configured, tool call ids twice, a result over its bounds).  For
+every other channel it execs the real helper, so other channels work.
+
+For each attack: the fake upstream and its MCP servers see nothing that the
+policy refuses, the control client's hooks see nothing, egress and the
+supervisor stay up (same pids) and count the violation under its rule in
+daemon.stats, and a turn on another channel, with the real broker and the
+reference worker, still succeeds."""
+
+import os
+import shutil
+import socket
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "fixtures"))
+import rtsb  # noqa: E402
+from rtsb import Client, Daemon, wait_until  # noqa: E402
+from fake_upstream import FakeUpstream  # noqa: E402
+
+WORKER_IMAGE = "rtsandbox-worker:latest"
+HOSTILE = os.environ.get("RTSANDBOX_HOSTILE", os.path.join(
+    rtsb.BUILD, "tests", "rtsandbox-hostile"))
+PREFIX = "rtsbh%d" % os.getpid()
+MCP_TOKEN = "sk-test-mcp-token"
+MAX_CALLS = 6
+
+
+class HookClient(Client):
+    """A control client that implements tool.call and records every hook
+    call it gets, answering each at once."""
+
+    def __init__(self, path):
+        super().__init__(path, hooks=("tool.call", "memory.block",
+                                      "effort.judge"))
+        self.hook_calls = []
+        self.lock = threading.Lock()
+
+    def call_turn(self, params, timeout=60):
+        self.sock.settimeout(timeout)
+        rid = self.request("turn.run", params)
+        while True:
+            m = self.read_message()
+            if m.get("id") == rid and "method" not in m:
+                if "error" in m:
+                    raise AssertionError(m["error"])
+                return m["result"]
+            if "method" in m and "id" in m:
+                with self.lock:
+                    self.hook_calls.append(m["method"])
+                if m["method"] == "tool.call":
+                    res = {"ok": True, "text": "4"}
+                elif m["method"] == "memory.block":
+                    res = {"text": ""}
+                else:
+                    res = {"level": "low"}
+                self.reply(m["id"], res)
+
+    def reply(self, rid, result):
+        import json
+        self.send_raw((json.dumps({"jsonrpc": "2.0", "id": rid,
+                                   "result": result}) + "\n").encode())
+
+
+class Hostile(unittest.TestCase):
+    """One daemon with the hostile helpers for every case."""
+
+    @classmethod
+    def setUpClass(cls):
+        reason = rtsb.docker_skip_reason(WORKER_IMAGE)
+        if reason:
+            raise unittest.SkipTest(reason)
+        if not os.path.exists(HOSTILE):
+            raise unittest.SkipTest("no %s (a -Dtest_seams=true build)" %
+                                    HOSTILE)
+        cls.certdir = tempfile.mkdtemp(prefix="rtsb-certs-", dir="/tmp")
+        cls.helpers = tempfile.mkdtemp(prefix="rtsb-hx-", dir="/tmp")
+        for role, path in rtsb.HELPERS.items():
+            name = os.path.basename(path)
+            if role in ("broker", "research"):
+                shutil.copy(path, os.path.join(cls.helpers, name + "-real"))
+                shutil.copy(HOSTILE, os.path.join(cls.helpers, name))
+            else:
+                shutil.copy(path, os.path.join(cls.helpers, name))
+        cls.fu = FakeUpstream(cls.certdir, default_delay_ms=5)
+        cls.fu.start()
+        fu = cls.fu
+
+        def conf(c):
+            root = os.path.dirname(c["state_dir"])
+            mcpcred = os.path.join(root, "mcp-credential")
+            with open(mcpcred, "w") as f:
+                f.write(MCP_TOKEN + "\n")
+            os.chmod(mcpcred, 0o600)
+            c["image"] = WORKER_IMAGE
+            c["docker"] = {"container_prefix": PREFIX}
+            c["upstream"]["url"] = fu.url
+            c["upstream"]["ca_file"] = fu.ca_file
+            c["mcp"] = {"servers": [
+                {"name": "alpha", "url": fu.mcp_url("alpha"),
+                 "tools": ["search"]},
+                {"name": "beta", "url": fu.mcp_url("beta"),
+                 "tools": ["secret"]}],
+                "credential_file": mcpcred, "allow_http": False}
+            c["profiles"] = {
+                "default": {"model": "claude-test", "mcp": ["alpha"]},
+                "other": {"model": "other-model", "mcp": ["beta"]}}
+            c["tools"] = ["roll_dice"]
+            c["timeouts"] = {"start_ms": 20000, "turn_ms": 30000}
+            c["budgets"] = {"max_calls": MAX_CALLS}
+        cls.d = Daemon(config=conf, helper_dir=cls.helpers)
+        try:
+            cls.d.start()
+            cls.ctl = Client(cls.d.socket)
+            cls.ctl.sock.settimeout(60)
+            cls.pids = cls.process_pids()
+        except Exception:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        c = getattr(cls, "ctl", None)
+        if c is not None:
+            c.close()
+        d = getattr(cls, "d", None)
+        if d is not None:
+            if os.environ.get("RTSB_LOG_TAIL"):
+                sys.stderr.write(d.read_log()[
+                    -int(os.environ["RTSB_LOG_TAIL"]):])
+            try:
+                d.stop()
+            finally:
+                rtsb.remove_containers(PREFIX)
+                d.cleanup()
+        cls.fu.stop()
+        shutil.rmtree(cls.helpers, ignore_errors=True)
+        shutil.rmtree(cls.certdir, ignore_errors=True)
+
+    @classmethod
+    def process_pids(cls):
+        st = cls.ctl.call("daemon.stats")
+        return {p["role"]: p.get("pid") for p in st["processes"]
+                if p["role"] in ("supervisor", "fsguard", "docker",
+                                 "egress")}
+
+    def setUp(self):
+        self.fu.reset()
+        self.before = self.rules()
+
+    def rules(self):
+        return self.ctl.call("daemon.stats")["counters"]["violations_by_rule"]
+
+    def assertCounted(self, rule, n=1):
+        """The violation is counted under its rule, and nothing else is."""
+        def counted():
+            return self.rules()[rule] >= self.before[rule] + n
+        self.assertTrue(wait_until(counted, 15), (rule, self.rules()))
+        after = self.rules()
+        for k, v in after.items():
+            if k != rule:
+                self.assertEqual(v, self.before[k], (k, after))
+        self.assertEqual(self.process_pids(), self.pids)
+
+    def assertUpstreamSaw(self, n=0, path=None, wait=0.5):
+        time.sleep(wait)
+        reqs = self.fu.requests(path=path)
+        self.assertEqual(len(reqs), n, [r["path"] for r in reqs])
+
+    def start(self, case, profile="default"):
+        """channel.start, then a knock on the broker's socket: the hostile
+        broker attacks with no turn bound."""
+        key = "hostile:" + case
+        self.assertEqual(self.ctl.call("channel.start", {
+            "channel": key, "profile": profile}), {})
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(os.path.join(self.d.config["state_dir"], "hostile_" + case,
+                               "run", "broker.sock"))
+        s.sendall(b"knock")
+        s.close()
+        return key
+
+    def turn(self, case, client=None):
+        """A turn on channel hostile:turn_<case>: the hostile broker attacks
+        once the turn is bound."""
+        key = "hostile:turn_" + case
+        c = client or HookClient(self.d.socket)
+        self.addCleanup(c.close)
+        params = {"channel": key, "profile": "default",
+                  "turnId": "t-" + case, "author": {"id": "u1", "name": "A"},
+                  "text": "hello", "images": [], "memory": "",
+                  "thinking": "low"}
+        return c, c.call_turn(params)
+
+    def assertTurnStopped(self, res, rule):
+        self.assertFalse(res["ok"], res)
+        self.assertEqual(res["reason"], "worker_failed", res)
+        self.assertIn("broke a rule (%s)" % rule, res["message"])
+
+    def log_has(self, text):
+        return wait_until(lambda: text in self.d.read_log(), 10)
+
+    # -- egress, with no turn bound
+
+    def test_mcp_server_of_another_profile(self):
+        self.start("mcp_server")
+        self.assertCounted("mcp_server")
+        self.assertUpstreamSaw(0)
+        self.assertTrue(self.log_has("hostile[mcp_server]: call 1 ended: "
+                                     "403"))
+
+    def test_mcp_method_outside_the_allow_list(self):
+        self.start("mcp_method")
+        self.assertCounted("mcp_method")
+        self.assertUpstreamSaw(0)
+
+    def test_mcp_tools_call_outside_a_turn(self):
+        self.start("mcp_window_call")
+        self.assertCounted("mcp_method")
+        self.assertUpstreamSaw(0)
+
+    def test_model_call_outside_a_turn(self):
+        self.start("no_turn")
+        self.assertCounted("no_turn")
+        self.assertUpstreamSaw(0)
+
+    def test_model_call_for_a_turn_never_bound(self):
+        self.start("stray_turn")
+        self.assertCounted("no_turn")
+        self.assertUpstreamSaw(0)
+
+    def test_oversize_frame_to_egress(self):
+        self.start("oversize")
+        self.assertCounted("frame")
+        self.assertTrue(self.log_has("hostile[oversize]: egress closed the "
+                                     "edge"))
+        self.assertUpstreamSaw(0)
+
+    def test_descriptor_to_egress(self):
+        self.start("descriptor")
+        self.assertCounted("frame")
+        self.assertUpstreamSaw(0)
+
+    def test_garbage_to_egress(self):
+        self.start("garbage")
+        self.assertCounted("frame")
+        self.assertUpstreamSaw(0)
+
+    def test_oversize_frame_to_supervisor(self):
+        self.start("sup_oversize")
+        self.assertCounted("frame")
+
+    def test_garbage_to_supervisor(self):
+        self.start("sup_garbage")
+        self.assertCounted("frame")
+
+    # -- egress, within a bound turn
+
+    def test_mcp_tool_not_allowed(self):
+        c, res = self.turn("mcp_tool")
+        self.assertTurnStopped(res, "mcp_tool")
+        self.assertCounted("mcp_tool")
+        self.assertUpstreamSaw(0)
+        self.assertEqual(c.hook_calls, [])
+
+    def test_another_model(self):
+        c, res = self.turn("model")
+        self.assertTurnStopped(res, "model")
+        self.assertCounted("model")
+        self.assertUpstreamSaw(0)
+
+    def test_max_tokens_over_the_ceiling(self):
+        c, res = self.turn("max_tokens")
+        self.assertTurnStopped(res, "max_tokens")
+        self.assertCounted("max_tokens")
+        self.assertUpstreamSaw(0)
+
+    def test_thinking_over_the_ceiling(self):
+        c, res = self.turn("thinking")
+        self.assertTurnStopped(res, "thinking")
+        self.assertCounted("thinking")
+        self.assertUpstreamSaw(0)
+
+    def test_effort_over_the_ceiling(self):
+        c, res = self.turn("effort")
+        self.assertTurnStopped(res, "effort")
+        self.assertCounted("effort")
+        self.assertUpstreamSaw(0)
+
+    def test_field_the_rebuild_never_sends(self):
+        c, res = self.turn("field")
+        self.assertTurnStopped(res, "field")
+        self.assertCounted("field")
+        self.assertUpstreamSaw(0)
+
+    def test_path_of_no_model_route(self):
+        c, res = self.turn("kind")
+        self.assertTurnStopped(res, "kind")
+        self.assertCounted("kind")
+        self.assertUpstreamSaw(0)
+
+    def test_more_calls_than_the_budget(self):
+        c, res = self.turn("budget")
+        self.assertTurnStopped(res, "budget")
+        self.assertCounted("budget")
+        self.assertUpstreamSaw(MAX_CALLS, path="/v1/messages")
+
+    def test_more_calls_in_flight_than_four(self):
+        self.fu.script({"match": "/v1/messages", "kind": "stall",
+                        "seconds": 20, "repeat": -1})
+        c, res = self.turn("in_flight")
+        self.assertTurnStopped(res, "in_flight")
+        self.assertCounted("in_flight")
+        time.sleep(0.5)
+        self.assertLessEqual(len(self.fu.requests()), 4)
+        self.fu.reset()
+
+    # -- the supervisor, within a bound turn
+
+    def test_host_tool_not_configured(self):
+        c, res = self.turn("host_tool")
+        self.assertTurnStopped(res, "host_tool")
+        self.assertCounted("host_tool")
+        self.assertEqual(c.hook_calls, [])
+
+    def test_tool_call_id_twice(self):
+        c, res = self.turn("tool_dup")
+        self.assertTurnStopped(res, "tool_call")
+        self.assertCounted("tool_call")
+        self.assertLessEqual(c.hook_calls.count("tool.call"), 1)
+
+    def test_more_tool_calls_in_flight_than_four(self):
+        c, res = self.turn("tool_flood")
+        self.assertTurnStopped(res, "tool_call")
+        self.assertCounted("tool_call")
+        self.assertLessEqual(c.hook_calls.count("tool.call"), 4)
+
+    def test_tool_input_not_an_object(self):
+        c, res = self.turn("tool_input")
+        self.assertTurnStopped(res, "tool_call")
+        self.assertCounted("tool_call")
+        self.assertEqual(c.hook_calls, [])
+
+    def test_result_text_over_100000_chars(self):
+        c, res = self.turn("result_text")
+        self.assertTurnStopped(res, "result")
+        self.assertCounted("result")
+
+    def test_result_error_over_10000_chars(self):
+        c, res = self.turn("result_error")
+        self.assertTurnStopped(res, "result")
+        self.assertCounted("result")
+
+    def test_result_file_name_not_safe(self):
+        c, res = self.turn("result_files")
+        self.assertTurnStopped(res, "result")
+        self.assertCounted("result")
+
+    # -- a research job taken over
+
+    def research(self, case):
+        r = self.ctl.call("research.run", {"channel": "hostile:" + case,
+                                           "task": "find out",
+                                           "author": {"id": "u1",
+                                                      "name": "A"}})
+        self.assertFalse(r["ok"], r)
+        return r
+
+    def test_research_job_another_model(self):
+        self.research("research_model")
+        self.assertCounted("model")
+        self.assertUpstreamSaw(0)
+
+    def test_research_job_mcp_call(self):
+        self.research("research_mcp")
+        self.assertCounted("kind")
+        self.assertUpstreamSaw(0)
+
+    # -- and everyone else goes on
+
+    def test_zz_other_channels_still_work(self):
+        """After every attack, a turn on another channel with the real
+        broker and the reference worker reaches the upstream and answers."""
+        c = HookClient(self.d.socket)
+        self.addCleanup(c.close)
+        res = c.call_turn({"channel": "normal:1", "profile": "default",
+                           "turnId": "t-normal", "author": {"id": "u1",
+                                                            "name": "A"},
+                           "text": "hello", "images": [], "memory": "",
+                           "thinking": "low"}, timeout=90)
+        self.assertTrue(res["ok"], res)
+        self.assertGreaterEqual(len(self.fu.requests(path="/v1/messages")),
+                                1)
+        self.assertEqual(self.process_pids(), self.pids)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,555 @@
+/*
+ * rtsandbox-hostile: a broker or research job that runs someone else's
+ * code, for the tests of DESIGN.md 1, invariants 6 to 10 (test builds
+ * only).  Installed in a helper directory (rtsandboxd -x) in place of
+ * rtsandbox-broker and rtsandbox-research; for a channel whose segment
+ * starts with "hostile_" it plays the attack the rest of the segment
+ * names, on the pipes the real one would have, and logs what came back;
+ * for any other channel it execs the real helper (<name>-real beside it),
+ * so that other channels work as ever.
+ *
+ * It is the attacker: it builds frames by hand, sends what the message
+ * table refuses, and never confines itself.
+ */
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "frame.h"
+#include "proc.h"
+
+static const char	*hcase = "";
+static int		 research;
+static int		 listen_fd = -1;
+
+static void __attribute__((format(printf, 1, 2)))
+say(const char *fmt, ...)
+{
+	va_list	 ap;
+
+	fprintf(stderr, "hostile[%s]: ", hcase);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static void __attribute__((noreturn, format(printf, 1, 2)))
+die(const char *fmt, ...)
+{
+	va_list	 ap;
+
+	fprintf(stderr, "hostile[%s]: ", hcase);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+/* Any frame, any descriptor: the header, the JSON, the data. */
+static void
+send_raw(int fd, const void *json, size_t jlen, uint32_t hdr_json,
+    const void *data, size_t dlen, int passfd)
+{
+	union {
+		struct cmsghdr	 h;
+		char		 buf[CMSG_SPACE(sizeof(int))];
+	} cm;
+	uint8_t		 hdr[FRAME_HDR_LEN];
+	struct iovec	 iov[3];
+	struct msghdr	 mh;
+	struct cmsghdr	*c;
+
+	frame_header_write(hdr, hdr_json, dlen);
+	memset(&mh, 0, sizeof(mh));
+	iov[0].iov_base = hdr;
+	iov[0].iov_len = sizeof(hdr);
+	iov[1].iov_base = (void *)json;
+	iov[1].iov_len = jlen;
+	iov[2].iov_base = (void *)data;
+	iov[2].iov_len = dlen;
+	mh.msg_iov = iov;
+	mh.msg_iovlen = 3;
+	if (passfd != -1) {
+		memset(&cm, 0, sizeof(cm));
+		mh.msg_control = cm.buf;
+		mh.msg_controllen = sizeof(cm.buf);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &passfd, sizeof(int));
+	}
+	if (sendmsg(fd, &mh, MSG_NOSIGNAL) == -1)
+		say("sendmsg: %s", strerror(errno));
+}
+
+/* o as one frame (o is freed). */
+static void
+send_obj(int fd, cJSON *o, const void *data, size_t dlen, int passfd)
+{
+	char	*s = cJSON_PrintUnformatted(o);
+
+	if (s == NULL)
+		die("out of memory");
+	send_raw(fd, s, strlen(s), strlen(s), data, dlen, passfd);
+	free(s);
+	cJSON_Delete(o);
+}
+
+static cJSON *
+obj(const char *t)
+{
+	cJSON	*o = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(o, "t", t);
+	return o;
+}
+
+/* A frame from fd, as a parsed object (NULL at EOF); data in *data. */
+static cJSON *
+recv_obj(int fd, uint8_t **data, size_t *dlen, int *passed)
+{
+	static const struct frame_limits lim = { 256u << 20, 256u << 20 };
+	struct frame	 f;
+	uint8_t		*json = NULL, *d = NULL;
+	cJSON		*o;
+	int		 i;
+
+	if (frame_recv_blocking(fd, &lim, &f, &json, &d) != FRAME_OK)
+		return NULL;
+	for (i = 0; i < f.f_nfds; i++)
+		if (passed != NULL && i == 0)
+			*passed = f.f_fds[0];
+		else
+			close(f.f_fds[i]);
+	o = cJSON_ParseWithLength((const char *)json, f.f_json_len);
+	free(json);
+	if (data != NULL) {
+		*data = d;
+		*dlen = f.f_data_len;
+	} else
+		free(d);
+	if (o == NULL)
+		die("unreadable frame");
+	return o;
+}
+
+static const char *
+type_of(const cJSON *o)
+{
+	const cJSON	*t = cJSON_GetObjectItemCaseSensitive(o, "t");
+
+	return cJSON_IsString(t) ? t->valuestring : "?";
+}
+
+/* Bring-up: every configuration frame up to config_done, then ready. */
+static void
+bring_up(void)
+{
+	cJSON	*o;
+
+	for (;;) {
+		if ((o = recv_obj(FD_PARENT, NULL, NULL, &listen_fd)) == NULL)
+			die("the supervisor went away during bring-up");
+		if (strcmp(type_of(o), "config_done") == 0) {
+			cJSON_Delete(o);
+			break;
+		}
+		cJSON_Delete(o);
+	}
+	send_obj(FD_PARENT, obj("ready"), NULL, 0, -1);
+	if (!research) {
+		o = obj("brk_event");
+		cJSON_AddStringToObject(o, "kind", "worker_ready");
+		cJSON_AddStringToObject(o, "route", "/worker/ready");
+		cJSON_AddNumberToObject(o, "status", 200);
+		send_obj(FD_PARENT, o, NULL, 0, -1);
+	}
+	say("up");
+}
+
+/* The test's signal to attack with no turn bound: "knock" on the
+ * broker's socket, once channel.start has answered.  The worker in the
+ * container connects too; it gets nothing. */
+static void
+wait_knock(void)
+{
+	char	 buf[8];
+	ssize_t	 n;
+	int	 fd;
+
+	if (listen_fd == -1)
+		die("no listening socket");
+	if (fcntl(listen_fd, F_SETFL, 0) == -1)
+		die("fcntl: %s", strerror(errno));
+	for (;;) {
+		while ((fd = accept4(listen_fd, NULL, NULL, 0)) == -1 &&
+		    errno == EINTR)
+			;
+		if (fd == -1)
+			die("accept: %s", strerror(errno));
+		n = read(fd, buf, sizeof(buf));
+		close(fd);
+		if (n == 5 && memcmp(buf, "knock", 5) == 0)
+			break;
+	}
+	say("knocked");
+}
+
+/* The turn the supervisor hands over (its id, to be freed). */
+static char *
+wait_turn(void)
+{
+	cJSON	*o, *id;
+	char	*turn;
+
+	for (;;) {
+		if ((o = recv_obj(FD_PARENT, NULL, NULL, NULL)) == NULL)
+			die("the supervisor went away before a turn");
+		if (strcmp(type_of(o), "brk_submit") == 0)
+			break;
+		cJSON_Delete(o);
+	}
+	id = cJSON_GetObjectItemCaseSensitive(o, "turn_id");
+	if (!cJSON_IsString(id) || (turn = strdup(id->valuestring)) == NULL)
+		die("a turn without an id");
+	cJSON_Delete(o);
+	say("turn %s bound", turn);
+	return turn;
+}
+
+static uint64_t	 next_call = 1;
+
+/* One egr_call; its id. */
+static uint64_t
+call(const char *kind, const char *path, const char *server,
+    const char *turn, const char *body)
+{
+	cJSON	*o = obj("egr_call"), *a;
+	uint64_t id = next_call++;
+
+	cJSON_AddNumberToObject(o, "call", id);
+	cJSON_AddStringToObject(o, "kind", kind);
+	cJSON_AddStringToObject(o, "path", path);
+	if (server != NULL)
+		cJSON_AddStringToObject(o, "server", server);
+	if (turn != NULL)
+		cJSON_AddStringToObject(o, "turn_id", turn);
+	a = cJSON_AddArrayToObject(o, "hnames");
+	a = cJSON_AddArrayToObject(o, "hvalues");
+	(void)a;
+	send_obj(FD_EGRESS, o, body, strlen(body), -1);
+	return id;
+}
+
+/* Egress's frames up to the end of call id: its status, or 200 when it
+ * ended well; -1 when egress closed the edge. */
+static int
+wait_end(uint64_t id)
+{
+	cJSON	*o, *c, *ok, *st;
+	int	 status;
+
+	for (;;) {
+		if ((o = recv_obj(FD_EGRESS, NULL, NULL, NULL)) == NULL) {
+			say("egress closed the edge");
+			return -1;
+		}
+		c = cJSON_GetObjectItemCaseSensitive(o, "call");
+		if (strcmp(type_of(o), "egr_end") == 0 && cJSON_IsNumber(c) &&
+		    (uint64_t)c->valuedouble == id)
+			break;
+		cJSON_Delete(o);
+	}
+	ok = cJSON_GetObjectItemCaseSensitive(o, "ok");
+	st = cJSON_GetObjectItemCaseSensitive(o, "status");
+	status = cJSON_IsTrue(ok) ? 200 : cJSON_IsNumber(st) ?
+	    (int)st->valuedouble : 0;
+	cJSON_Delete(o);
+	say("call %llu ended: %d", (unsigned long long)id, status);
+	return status;
+}
+
+static const char	 model_ok[] = "{\"model\":\"claude-test\",\"messages\":"
+    "[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":1024}";
+
+static void
+model_call(const char *turn, const char *body)
+{
+	wait_end(call("model", "/v1/messages", NULL, turn, body));
+}
+
+static void
+tool_call(uint64_t id, const char *turn, const char *name, const char *input)
+{
+	cJSON	*o = obj("brk_tool_call");
+
+	cJSON_AddNumberToObject(o, "id", id);
+	cJSON_AddStringToObject(o, "turn_id", turn);
+	cJSON_AddStringToObject(o, "name", name);
+	send_obj(FD_PARENT, o, input, strlen(input), -1);
+}
+
+static void
+result(const char *turn, const char *json)
+{
+	cJSON	*o = obj("brk_result");
+
+	cJSON_AddStringToObject(o, "turn_id", turn);
+	send_obj(FD_PARENT, o, json, strlen(json), -1);
+}
+
+/* A string of n copies of c, freed by the caller. */
+static char *
+chars(size_t n, char c)
+{
+	char	*s;
+
+	if ((s = malloc(n + 1)) == NULL)
+		die("out of memory");
+	memset(s, c, n);
+	s[n] = '\0';
+	return s;
+}
+
+/*
+ * The attacks.  Those on egress need no turn or the one bound; those on
+ * the supervisor need the turn.
+ */
+static void
+attack(void)
+{
+	char	*turn = NULL, *s, *r;
+	size_t	 i;
+
+	/* Egress, with no turn bound: the startup window's rules. */
+	if (strncmp(hcase, "turn_", 5) != 0)
+		wait_knock();
+	if (strcmp(hcase, "mcp_server") == 0) {
+		wait_end(call("mcp", "", "beta", NULL, "{\"jsonrpc\":\"2.0\","
+		    "\"id\":1,\"method\":\"initialize\",\"params\":{}}"));
+		return;
+	}
+	if (strcmp(hcase, "mcp_method") == 0) {
+		wait_end(call("mcp", "", "alpha", NULL, "{\"jsonrpc\":\"2.0\","
+		    "\"id\":1,\"method\":\"resources/list\"}"));
+		return;
+	}
+	if (strcmp(hcase, "mcp_window_call") == 0) {
+		wait_end(call("mcp", "", "alpha", NULL, "{\"jsonrpc\":\"2.0\","
+		    "\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
+		    "\"search\",\"arguments\":{}}}"));
+		return;
+	}
+	if (strcmp(hcase, "no_turn") == 0) {
+		model_call(NULL, model_ok);
+		return;
+	}
+	if (strcmp(hcase, "stray_turn") == 0) {
+		model_call("turn-that-never-was", model_ok);
+		return;
+	}
+	if (strcmp(hcase, "oversize") == 0) {
+		send_raw(FD_EGRESS, "{}", 2, 0x7ffffff0u, NULL, 0, -1);
+		wait_end(0);
+		return;
+	}
+	if (strcmp(hcase, "descriptor") == 0) {
+		static const char j[] = "{\"t\":\"egr_call\",\"call\":1,\"kind\":"
+		    "\"model\",\"path\":\"/v1/messages\",\"hnames\":[],"
+		    "\"hvalues\":[]}";
+
+		send_raw(FD_EGRESS, j, sizeof(j) - 1, sizeof(j) - 1, model_ok,
+		    sizeof(model_ok) - 1, FD_PARENT);
+		wait_end(1);
+		return;
+	}
+	if (strcmp(hcase, "garbage") == 0) {
+		static const char junk[] = "\x00\x00\x00\x05\x00\x00\x00\x00"
+		    "hello{not json at all";
+
+		if (write(FD_EGRESS, junk, sizeof(junk) - 1) == -1)
+			say("write: %s", strerror(errno));
+		wait_end(0);
+		return;
+	}
+	if (strcmp(hcase, "sup_oversize") == 0) {
+		send_raw(FD_PARENT, "{}", 2, 0x7ffffff0u, NULL, 0, -1);
+		return;
+	}
+	if (strcmp(hcase, "sup_garbage") == 0) {
+		static const char junk[] = "\x00\x00\x00\x0c\x00\x00\x00\x00"
+		    "{\"t\":\"nope\"}";
+
+		if (write(FD_PARENT, junk, sizeof(junk) - 1) == -1)
+			say("write: %s", strerror(errno));
+		return;
+	}
+
+	hcase += 5;	/* "turn_" */
+	turn = wait_turn();
+	/* Egress, within the bound turn. */
+	if (strcmp(hcase, "mcp_tool") == 0)
+		wait_end(call("mcp", "", "alpha", turn, "{\"jsonrpc\":\"2.0\","
+		    "\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
+		    "\"wipe\",\"arguments\":{}}}"));
+	else if (strcmp(hcase, "model") == 0)
+		model_call(turn, "{\"model\":\"other-model\",\"messages\":[]}");
+	else if (strcmp(hcase, "max_tokens") == 0)
+		model_call(turn, "{\"model\":\"claude-test\",\"messages\":[],"
+		    "\"max_tokens\":200000}");
+	else if (strcmp(hcase, "thinking") == 0)
+		model_call(turn, "{\"model\":\"claude-test\",\"messages\":[],"
+		    "\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":"
+		    "32768}}");
+	else if (strcmp(hcase, "effort") == 0)
+		model_call(turn, "{\"model\":\"claude-test\",\"messages\":[],"
+		    "\"output_config\":{\"effort\":\"max\"}}");
+	else if (strcmp(hcase, "field") == 0)
+		model_call(turn, "{\"model\":\"claude-test\",\"messages\":[],"
+		    "\"mcp_servers\":[{\"type\":\"url\",\"url\":"
+		    "\"https://example.org/\",\"name\":\"x\"}]}");
+	else if (strcmp(hcase, "kind") == 0)
+		wait_end(call("model", "/v1/files", NULL, turn, model_ok));
+	else if (strcmp(hcase, "budget") == 0) {
+		/* the configuration's max_calls is 6 */
+		for (i = 0; i < 7; i++)
+			if (wait_end(call("model", "/v1/messages", NULL, turn,
+			    model_ok)) != 200)
+				break;
+	} else if (strcmp(hcase, "in_flight") == 0) {
+		uint64_t	 id[5];
+
+		/* the upstream holds each call: all five are in flight */
+		for (i = 0; i < 5; i++)
+			id[i] = call("model", "/v1/messages", NULL, turn,
+			    model_ok);
+		for (i = 0; i < 5; i++)
+			if (wait_end(id[i]) == -1)
+				break;
+	/* The supervisor, within the bound turn. */
+	} else if (strcmp(hcase, "host_tool") == 0)
+		tool_call(1, turn, "rm_rf", "{}");
+	else if (strcmp(hcase, "tool_dup") == 0) {
+		tool_call(7, turn, "roll_dice", "{\"sides\":6}");
+		tool_call(7, turn, "roll_dice", "{\"sides\":20}");
+	} else if (strcmp(hcase, "tool_flood") == 0) {
+		for (i = 1; i <= 5; i++)
+			tool_call(i, turn, "roll_dice", "{\"sides\":6}");
+	} else if (strcmp(hcase, "tool_input") == 0)
+		tool_call(1, turn, "roll_dice", "[1,2,3]");
+	else if (strcmp(hcase, "result_text") == 0) {
+		s = chars(100001, 'a');
+		if (asprintf(&r, "{\"ok\":true,\"text\":\"%s\",\"files\":[]}",
+		    s) == -1)
+			die("out of memory");
+		result(turn, r);
+		free(r);
+		free(s);
+	} else if (strcmp(hcase, "result_error") == 0) {
+		s = chars(10001, 'e');
+		if (asprintf(&r, "{\"ok\":false,\"error\":\"%s\"}", s) == -1)
+			die("out of memory");
+		result(turn, r);
+		free(r);
+		free(s);
+	} else if (strcmp(hcase, "result_files") == 0)
+		result(turn, "{\"ok\":true,\"text\":\"x\",\"files\":[{\"name\":"
+		    "\"../escape\",\"data\":\"aGk=\"}]}");
+	else
+		say("no such attack");
+	free(turn);
+}
+
+static void
+research_attack(void)
+{
+	if (strcmp(hcase, "research_model") == 0)
+		model_call(NULL, "{\"model\":\"other-model\",\"messages\":[],"
+		    "\"max_tokens\":1024}");
+	else if (strcmp(hcase, "research_mcp") == 0)
+		wait_end(call("mcp", "", "alpha", NULL, "{\"jsonrpc\":\"2.0\","
+		    "\"id\":1,\"method\":\"ping\"}"));
+	else
+		say("no such attack");
+}
+
+/* What comes after, until the supervisor stops this process. */
+static void __attribute__((noreturn))
+linger(void)
+{
+	struct pollfd	 pfd[2];
+	cJSON		*o;
+	int		 i;
+
+	pfd[0].fd = FD_PARENT;
+	pfd[1].fd = FD_EGRESS;
+	pfd[0].events = pfd[1].events = POLLIN;
+	for (;;) {
+		if (poll(pfd, 2, -1) == -1 && errno != EINTR)
+			die("poll: %s", strerror(errno));
+		for (i = 0; i < 2; i++) {
+			if (pfd[i].fd == -1 || !(pfd[i].revents &
+			    (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			if ((o = recv_obj(pfd[i].fd, NULL, NULL, NULL)) ==
+			    NULL) {
+				if (i == 0)
+					exit(0);
+				pfd[i].fd = -1;
+				continue;
+			}
+			say("%s sent %s", i == 0 ? "the supervisor" :
+			    "egress", type_of(o));
+			cJSON_Delete(o);
+		}
+	}
+}
+
+int
+main(int argc, char *argv[])
+{
+	char		 self[PATH_MAX], real[PATH_MAX + 8];
+	const char	*name = NULL, *base = basename(argv[0]);
+	ssize_t		 n;
+	int		 i;
+
+	research = strstr(base, "research") != NULL;
+	for (i = 1; i < argc - 1; i++)
+		if (strcmp(argv[i], "-n") == 0)
+			name = argv[i + 1];
+	if (name == NULL || strncmp(name, "hostile_", 8) != 0) {
+		/* Another channel: the real helper, untouched. */
+		if ((n = readlink("/proc/self/exe", self, sizeof(self) - 1)) ==
+		    -1)
+			die("/proc/self/exe: %s", strerror(errno));
+		self[n] = '\0';
+		snprintf(real, sizeof(real), "%s-real", self);
+		execv(real, argv);
+		die("exec %s: %s", real, strerror(errno));
+	}
+	hcase = name + 8;
+	srand(time(NULL));
+	bring_up();
+	if (research)
+		research_attack();
+	else
+		attack();
+	linger();
+}
