@@ -71,6 +71,31 @@ class ProcessTree(unittest.TestCase):
         self.assertEqual(st["Seccomp"], "2")
         self.assertEqual(st["NoNewPrivs"], "1")
 
+    def test_spawner(self):
+        """One more child of the supervisor, not a helper: the spawner,
+        confined too, holding only its socket; killing it ends the
+        daemon (nothing could be started without it)."""
+        with Client(self.d.socket) as c:
+            helpers = {p["pid"] for p in c.call("daemon.stats")["processes"]}
+        kids = [int(p) for p in os.listdir("/proc") if p.isdigit() and
+                status_fields(int(p)).get("PPid") == str(self.d.proc.pid)]
+        others = [p for p in kids if p not in helpers]
+        self.assertEqual(len(others), 1, (kids, helpers))
+        spawner = others[0]
+        self.assertEqual(os.readlink("/proc/%d/exe" % spawner),
+                         os.readlink("/proc/%d/exe" % self.d.proc.pid))
+        st = status_fields(spawner)
+        self.assertEqual(st["Seccomp"], "2")
+        self.assertEqual(st["NoNewPrivs"], "1")
+        fds = sorted(int(f) for f in os.listdir("/proc/%d/fd" % spawner))
+        self.assertEqual(fds, [0, 1, 2, 3])
+        os.kill(spawner, signal.SIGKILL)
+        self.assertEqual(self.d.proc.wait(10), 1)
+        self.assertIn("the spawner (pid %d) died" % spawner,
+                      self.d.read_log())
+        for pid in helpers - {self.d.proc.pid}:
+            self.assertTrue(wait_until(lambda: not pid_alive(pid), 5), pid)
+
     def test_killed_helpers_are_restarted(self):
         with Client(self.d.socket) as c:
             before = children_by_role(c)
@@ -339,6 +364,43 @@ class Startup(unittest.TestCase):
             st = os.stat(d.socket)
             self.assertEqual(stat.S_IMODE(st.st_mode), 0o660)
             self.assertEqual(st.st_gid, os.getgid())
+
+    def test_control_socket_directory(self):
+        """The socket's directory must be a directory of the service user
+        (or root) that no one else may write to, not a link: else nobody
+        could be sure the name that gets its mode and group is the socket
+        just bound."""
+        d = Daemon()
+        self.addCleanup(d.cleanup)
+        open_dir = os.path.join(d.root, "open")
+        os.mkdir(open_dir)
+        os.chmod(open_dir, 0o777)
+        link = os.path.join(d.root, "link")
+        os.symlink(d.root, link)
+        group_w = os.path.join(d.root, "groupw")
+        os.mkdir(group_w)
+        os.chmod(group_w, 0o770)
+        for where, why in ((open_dir, "not writable by group or others"),
+                           (group_w, "not writable by group or others"),
+                           (link, "control socket directory")):
+            conf = dict(d.config)
+            conf["control_socket"] = os.path.join(where, "c.sock")
+            with open(d.config_path, "w") as f:
+                json.dump(conf, f)
+            r = subprocess.run([rtsb.RTSANDBOXD, "-d", "-f", d.config_path],
+                               capture_output=True, text=True, timeout=10)
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn(why, r.stderr)
+            self.assertFalse(os.path.exists(conf["control_socket"]))
+        # /tmp itself (1777) is refused as well
+        conf = dict(d.config)
+        conf["control_socket"] = "/tmp/rtsb-%d.sock" % os.getpid()
+        with open(d.config_path, "w") as f:
+            json.dump(conf, f)
+        r = subprocess.run([rtsb.RTSANDBOXD, "-d", "-f", d.config_path],
+                           capture_output=True, text=True, timeout=10)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("mode 1777", r.stderr)
 
     def test_stale_socket_and_second_daemon(self):
         d = Daemon()
