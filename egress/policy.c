@@ -13,9 +13,11 @@
 #include "policy.h"
 #include "validate.h"
 
-/* Values and keys in one body: far above what a rebuilt request of
- * PROTOCOL.md 5 holds, and a bound on the time a hostile one costs. */
-#define POLICY_NODES_MAX	(4u * 1024 * 1024)
+/* Values and keys in one body: the broker lets in no more than
+ * MODEL_NODES_MAX and its rebuild adds a handful, so twice that is never
+ * reached by a legitimate call; a bound on the time a hostile one costs
+ * (the reader holds no memory for them). */
+#define POLICY_NODES_MAX	(2u * MODEL_NODES_MAX)
 /* The longest name the policy compares, decoded (a model name). */
 #define POLICY_STR_MAX		MODEL_NAME_BYTES_MAX
 

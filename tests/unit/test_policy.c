@@ -289,8 +289,8 @@ END_TEST
 
 START_TEST(strict_json_node_cap)
 {
-	/* "[0,0,...]" far past the cap costs time, never memory */
-	size_t	 n = 5u * 1024 * 1024, i, len;
+	/* "[0,0,...]" past the cap costs time, never memory */
+	size_t	 n = 2u * MODEL_NODES_MAX + 1, i, len;
 	char	*b;
 	const char head[] = "{\"model\":\"claude-test\",\"messages\":[";
 
