@@ -24,7 +24,6 @@
 #include "log.h"
 #include "rebuild.h"
 #include "role.h"
-#include "sandbox.h"
 #include "validate.h"
 
 #define MCP_SERVERS_PER_PROFILE	32
@@ -1303,29 +1302,23 @@ broker_configured(struct role_parent *rp, void *arg)
 	return NULL;
 }
 
-void
-broker_main(int argc, char *argv[])
+struct broker *
+broker_start(struct event_base *base, int egress_fd)
 {
-	struct role_args	 ra;
-	struct broker		 br;
+	struct broker	*br;
 
-	role_args_parse(PROC_BROKER, argc, argv, &ra);
-	proc_child_check_fds(2);
-	if (ra.ra_npaths != 0)
-		fatalx("takes no -p path");
-	memset(&br, 0, sizeof(br));
-	br.br_listen_fd = -1;
-	TAILQ_INIT(&br.br_calls);
-
-	br.br_base = sandbox_broker();
-	br.br_parent = role_parent_open(br.br_base, PROC_BROKER,
-	    broker_dispatch_supervisor, broker_configured, &br);
-	br.br_egress = frame_conn_new(br.br_base, FD_EGRESS,
+	if ((br = calloc(1, sizeof(*br))) == NULL)
+		fatal("%s", __func__);
+	br->br_listen_fd = -1;
+	TAILQ_INIT(&br->br_calls);
+	br->br_base = base;
+	br->br_parent = role_parent_open(base, PROC_BROKER,
+	    broker_dispatch_supervisor, broker_configured, br);
+	br->br_egress = frame_conn_new(base, egress_fd,
 	    edge_limits(PROC_EGRESS, PROC_BROKER),
 	    edge_limits(PROC_BROKER, PROC_EGRESS),
-	    broker_dispatch_egress, broker_egress_err, &br);
-	if (br.br_egress == NULL)
+	    broker_dispatch_egress, broker_egress_err, br);
+	if (br->br_egress == NULL)
 		fatalx("cannot watch the egress pipe");
-	event_base_dispatch(br.br_base);
-	fatalx("event loop ended");
+	return br;
 }

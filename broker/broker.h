@@ -1,6 +1,16 @@
 #ifndef RTSANDBOX_BROKER_H
 #define RTSANDBOX_BROKER_H
 
-void	broker_main(int, char *[]) __attribute__((noreturn));
+struct broker;
+struct event_base;
+
+/*
+ * The broker of one channel, everything but its sandbox and its loop: it
+ * watches the supervisor's pipe on FD_PARENT (proc.h) and egress's on
+ * egress_fd, and reads nothing until base runs; its configuration, its
+ * listening socket included, comes from the supervisor.  Fatal when the
+ * pipes cannot be watched.
+ */
+struct broker	*broker_start(struct event_base *, int egress_fd);
 
 #endif
