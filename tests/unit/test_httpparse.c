@@ -441,8 +441,8 @@ START_TEST(test_head_split_invariance)
 		"GET / HTTP/1.1\r\n folded\r\n\r\n",
 		"POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n",
 		"GET / HTTP/1.0\r\n\r\n\r\n\r\n",
-		"GET /x?y#z HTTP/1.1\r\nHost: b\r\nA: 1\r\nB: 2\r\n\r\n"
-		    "C: 3\r\n",
+		("GET /x?y#z HTTP/1.1\r\nHost: b\r\nA: 1\r\nB: 2\r\n\r\n"
+		    "C: 3\r\n"),
 		"GET / HTTP/1.1\n\n",
 	};
 	struct http_head	 full, h;

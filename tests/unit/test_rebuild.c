@@ -616,11 +616,14 @@ START_TEST(nodes_structure)
 	for (m = 0; m < MODEL_MESSAGES_MAX; m++) {
 		bprintf(&b, "%s{\"role\":\"%s\",\"content\":[", m ? "," : "",
 		    m % 2 ? "assistant" : "user");
-		for (k = 0; k < MODEL_BLOCKS_MAX; k++)
+		for (k = 0; k < MODEL_BLOCKS_MAX; k++) {
+			if (k > 0)
+				bputs(&b, ",");
 			bputs(&b, k % 4 == 3 ?
-			    ",{\"type\":\"text\",\"text\":\"t\"}" + (k == 0) :
-			    ",{\"type\":\"text\",\"text\":\"t\",\"cache_control\":"
-			    "{\"type\":\"ephemeral\"}}" + (k == 0));
+			    "{\"type\":\"text\",\"text\":\"t\"}" :
+			    "{\"type\":\"text\",\"text\":\"t\",\"cache_control\":"
+			    "{\"type\":\"ephemeral\"}}");
+		}
 		bputs(&b, "]}");
 	}
 	bputs(&b, "]}");
@@ -1324,8 +1327,8 @@ START_TEST(schema_refs)
 	/* Each schema position, with @ where a schema goes. */
 	static const char *const positions[] = {
 		"{\"properties\":{\"a\":@}}",
-		"{\"properties\":{\"a\":{\"type\":\"object\",\"properties\":"
-		    "{\"b\":@}}}}",
+		("{\"properties\":{\"a\":{\"type\":\"object\",\"properties\":"
+		    "{\"b\":@}}}}"),
 		"{\"patternProperties\":{\"^x\":@}}",
 		"{\"$defs\":{\"d\":@}}",
 		"{\"definitions\":{\"d\":@}}",
@@ -1452,8 +1455,8 @@ START_TEST(tool_choice)
 		"{\"type\":\"tool\",\"name\":\"get_x\"}",
 		"{\"type\":\"auto\",\"disable_parallel_tool_use\":true}",
 		"{\"type\":\"any\",\"disable_parallel_tool_use\":true}",
-		"{\"type\":\"tool\",\"name\":\"t\","
-		    "\"disable_parallel_tool_use\":true}",
+		("{\"type\":\"tool\",\"name\":\"t\","
+		    "\"disable_parallel_tool_use\":true}"),
 	};
 	char	*body, *want;
 	size_t	 i;
