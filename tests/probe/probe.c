@@ -6,8 +6,8 @@
  *   rtsandbox-probe docker curl [SOCKET]  GET /version from Docker
  *   rtsandbox-probe egress https          HTTPS to a local s_server
  *   rtsandbox-probe supervisor spawn      every role started by
- *                                         proc_spawn() under the
- *                                         supervisor's sandbox
+ *                                         proc_spawn_sibling() under
+ *                                         the spawner's sandbox
  *
  * Each sandbox is set up by the role's own sandbox_<role>() in a forked
  * child; the parent reports how the child ended and exits 0 only when that
@@ -592,8 +592,10 @@ probe_work_research(void)
 	probe_loop_run(&pl, base);
 }
 
+/* The spawner's rules from the configuration: the helpers' directory,
+ * the state directory (the file guard's), egress's CA file. */
 static void
-probe_supervisor_rules(struct sandbox_fs_rule *rules, size_t *n,
+probe_spawner_rules(struct sandbox_fs_rule *rules, size_t *n,
     char *selfdir, size_t len)
 {
 	char	*slash;
@@ -611,22 +613,25 @@ probe_supervisor_rules(struct sandbox_fs_rule *rules, size_t *n,
 		    SB_FS_READ | SB_FS_PARENT };
 }
 
+/* The supervisor's: the control socket's directory, here the state
+ * directory, to remove the socket at exit. */
+static void
+probe_supervisor_sandbox_rule(struct sandbox_fs_rule *rule)
+{
+	*rule = (struct sandbox_fs_rule){ env.state_dir, SB_FS_WRITE };
+}
+
 static void
 probe_work_supervisor(void)
 {
-	struct sandbox_fs_rule	 rules[4];
+	struct sandbox_fs_rule	 rule;
 	struct probe_loop	 pl;
 	struct sockaddr_un	 sun;
 	struct event_base	*base;
-	char			 selfdir[PATH_MAX];
-	size_t			 n;
-	int			 lfd, cfd, afd;
+	int			 lfd, cfd, afd, sp[2];
 
-	probe_supervisor_rules(rules, &n, selfdir, sizeof(selfdir));
-	probe_loop_prepare(&pl);
-	base = sandbox_supervisor(rules, n);
-
-	/* A control socket in its directory: bind, mode, stale check. */
+	/* The control socket is bound before the drop, as rtsandboxd binds
+	 * it; a client waits on it. */
 	memset(&sun, 0, sizeof(sun));
 	sun.sun_family = AF_UNIX;
 	if (snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/control.sock",
@@ -635,12 +640,23 @@ probe_work_supervisor(void)
 	if ((lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
 	    0)) == -1 ||
 	    bind(lfd, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
-	    chmod(sun.sun_path, 0600) == -1 || listen(lfd, 4) == -1)
+	    listen(lfd, 4) == -1)
 		fatal("control socket");
 	if ((cfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
-	    connect(cfd, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
-	    (afd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) == -1)
+	    connect(cfd, (struct sockaddr *)&sun, sizeof(sun)) == -1)
+		fatal("control client");
+	probe_loop_prepare(&pl);
+	probe_supervisor_sandbox_rule(&rule);
+	base = sandbox_supervisor(&rule, 1);
+
+	/* A control connection, a pipe for a child, the socket's removal,
+	 * its own memory. */
+	if ((afd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) == -1)
 		fatal("control connection");
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) == -1)
+		fatal("socketpair");
+	close(sp[0]);
+	close(sp[1]);
 	close(afd);
 	close(cfd);
 	close(lfd);
@@ -652,8 +668,9 @@ probe_work_supervisor(void)
 }
 
 /*
- * The spawn test: the supervisor's sandbox starts every role, each of which
- * checks its descriptors, applies its own sandbox and does its work.
+ * The spawn test: a spawner in its sandbox starts every role, each of which
+ * checks its descriptors, applies its own sandbox (under the filter and
+ * domain it inherits) and does its work.
  */
 
 struct probe_spawned {
@@ -716,55 +733,84 @@ probe_work_spawn(void)
 	char			*argv[12];
 	size_t			 n, i;
 	long			 rss, pss;
-	int			 sp[2], ep[2], fds[2], nfds, rc, bad = 0;
+	pid_t			 spawner;
+	int			 child[NSPAWNED][2], nfds[NSPAWNED];
+	int			 sp[2], ep[2], pids[2], rc, status, bad = 0;
 
-	probe_supervisor_rules(rules, &n, selfdir, sizeof(selfdir));
-	base = sandbox_supervisor(rules, n);
+	/* The pipes are this process's, the supervisor's. */
+	for (i = 0; i < NSPAWNED; i++) {
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
+		    sp) == -1)
+			fatal("socketpair");
+		spawned[i].pipe = sp[0];
+		child[i][0] = sp[1];
+		nfds[i] = 1;
+		if (strcmp(spawned[i].role, "broker") == 0 ||
+		    strcmp(spawned[i].role, "research") == 0) {
+			/* ep[0] stays open until the end: EOF would mean
+			 * egress is gone. */
+			if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
+			    ep) == -1)
+				fatal("socketpair");
+			child[i][nfds[i]++] = ep[1];
+		}
+	}
+
+	/* The spawner, forked from it, starts each child as this process's
+	 * own (CLONE_PARENT) under the spawner's sandbox, and says which. */
+	if (pipe2(pids, O_CLOEXEC) == -1)
+		fatal("pipe2");
+	snprintf(port, sizeof(port), "%d", env.tls_port);
+	/* The children and this process share stderr and stdout. */
+	fflush(stdout);
+	if ((spawner = fork()) == -1)
+		fatal("fork");
+	if (spawner == 0) {
+		probe_spawner_rules(rules, &n, selfdir, sizeof(selfdir));
+		sandbox_spawner(rules, n);
+		for (i = 0; i < NSPAWNED; i++) {
+			argv[0] = "rtsandbox-probe";
+			argv[1] = "child";
+			argv[2] = (char *)spawned[i].role;
+			argv[3] = env.state_dir;
+			argv[4] = env.docker_sock;
+			argv[5] = env.docker_ok ? "1" : "0";
+			argv[6] = env.ca_file[0] != '\0' ? env.ca_file : "-";
+			argv[7] = port;
+			argv[8] = NULL;
+			spawned[i].pid = proc_spawn_sibling(env.self, argv,
+			    child[i], nfds[i]);
+			if (write(pids[1], &spawned[i].pid,
+			    sizeof(spawned[i].pid)) != sizeof(spawned[i].pid))
+				_exit(1);
+		}
+		_exit(0);
+	}
+	close(pids[1]);
+	for (i = 0; i < NSPAWNED; i++) {
+		if (read(pids[0], &spawned[i].pid, sizeof(spawned[i].pid)) !=
+		    sizeof(spawned[i].pid) || spawned[i].pid <= 0)
+			fatalx("the spawner did not start %s",
+			    spawned[i].role);
+		close(child[i][0]);
+		if (nfds[i] == 2)
+			close(child[i][1]);
+	}
+	close(pids[0]);
+	if (waitpid(spawner, &status, 0) != spawner || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) != 0)
+		fatalx("the spawner failed");
+
+	/* Unconfined: the children's memory is in the spawner's domain. */
+	base = sandbox_event_base();
 	if ((sigchld = evsignal_new(base, SIGCHLD, probe_spawn_reap,
 	    base)) == NULL || evsignal_add(sigchld, NULL) == -1 ||
 	    (timeout = evtimer_new(base, probe_spawn_timeout, NULL)) == NULL ||
 	    evtimer_add(timeout, &tv) == -1)
 		fatalx("spawn events");
 
-	snprintf(port, sizeof(port), "%d", env.tls_port);
-	for (i = 0; i < NSPAWNED; i++) {
-		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
-		    sp) == -1)
-			fatal("socketpair");
-		fds[0] = sp[1];
-		nfds = 1;
-		ep[0] = ep[1] = -1;
-		if (strcmp(spawned[i].role, "broker") == 0 ||
-		    strcmp(spawned[i].role, "research") == 0) {
-			if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
-			    ep) == -1)
-				fatal("socketpair");
-			fds[nfds++] = ep[1];
-		}
-		argv[0] = "rtsandbox-probe";
-		argv[1] = "child";
-		argv[2] = (char *)spawned[i].role;
-		argv[3] = env.state_dir;
-		argv[4] = env.docker_sock;
-		argv[5] = env.docker_ok ? "1" : "0";
-		argv[6] = env.ca_file[0] != '\0' ? env.ca_file : "-";
-		argv[7] = port;
-		argv[8] = NULL;
-		/* The children and this process share stderr and stdout. */
-		fflush(stdout);
-		if ((spawned[i].pid = proc_spawn(env.self, argv, fds,
-		    nfds)) == -1)
-			fatal("proc_spawn %s", spawned[i].role);
-		close(sp[1]);
-		if (ep[1] != -1)
-			close(ep[1]);
-		/* ep[0] stays open until the end: EOF would mean egress is
-		 * gone. */
-		spawned[i].pipe = sp[0];
-	}
-
 	/* Each child says when its work is done and waits: its memory is
-	 * read from /proc across both Landlock domains meanwhile. */
+	 * read from /proc meanwhile. */
 	for (i = 0; i < NSPAWNED; i++) {
 		pfd.fd = spawned[i].pipe;
 		pfd.events = POLLIN;
@@ -933,8 +979,11 @@ probe_sandbox_only(const char *role)
 		files[0] = env.self;
 		sandbox_egress(files, 1);
 	} else if (strcmp(role, "supervisor") == 0) {
-		probe_supervisor_rules(rules, &n, selfdir, sizeof(selfdir));
-		sandbox_supervisor(rules, n);
+		probe_supervisor_sandbox_rule(&rules[0]);
+		sandbox_supervisor(rules, 1);
+	} else if (strcmp(role, "spawner") == 0) {
+		probe_spawner_rules(rules, &n, selfdir, sizeof(selfdir));
+		sandbox_spawner(rules, n);
 	} else if (strcmp(role, "research") == 0) {
 		text_init();
 		sandbox_research();
