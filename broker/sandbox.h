@@ -4,10 +4,11 @@
 struct event_base;
 
 /*
- * The broker's drop (DESIGN.md 4): no capabilities, no_new_privs, a Landlock
- * domain with no file-system access at all, no child processes, and a
- * seccomp table that lets it accept, read and write on the descriptors it
- * was given and nothing else.  Returns its event base.
+ * The broker's drop (DESIGN.md 4): an empty root (with RTSANDBOX_EMPTY_ROOT),
+ * no capabilities, no_new_privs, a Landlock domain with no file-system
+ * access at all, no child processes, and a seccomp table that lets it
+ * accept, read and write on the descriptors it was given and nothing else.
+ * Returns its event base.
  */
 struct event_base	*sandbox_broker(void);
 

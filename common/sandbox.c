@@ -6,27 +6,136 @@
  */
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <linux/landlock.h>
+#include <linux/magic.h>
 #include <seccomp.h>
 #include <sys/capability.h>
 #include <event2/event.h>
 
 #include "log.h"
 #include "sandbox.h"
+
+/*
+ * The empty root.  Landlock refuses mount(2), umount2(2) and pivot_root(2)
+ * to every process in a domain that handles file access, and a child
+ * inherits its parent's domain across exec: so the new root is a detached
+ * tmpfs made with fsopen(2) and fsmount(2), which Landlock leaves alone, and
+ * entered with chroot(2), which it allows.  The detached mount is never
+ * attached to the mount tree, so nothing propagates to or from it.
+ *
+ * The user namespace gets no uid or gid map: writing one means opening
+ * /proc/self/uid_map, which an inherited Landlock domain refuses.  Unmapped,
+ * the process reads its own ids as the overflow id, while the kernel keeps
+ * its real ids for everything outside (signals, SO_PEERCRED, /proc): no
+ * broker or research job looks at its own ids.
+ */
+
+#define SB_ROOT_NS	(CLONE_NEWUSER | CLONE_NEWNS)
+#define SB_ROOT_ATTR	(MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |	\
+			 MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC)
+#define SB_ROOT_FLAGS	(ST_RDONLY | ST_NOSUID | ST_NODEV | ST_NOEXEC)
+
+const struct sandbox_syscall sandbox_empty_root_table[] = {
+	SB_ALLOW_ARG(unshare, 0, SB_ROOT_NS),
+	SB_ALLOW_ARG(fsopen, 1, FSOPEN_CLOEXEC),
+	SB_ALLOW_ARG(fsconfig, 1, FSCONFIG_SET_STRING),
+	SB_ALLOW_ARG(fsconfig, 1, FSCONFIG_SET_FLAG),
+	SB_ALLOW_ARG(fsconfig, 1, FSCONFIG_CMD_CREATE),
+	SB_ALLOW_ARG(fsmount, 2, SB_ROOT_ATTR),
+	SB_ALLOW(fchdir),
+	SB_ALLOW(chroot),
+	SB_ALLOW(chdir),
+	/* the check: stat("/") and statfs("/") */
+	SB_ALLOW_ARG(newfstatat, 3, 0),
+	SB_ALLOW(statfs),
+};
+const size_t sandbox_empty_root_table_len =
+    sizeof(sandbox_empty_root_table) / sizeof(sandbox_empty_root_table[0]);
+
+/* One page and one inode, the root's: nothing can ever be created in it,
+ * even were it made writable. */
+static const char *const sandbox_root_opts[][2] = {
+	{ "size", "4k" },
+	{ "nr_inodes", "1" },
+	{ "mode", "0555" },
+};
+
+int
+sandbox_empty_root(void)
+{
+	static int	 done = -1;
+	struct stat	 st, mst;
+	struct statfs	 sfs;
+	size_t		 i;
+	int		 fsfd, mfd;
+
+	if (done != -1)
+		return done;
+	/* The kernel or its configuration may forbid user namespaces. */
+	if (unshare(SB_ROOT_NS) == -1) {
+		if (errno != EPERM && errno != EINVAL && errno != ENOSPC &&
+		    errno != EUSERS)
+			fatal("%s: unshare", __func__);
+		log_info("no user namespace (%s): the root stays, Landlock "
+		    "and seccomp apply", strerror(errno));
+		return done = 0;
+	}
+	/* A security module may deny the namespace its capabilities; a
+	 * kernel before 5.2 has no fsopen. */
+	if ((fsfd = fsopen("tmpfs", FSOPEN_CLOEXEC)) == -1) {
+		if (errno != EPERM && errno != ENOSYS && errno != ENODEV)
+			fatal("%s: fsopen", __func__);
+		log_info("no tmpfs in a user namespace (%s): the root stays, "
+		    "Landlock and seccomp apply", strerror(errno));
+		return done = 0;
+	}
+	for (i = 0; i < sizeof(sandbox_root_opts) /
+	    sizeof(sandbox_root_opts[0]); i++)
+		if (fsconfig(fsfd, FSCONFIG_SET_STRING,
+		    sandbox_root_opts[i][0], sandbox_root_opts[i][1], 0) == -1)
+			fatal("%s: tmpfs option %s", __func__,
+			    sandbox_root_opts[i][0]);
+	if (fsconfig(fsfd, FSCONFIG_SET_FLAG, "ro", NULL, 0) == -1 ||
+	    fsconfig(fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == -1)
+		fatal("%s: tmpfs", __func__);
+	if ((mfd = fsmount(fsfd, FSMOUNT_CLOEXEC, SB_ROOT_ATTR)) == -1)
+		fatal("%s: fsmount", __func__);
+	if (fchdir(mfd) == -1 || chroot(".") == -1 || chdir("/") == -1)
+		fatal("%s: entering the new root", __func__);
+
+	/* "/" is the new mount, read-only, and holds no inode but its own. */
+	if (fstat(mfd, &mst) == -1 || stat("/", &st) == -1 ||
+	    statfs("/", &sfs) == -1)
+		fatal("%s: check", __func__);
+	if (st.st_dev != mst.st_dev || st.st_ino != mst.st_ino)
+		fatalx("%s: / is not the new root", __func__);
+	if (sfs.f_type != TMPFS_MAGIC ||
+	    ((unsigned long)sfs.f_flags & SB_ROOT_FLAGS) != SB_ROOT_FLAGS ||
+	    sfs.f_files != 1 || sfs.f_ffree != 0)
+		fatalx("%s: / is not an empty read-only tmpfs", __func__);
+	close(mfd);
+	close(fsfd);
+	log_debug("empty root");
+	return done = 1;
+}
 
 /*
  * Capabilities

@@ -10,6 +10,26 @@
 #include <stdint.h>
 #include <sys/resource.h>
 
+/*
+ * Whether brokers and research jobs enter an empty root.  Until they are
+ * started by the spawner, whose seccomp table includes
+ * sandbox_empty_root_table, the supervisor's filter they inherit would kill
+ * them at unshare(2); the spawner turns this on.
+ */
+#ifndef RTSANDBOX_EMPTY_ROOT
+#define RTSANDBOX_EMPTY_ROOT	0
+#endif
+
+/*
+ * Make the root an empty, read-only tmpfs in a new user and mount namespace
+ * (DESIGN.md 1, invariant 10), so that no path resolves any more, not even
+ * for stat(2).  Called first, before the capability drop, which then also
+ * drops what the new user namespace granted.  Returns 1 once applied (and
+ * verified), 0 when the kernel refuses user namespaces (logged once: the
+ * other steps still apply); anything else is fatal.
+ */
+int	sandbox_empty_root(void);
+
 /* Drop every capability from every set, the bounding set and ambient set,
  * and verify that none is left. */
 void	sandbox_drop_caps(void);
@@ -81,6 +101,12 @@ struct sandbox_syscall {
  * epoll and eventfd, reads and writes on its descriptors, logging). */
 extern const struct sandbox_syscall	sandbox_base_table[];
 extern const size_t			sandbox_base_table_len;
+
+/* Exactly the calls sandbox_empty_root() makes beyond the base table, for
+ * the filter of the process a broker or research job inherits until it
+ * loads its own. */
+extern const struct sandbox_syscall	sandbox_empty_root_table[];
+extern const size_t			sandbox_empty_root_table_len;
 
 /*
  * The role's event base, made between rlimits and seccomp: epoll only (the

@@ -8,6 +8,11 @@
  *   rtsandbox-probe supervisor spawn      every role started by
  *                                         proc_spawn_sibling() under
  *                                         the spawner's sandbox
+ *   rtsandbox-probe ROLE empty            the role's work in an empty
+ *                                         root (broker, research): no
+ *                                         path resolves, not even for stat
+ *   rtsandbox-probe ROLE empty-forbidden CALL
+ *                                         CALL there: must die of SIGSYS
  *
  * Each sandbox is set up by the role's own sandbox_<role>() in a forked
  * child; the parent reports how the child ended and exits 0 only when that
@@ -27,6 +32,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -67,6 +73,8 @@
 struct probe_env {
 	char	 self[PATH_MAX];	/* this executable */
 	char	 state_dir[PATH_MAX];	/* fsguard's, a temp dir */
+	char	 secret[PATH_MAX];	/* a file in it, for the empty root */
+	int	 empty_root;		/* broker, research: enter one first */
 	char	 docker_sock[PATH_MAX];
 	int	 docker_ok;		/* the socket accepts */
 	char	 tls_dir[PATH_MAX];	/* cert.pem, key.pem */
@@ -330,6 +338,70 @@ probe_egress_https(struct event_base *base)
 }
 
 /*
+ * The empty root (DESIGN.md 1, invariant 10).  Entered before the role's
+ * sandbox, as sandbox_broker() and sandbox_research() do with
+ * RTSANDBOX_EMPTY_ROOT; 77 where the kernel refuses user namespaces.
+ */
+static void
+probe_empty_root_enter(void)
+{
+	struct stat	 st;
+	char		 dents[512];
+	long		 n, off;
+	int		 fd, entries = 0;
+
+	if (stat(env.secret, &st) == -1 || stat("/etc/passwd", &st) == -1)
+		fatal("before the empty root");
+	if (sandbox_empty_root() == 0) {
+		printf("empty root: refused by this kernel, skipped\n");
+		exit(PROBE_SKIP);
+	}
+	/* Before Landlock and seccomp: the paths themselves are gone. */
+	if (open("/etc/passwd", O_RDONLY | O_CLOEXEC) != -1 ||
+	    errno != ENOENT ||
+	    open(env.secret, O_RDONLY | O_CLOEXEC) != -1 || errno != ENOENT ||
+	    open("/proc/self/status", O_RDONLY | O_CLOEXEC) != -1 ||
+	    errno != ENOENT)
+		fatalx("a host path still opens in the empty root");
+	if (open("/made", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) !=
+	    -1 || errno != EROFS || mkdir("/made", 0700) != -1 ||
+	    errno != EROFS)
+		fatalx("the empty root is writable");
+	/* "/" lists nothing but itself and its parent, which is itself. */
+	if ((fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		fatal("open /");
+	while ((n = syscall(SYS_getdents64, fd, dents, sizeof(dents))) > 0)
+		for (off = 0; off < n; entries++)
+			off += ((struct dirent *)(dents + off))->d_reclen;
+	if (n == -1 || entries != 2)
+		fatalx("the root lists %d entries", entries);
+	close(fd);
+	printf("empty root: entered, no host path opens\n");
+}
+
+/* After the role's sandbox: the stat(2) the base table lets through, on
+ * paths that exist outside, finds nothing. */
+static void
+probe_empty_root_check(void)
+{
+	const char	*paths[] = { "/etc/passwd", env.secret, env.state_dir,
+	    "/proc/self/status", "../../etc/passwd" };
+	struct stat	 st;
+	size_t		 i;
+
+	for (i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		if (fstatat(AT_FDCWD, paths[i], &st, AT_EMPTY_PATH) != -1 ||
+		    errno != ENOENT)
+			fatalx("stat of %s in the empty root: %s", paths[i],
+			    strerror(errno));
+		printf("empty root: stat of %s: ENOENT\n", paths[i]);
+	}
+	if (fstatat(AT_FDCWD, "/", &st, AT_EMPTY_PATH) == -1 ||
+	    !S_ISDIR(st.st_mode) || st.st_nlink != 2)
+		fatalx("stat of / in the empty root");
+}
+
+/*
  * Each role's work inside its sandbox.
  */
 
@@ -358,7 +430,11 @@ probe_work_broker(void)
 		fatal("client");
 	probe_loop_prepare(&pl);
 
+	if (env.empty_root)
+		probe_empty_root_enter();
 	base = sandbox_broker();
+	if (env.empty_root)
+		probe_empty_root_check();
 	if ((afd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC |
 	    SOCK_NONBLOCK)) == -1)
 		fatal("accept4");
@@ -530,7 +606,11 @@ probe_work_research(void)
 		fatal("socketpair");
 	probe_loop_prepare(&pl);
 	text_init();
+	if (env.empty_root)
+		probe_empty_root_enter();
 	base = sandbox_research();
+	if (env.empty_root)
+		probe_empty_root_check();
 
 	msgb_init(&mb, MSG_RES_SEARCH, 1);
 	msg_add_str(&mb, "query", "eiffel tower");
@@ -907,6 +987,7 @@ probe_call(const char *call)
 {
 	char *const	 nargv[] = { "/bin/true", NULL };
 	char *const	 nenvp[] = { NULL };
+	struct stat	 st;
 
 	if (strcmp(call, "openat") == 0)
 		return syscall(SYS_openat, AT_FDCWD, "/",
@@ -954,6 +1035,13 @@ probe_call(const char *call)
 		return syscall(SYS_unshare, CLONE_NEWUSER);
 	if (strcmp(call, "clone-newuser") == 0)
 		return syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0);
+	/* stat(2) of a path: only fstat's AT_EMPTY_PATH form is allowed */
+	if (strcmp(call, "stat") == 0)
+		return syscall(SYS_newfstatat, AT_FDCWD, "/", &st, 0);
+	if (strcmp(call, "chroot") == 0)
+		return syscall(SYS_chroot, "/");
+	if (strcmp(call, "fsopen") == 0)
+		return syscall(SYS_fsopen, "tmpfs", 0);
 	fatalx("unknown call %s", call);
 }
 
@@ -1155,8 +1243,25 @@ static void
 probe_cleanup(void)
 {
 	probe_tls_stop();
+	if (env.secret[0] != '\0')
+		unlink(env.secret);
 	if (env.state_dir[0] != '\0')
 		rmdir(env.state_dir);
+}
+
+/* A file under the state directory: what a taken-over broker must not
+ * learn exists. */
+static void
+probe_secret_make(void)
+{
+	int	 fd;
+
+	if (snprintf(env.secret, sizeof(env.secret), "%s/.channel-key",
+	    env.state_dir) >= (int)sizeof(env.secret))
+		fatalx("state directory path too long");
+	if ((fd = open(env.secret, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+	    0600)) == -1 || write(fd, "discord:1", 9) != 9 || close(fd) == -1)
+		fatal("%s", env.secret);
 }
 
 /* Wait for the child; 0 when it ended as expected. */
@@ -1188,7 +1293,9 @@ usage(void)
 	    "       rtsandbox-probe role forbidden call\n"
 	    "       rtsandbox-probe docker curl [socket]\n"
 	    "       rtsandbox-probe egress https\n"
-	    "       rtsandbox-probe supervisor spawn\n");
+	    "       rtsandbox-probe supervisor spawn\n"
+	    "       rtsandbox-probe broker|research empty\n"
+	    "       rtsandbox-probe broker|research empty-forbidden call\n");
 	exit(2);
 }
 
@@ -1211,7 +1318,8 @@ main(int argc, char *argv[])
 		usage();
 	role = argv[1];
 	mode = argv[2];
-	if (strcmp(mode, "forbidden") == 0) {
+	if (strcmp(mode, "forbidden") == 0 ||
+	    strcmp(mode, "empty-forbidden") == 0) {
 		if (argc != 4)
 			usage();
 		call = argv[3];
@@ -1232,6 +1340,13 @@ main(int argc, char *argv[])
 	snprintf(env.docker_sock, sizeof(env.docker_sock), "%s",
 	    argc == 4 && strcmp(mode, "curl") == 0 ? argv[3] : DOCKER_SOCKET);
 	env.docker_ok = probe_docker_connects(env.docker_sock);
+	if (strncmp(mode, "empty", 5) == 0) {
+		if (strcmp(role, "broker") != 0 &&
+		    strcmp(role, "research") != 0)
+			usage();
+		env.empty_root = 1;
+		probe_secret_make();
+	}
 
 	if (strcmp(mode, "curl") == 0 && !env.docker_ok) {
 		printf("docker curl: %s does not accept connections, "
@@ -1249,7 +1364,7 @@ main(int argc, char *argv[])
 	}
 
 	if (call != NULL)
-		snprintf(what, sizeof(what), "%s forbidden %s", role, call);
+		snprintf(what, sizeof(what), "%s %s %s", role, mode, call);
 	else
 		snprintf(what, sizeof(what), "%s %s", role, mode);
 	fflush(stdout);
@@ -1259,6 +1374,8 @@ main(int argc, char *argv[])
 	case 0:
 		log_setname(role);
 		if (call != NULL) {
+			if (env.empty_root)
+				probe_empty_root_enter();
 			probe_sandbox_only(role);
 			probe_call(call);
 			_exit(PROBE_NOT_KILLED);
@@ -1271,7 +1388,8 @@ main(int argc, char *argv[])
 		else if (strcmp(mode, "https") == 0 &&
 		    strcmp(role, "egress") == 0)
 			probe_work_egress(1);
-		else if (strcmp(mode, "allowed") != 0)
+		else if (strcmp(mode, "allowed") != 0 &&
+		    strcmp(mode, "empty") != 0)
 			usage();
 		else if (strcmp(role, "broker") == 0)
 			probe_work_broker();

@@ -4,10 +4,13 @@
  * status (or its death by SIGSYS), so Check's own process stays free.
  */
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/utsname.h>
@@ -20,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +32,8 @@
 #include <unistd.h>
 
 #include <event2/event.h>
+#include <linux/magic.h>
+#include <seccomp.h>
 
 #include "log.h"
 #include "proc.h"
@@ -311,6 +317,164 @@ START_TEST(test_landlock_net)
 		}
 		assert_exited(status, 0);
 	}
+}
+END_TEST
+
+/*
+ * The empty root
+ */
+
+/* In the empty root: no host path resolves, nothing can be made (opens:
+ * the calls outside the step's own table are allowed). */
+static void
+empty_root_checks(int opens)
+{
+	char		 path[PATH_MAX + 16];
+	struct stat	 st;
+	struct statfs	 sfs;
+
+	snprintf(path, sizeof(path), "%s/secret", ll_outside);
+	CHILD_CHECK(stat(path, &st) == -1 && errno == ENOENT);
+	CHILD_CHECK(fstatat(AT_FDCWD, path, &st, AT_EMPTY_PATH) == -1 &&
+	    errno == ENOENT);
+	CHILD_CHECK(stat(ll_outside, &st) == -1 && errno == ENOENT);
+	CHILD_CHECK(stat("/etc/passwd", &st) == -1 && errno == ENOENT);
+	if (opens) {
+		CHILD_CHECK(open("/proc/self/status", O_RDONLY | O_CLOEXEC) ==
+		    -1 && errno == ENOENT);
+		CHILD_CHECK(mkdir("/made", 0700) == -1 && errno == EROFS);
+	}
+	CHILD_CHECK(statfs("/", &sfs) == 0 && sfs.f_type == TMPFS_MAGIC &&
+	    (sfs.f_flags & ST_RDONLY) && sfs.f_files == 1 &&
+	    sfs.f_ffree == 0);
+}
+
+static void
+child_empty_root(void)
+{
+	char		 path[PATH_MAX + 16];
+	struct stat	 st, again;
+
+	snprintf(path, sizeof(path), "%s/secret", ll_outside);
+	CHILD_CHECK(stat(path, &st) == 0);
+	if (sandbox_empty_root() == 0)
+		_exit(SKIPPED);
+	empty_root_checks(1);
+	/* A second call keeps the root it made. */
+	CHILD_CHECK(stat("/", &st) == 0);
+	CHILD_CHECK(sandbox_empty_root() == 1);
+	CHILD_CHECK(stat("/", &again) == 0 && again.st_ino == st.st_ino &&
+	    again.st_dev == st.st_dev);
+	/* The steps after it still apply, and drop what the namespace gave. */
+	sandbox_drop_caps();
+	sandbox_no_new_privs();
+}
+
+/* Under a Landlock domain, as a child of the sandboxed supervisor is:
+ * mount(2) and pivot_root(2) would be refused there. */
+static void
+child_empty_root_landlock(void)
+{
+	const struct sandbox_fs_rule	 rules[] = {
+		{ ll_inside, SB_FS_READ },
+	};
+
+	sandbox_no_new_privs();
+	if (sandbox_landlock(rules, 1) == 0)
+		_exit(SKIPPED);
+	CHILD_CHECK(mount("none", ll_inside, "tmpfs", 0, NULL) == -1);
+	if (sandbox_empty_root() == 0)
+		_exit(SKIPPED);
+	empty_root_checks(1);
+}
+
+/* Under a filter of the base table and sandbox_empty_root_table alone, as
+ * the one a spawned child inherits: the step needs nothing more. */
+static void
+child_empty_root_table(void)
+{
+	sandbox_seccomp(sandbox_empty_root_table,
+	    sandbox_empty_root_table_len);
+	if (sandbox_empty_root() == 0)
+		_exit(SKIPPED);
+	empty_root_checks(0);
+}
+
+/* The table lets unshare(2) make these two namespaces and no others. */
+static void
+child_empty_root_table_other_ns(void)
+{
+	sandbox_seccomp(sandbox_empty_root_table,
+	    sandbox_empty_root_table_len);
+	syscall(SYS_unshare, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET);
+	_exit(0);
+}
+
+static void
+assert_applied(int status, const char *what)
+{
+	if (WIFEXITED(status) && WEXITSTATUS(status) == SKIPPED) {
+		printf("%s: no user namespaces here, test skipped\n", what);
+		return;
+	}
+	assert_exited(status, 0);
+}
+
+START_TEST(test_empty_root)
+{
+	assert_applied(run_child(child_empty_root), "empty root");
+}
+END_TEST
+
+START_TEST(test_empty_root_under_landlock)
+{
+	assert_applied(run_child(child_empty_root_landlock),
+	    "empty root under Landlock");
+}
+END_TEST
+
+START_TEST(test_empty_root_table)
+{
+	assert_applied(run_child(child_empty_root_table),
+	    "empty root under its table");
+	assert_sigsys(run_child(child_empty_root_table_other_ns));
+}
+END_TEST
+
+/* Each row names a call libseccomp knows; unshare only with the two
+ * namespaces, the mount only read-only, nosuid, nodev and noexec. */
+START_TEST(test_empty_root_table_rows)
+{
+	const struct sandbox_syscall	*sc;
+	size_t				 i;
+	int				 unshare = 0, fsmount = 0;
+
+	ck_assert_uint_gt(sandbox_empty_root_table_len, 0);
+	for (i = 0; i < sandbox_empty_root_table_len; i++) {
+		sc = &sandbox_empty_root_table[i];
+		ck_assert_int_ne(seccomp_syscall_resolve_name(sc->name),
+		    __NR_SCMP_ERROR);
+		ck_assert_int_eq(sc->errno_ret, 0);
+		if (strcmp(sc->name, "unshare") == 0) {
+			unshare++;
+			ck_assert_int_eq(sc->argidx, 0);
+			ck_assert_uint_eq(sc->argmask, 0);
+			ck_assert_uint_eq(sc->argval,
+			    CLONE_NEWUSER | CLONE_NEWNS);
+		}
+		if (strcmp(sc->name, "fsmount") == 0) {
+			fsmount++;
+			ck_assert_int_eq(sc->argidx, 2);
+			ck_assert_uint_eq(sc->argval, MOUNT_ATTR_RDONLY |
+			    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+			    MOUNT_ATTR_NOEXEC);
+		}
+		ck_assert_str_ne(sc->name, "mount");
+		ck_assert_str_ne(sc->name, "pivot_root");
+		ck_assert_str_ne(sc->name, "setns");
+	}
+	ck_assert_int_eq(unshare, 1);
+	ck_assert_int_eq(fsmount, 1);
 }
 END_TEST
 
@@ -715,6 +879,14 @@ sandbox_suite(void)
 	tcase_add_test(tc, test_landlock_dir);
 	tcase_add_test(tc, test_landlock_file);
 	tcase_add_test(tc, test_landlock_net);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("empty root");
+	tcase_add_checked_fixture(tc, ll_setup, ll_teardown);
+	tcase_add_test(tc, test_empty_root);
+	tcase_add_test(tc, test_empty_root_under_landlock);
+	tcase_add_test(tc, test_empty_root_table);
+	tcase_add_test(tc, test_empty_root_table_rows);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("seccomp");
