@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 
+#include "limits.h"
 #include "../common/sandbox.h"
 #include "sandbox.h"
 
@@ -17,10 +18,12 @@ static const struct sandbox_syscall sandbox_broker_table[] = {
 	SB_ALLOW(setsockopt),
 };
 
-/* At most BROKER_CONN_MAX connections, its two pipes, the event base. */
+/* At most BROKER_CONN_MAX connections, its two pipes, the event base;
+ * memory as limits.h derives it. */
 static const struct sandbox_rlimit sandbox_broker_rlimits[] = {
 	{ RLIMIT_NOFILE, 64 },
 	{ RLIMIT_NPROC, 0 },
+	{ RLIMIT_DATA, BROKER_DATA_MAX },
 };
 
 struct event_base *

@@ -348,6 +348,58 @@
 #define ATTACH_MESSAGE_ID_MAX		100u
 
 /*
+ * DESIGN.md 1, invariant 7: "Memory and time spent for a peer are bounded
+ * per peer (... RLIMIT_AS or RLIMIT_DATA ...)".  RLIMIT_DATA of each role:
+ * brk and private writable mappings (malloc's arenas and large blocks,
+ * thread stacks), whether touched or not.  Each is the most the role holds
+ * at once for legitimate input, derived below and checked as peak VmData
+ * with the integration suites and drivers at the protocol's maxima, with
+ * headroom; past it malloc fails.
+ */
+/*
+ * The file guard holds one frame from the supervisor at a time, at most
+ * 256 KiB of JSON and 100 MiB of data (an attachment of at most 25 MiB
+ * today), on 0.4 MiB of its own: 20.4 MiB measured for a 20 MiB
+ * attachment.
+ */
+#define FSGUARD_DATA_MAX		(128u * MIB)
+/*
+ * The Docker client, one call at a time: an answer of at most 4 MiB
+ * (dockapi.h) and its cJSON tree, 20 MiB for a 4 MiB container list, on
+ * 1.2 MiB of its own.
+ */
+#define DOCKER_DATA_MAX			(64u * MIB)
+/*
+ * Egress serves every channel: the call bodies it holds, at most 512 MiB in
+ * all (EGRESS_BODY_BYTES_MAX, egress.c), as much again in frames on their
+ * way in, a 1 MiB answer window for each of at most 256 calls, and fetches:
+ * 8 at once per research job of 5 MiB read and 5 MiB decoded (eight jobs:
+ * 640 MiB) and attachment downloads of 50 MiB in all.  About 2 GiB, and a
+ * third more for threads, TLS and fragmentation.  Measured: 482 MiB for one
+ * channel's four calls of 96 MiB, 204 MiB for a research job sending a
+ * 96 MiB conversation.
+ */
+#define EGRESS_DATA_MAX			(3072u * MIB)
+/*
+ * A broker holds at once up to 4 call bodies of 96 MiB, a 72 MiB result,
+ * the turn of up to 64 MiB of images (86 MiB of JSON, kept until settled,
+ * a copy queued for a worker that reads slowly), a tool answer, and the
+ * rebuild of one call: a body at MODEL_NODES_MAX costs cJSON some 400 MiB.
+ * Measured: 1126 MiB with all of these but the unread turn and the tool
+ * answer (about 150 MiB more), so 1.27 GiB in all.
+ */
+#define BROKER_DATA_MAX			(1536u * MIB)
+/*
+ * A research job holds its conversation (at most the 100 MiB a frame to
+ * egress carries: 314 MiB measured while sending a 96 MiB one), one answer
+ * of at most RESEARCH_ANSWER_MAX and one page of FETCH_BYTES_DEFAULT with
+ * libxml2's tree of it: 394 MiB measured for the densest 5 MiB page of
+ * those tried (<br> elements of six attributes), 498 MiB with that page
+ * read into a conversation of 92 MiB.
+ */
+#define RESEARCH_DATA_MAX		(768u * MIB)
+
+/*
  * Internal bounds: not in PROTOCOL.md, but every string that crosses a
  * process edge has one.
  */

@@ -457,6 +457,8 @@ sandbox_rlimit_name(int resource)
 		return "RLIMIT_AS";
 	case RLIMIT_MEMLOCK:
 		return "RLIMIT_MEMLOCK";
+	case RLIMIT_DATA:
+		return "RLIMIT_DATA";
 	default:
 		return "rlimit";
 	}
@@ -468,6 +470,14 @@ sandbox_rlimit(int resource, rlim_t value)
 	struct rlimit	 rl;
 	const char	*name = sandbox_rlimit_name(resource);
 
+#ifdef RTSANDBOX_ASAN
+	if (resource == RLIMIT_DATA) {
+		log_debug("%s: %s %llu not set: the sanitizer's shadow memory "
+		    "counts as data", __func__, name,
+		    (unsigned long long)value);
+		return;
+	}
+#endif
 	if (getrlimit(resource, &rl) == -1)
 		fatal("%s: getrlimit %s", __func__, name);
 	if (value > rl.rlim_max) {
@@ -666,14 +676,6 @@ sandbox_seccomp(const struct sandbox_syscall *table, size_t n)
 		fatalx("%s: seccomp_load: %s", __func__, strerror(-rc));
 	seccomp_release(ctx);
 }
-
-#if defined(__SANITIZE_ADDRESS__)
-#define RTSANDBOX_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define RTSANDBOX_ASAN 1
-#endif
-#endif
 
 /* Fuzz targets run unsandboxed and keep their leak checks. */
 #if defined(RTSANDBOX_ASAN) && !defined(RTSANDBOX_FUZZING)

@@ -10,6 +10,15 @@
 #include <stdint.h>
 #include <sys/resource.h>
 
+/* An AddressSanitizer build (gcc and clang tell it apart differently). */
+#if defined(__SANITIZE_ADDRESS__)
+#define RTSANDBOX_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RTSANDBOX_ASAN 1
+#endif
+#endif
+
 /*
  * Whether brokers and research jobs enter an empty root.  Until they are
  * started by the spawner, whose seccomp table includes
@@ -78,7 +87,8 @@ struct sandbox_rlimit {
 };
 /* RLIMIT_CORE 0 always; then the role's own limits (soft = hard = value; a
  * value above the current hard limit, which only privilege could raise, is
- * lowered to it with a notice). */
+ * lowered to it with a notice).  Under AddressSanitizer, whose shadow memory
+ * alone is terabytes of data mappings, RLIMIT_DATA is left as it is. */
 void	sandbox_rlimits(const struct sandbox_rlimit *, size_t n);
 
 /* One row of a seccomp allow-list.  Argument checks are exact matches on

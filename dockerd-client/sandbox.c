@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "../common/log.h"
+#include "limits.h"
 #include "../common/sandbox.h"
 #include "sandbox.h"
 
@@ -27,6 +28,7 @@ static const struct sandbox_syscall sandbox_docker_table[] = {
 static const struct sandbox_rlimit sandbox_docker_rlimits[] = {
 	{ RLIMIT_NOFILE, 64 },
 	{ RLIMIT_NPROC, 0 },
+	{ RLIMIT_DATA, DOCKER_DATA_MAX },
 };
 
 struct event_base *

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "../common/log.h"
+#include "limits.h"
 #include "../common/sandbox.h"
 #include "sandbox.h"
 
@@ -52,9 +53,11 @@ static const struct sandbox_syscall sandbox_egress_table[] = {
 	SB_DENY_ARG(socket, 0, AF_UNIX, EACCES),
 };
 
-/* No RLIMIT_NPROC: it counts threads, and the resolver needs them. */
+/* No RLIMIT_NPROC: it counts threads, and the resolver needs them.  Their
+ * stacks count as data too. */
 static const struct sandbox_rlimit sandbox_egress_rlimits[] = {
 	{ RLIMIT_NOFILE, 1024 },
+	{ RLIMIT_DATA, EGRESS_DATA_MAX },
 };
 
 struct event_base *

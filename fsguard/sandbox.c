@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <stddef.h>
 
+#include "limits.h"
 #include "../common/sandbox.h"
 #include "sandbox.h"
 
@@ -44,6 +45,7 @@ static const struct sandbox_syscall sandbox_fsguard_table[] = {
 static const struct sandbox_rlimit sandbox_fsguard_rlimits[] = {
 	{ RLIMIT_NOFILE, 64 },
 	{ RLIMIT_NPROC, 0 },
+	{ RLIMIT_DATA, FSGUARD_DATA_MAX },
 };
 
 struct event_base *

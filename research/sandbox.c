@@ -9,13 +9,16 @@
 
 #include <stddef.h>
 
+#include "limits.h"
 #include "../common/sandbox.h"
 #include "sandbox.h"
 
-/* Its two pipes, stdio and the event base's descriptors. */
+/* Its two pipes, stdio and the event base's descriptors; memory as
+ * limits.h derives it. */
 static const struct sandbox_rlimit sandbox_research_rlimits[] = {
 	{ RLIMIT_NOFILE, 32 },
 	{ RLIMIT_NPROC, 0 },
+	{ RLIMIT_DATA, RESEARCH_DATA_MAX },
 };
 
 struct event_base *

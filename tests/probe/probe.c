@@ -402,6 +402,30 @@ probe_empty_root_check(void)
 }
 
 /*
+ * The role's RLIMIT_DATA (limits.h) is in force: half of it can be had, all
+ * of it cannot, and the refusal is a null pointer, not the end.  Untouched,
+ * neither costs memory.
+ */
+static void
+probe_data_limit(size_t limit)
+{
+#ifdef RTSANDBOX_ASAN
+	printf("data limit: not set under AddressSanitizer\n");
+#else
+	char *volatile	 p;
+
+	if ((p = malloc(limit / 2)) == NULL)
+		fatalx("data limit: %zu MiB refused", limit / 2 / MIB);
+	p[0] = 1;
+	free(p);
+	if ((p = malloc(limit)) != NULL)
+		fatalx("data limit: %zu MiB allowed", limit / MIB);
+	printf("data limit: %zu MiB refused, half of it allowed\n",
+	    limit / MIB);
+#endif
+}
+
+/*
  * Each role's work inside its sandbox.
  */
 
@@ -435,6 +459,7 @@ probe_work_broker(void)
 	base = sandbox_broker();
 	if (env.empty_root)
 		probe_empty_root_check();
+	probe_data_limit(BROKER_DATA_MAX);
 	if ((afd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC |
 	    SOCK_NONBLOCK)) == -1)
 		fatal("accept4");
@@ -457,6 +482,7 @@ probe_work_fsguard(void)
 
 	probe_loop_prepare(&pl);
 	base = sandbox_fsguard(env.state_dir);
+	probe_data_limit(FSGUARD_DATA_MAX);
 
 	if ((dfd = open(env.state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC |
 	    O_NOFOLLOW)) == -1)
@@ -517,6 +543,7 @@ probe_work_docker(int request)
 	if (curl_global_init(CURL_GLOBAL_NOTHING) != CURLE_OK)
 		fatalx("curl_global_init");
 	base = sandbox_docker(env.docker_sock);
+	probe_data_limit(DOCKER_DATA_MAX);
 	if (request)
 		probe_docker_version(base);
 	probe_loop_run(&pl, base);
@@ -553,6 +580,7 @@ probe_work_egress(int request)
 	if (env.ca_file[0] != '\0')
 		files[n++] = env.ca_file;
 	base = sandbox_egress(files, n);
+	probe_data_limit(EGRESS_DATA_MAX);
 
 	/* The resolver from /etc/hosts, with the netlink query, in a thread
 	 * (libcurl resolves "localhost" itself, so the request below does
@@ -611,6 +639,7 @@ probe_work_research(void)
 	base = sandbox_research();
 	if (env.empty_root)
 		probe_empty_root_check();
+	probe_data_limit(RESEARCH_DATA_MAX);
 
 	msgb_init(&mb, MSG_RES_SEARCH, 1);
 	msg_add_str(&mb, "query", "eiffel tower");

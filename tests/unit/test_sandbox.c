@@ -519,6 +519,60 @@ START_TEST(test_rlimits)
 }
 END_TEST
 
+#define DATA_LIMIT	(64u << 20)
+
+#ifndef RTSANDBOX_ASAN
+/* What is mapped already counts, so an allocation of the limit itself
+ * fails, and fails as a null pointer. */
+static void
+data_limit_holds(void)
+{
+	struct rlimit	 rl;
+	char *volatile	 p;
+
+	CHILD_CHECK((p = malloc(DATA_LIMIT / 2)) != NULL);
+	p[0] = 1;
+	free(p);
+	CHILD_CHECK((p = malloc(DATA_LIMIT)) == NULL && errno == ENOMEM);
+	/* Small blocks still come, from what is left. */
+	CHILD_CHECK((p = malloc(4096)) != NULL);
+	free(p);
+	/* And it cannot be raised again. */
+	rl.rlim_cur = rl.rlim_max = 2 * (rlim_t)DATA_LIMIT;
+	if (getuid() != 0)
+		CHILD_CHECK(setrlimit(RLIMIT_DATA, &rl) == -1);
+}
+#endif
+
+/* RLIMIT_DATA, except under AddressSanitizer, whose shadow memory is
+ * data: there the limit is left as it was. */
+static void
+child_rlimit_data(void)
+{
+	const struct sandbox_rlimit	 limits[] = {
+		{ RLIMIT_DATA, DATA_LIMIT },
+	};
+	struct rlimit			 before, rl;
+
+	CHILD_CHECK(getrlimit(RLIMIT_DATA, &before) == 0);
+	sandbox_rlimits(limits, 1);
+	CHILD_CHECK(getrlimit(RLIMIT_DATA, &rl) == 0);
+#ifdef RTSANDBOX_ASAN
+	CHILD_CHECK(rl.rlim_cur == before.rlim_cur &&
+	    rl.rlim_max == before.rlim_max);
+#else
+	CHILD_CHECK(rl.rlim_cur == DATA_LIMIT && rl.rlim_max == DATA_LIMIT &&
+	    before.rlim_max >= DATA_LIMIT);
+	data_limit_holds();
+#endif
+}
+
+START_TEST(test_rlimit_data)
+{
+	assert_exited(run_child(child_rlimit_data), 0);
+}
+END_TEST
+
 /*
  * seccomp
  */
@@ -872,6 +926,7 @@ sandbox_suite(void)
 	tcase_add_test(tc, test_no_new_privs);
 	tcase_add_test(tc, test_drop_caps);
 	tcase_add_test(tc, test_rlimits);
+	tcase_add_test(tc, test_rlimit_data);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("landlock");
