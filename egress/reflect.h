@@ -3,24 +3,28 @@
  * the secret back to the worker, raw or encoded.  A stream fails when any
  * of these occurs in it:
  *
- * - raw, or percent-encoded: any mix of literal bytes and %XX triples (hex
- *   digits of either case) that decodes in one pass to the secret, so "a"
- *   and "%61" stand for "a" alike ("%2561" decodes to "%61", not "a");
- * - hex of every byte, all lower case or all upper case;
+ * - raw, or escaped: one unit per secret byte, each unit the literal byte,
+ *   a %XX triple, a JSON \u00XX escape (for a byte below 0x80) or a JSON
+ *   short escape (\" \\ \/ \b \f \n \r \t) that stands for it, in any mix,
+ *   hex digits of either case.  Units decode in one pass: "%2561" is "%61",
+ *   not "a", and "\u0025" is '%' only;
+ * - hex of every byte, each digit in either case;
  * - base64 and base64url, with or without padding, at each of the three
  *   alignments the secret can take inside a longer encoded blob: only the
  *   characters that depend on the secret's bits alone are looked for, so a
  *   standalone encoding, padded or not, is caught as well.
  *
- * The filter holds back reflect_holdback() bytes, the longest variant (the
- * all-%XX form, 3 bytes per secret byte) less one, so that no byte of an
+ * The filter holds back the longest tail of the stream that is still the
+ * beginning of some variant, and releases the rest, so that no byte of an
  * occurrence is released before the occurrence is complete, whatever the
- * chunking; it reports an occurrence at the call that completes it.  Its
- * work is linear in the bytes fed, plus at most twice the secret's length
- * looked at again per call.
+ * chunking, while text that can begin none goes out at once.  It reports an
+ * occurrence at the call that completes it.  Its work is linear in the bytes
+ * fed, plus per call at most twice the secret's length looked at again and
+ * 64 bytes looked at backwards; its bit vectors take a word per 64 bytes of
+ * secret.
  *
- * Not looked for: other encodings (JSON \u escapes, "\/" inside base64,
- * base64 broken into lines, mixed-case hex).
+ * Not looked for: other encodings (\uXXXX of non-ASCII characters, "\/"
+ * inside base64, base64 broken into lines, one encoding inside another).
  */
 #ifndef RTSANDBOX_REFLECT_H
 #define RTSANDBOX_REFLECT_H
@@ -51,7 +55,13 @@ int		 reflect_feed(struct reflect *, const void *in, size_t len,
 int		 reflect_finish(struct reflect *, const void **out,
 		    size_t *outlen);
 
-/* Bytes held back before the end of stream: the longest variant less one. */
+/*
+ * Bytes fed but not released yet.  After reflect_feed() returned 0: the
+ * longest tail that begins a variant, at most 6 bytes per secret byte less
+ * one.  A call looks back over at most 64 + 4 bytes per byte it is fed; if
+ * that does not settle the tail, it keeps what it held before and its
+ * chunk, up to the last 6m - 1 bytes.
+ */
 size_t		 reflect_holdback(const struct reflect *);
 
 void		 reflect_free(struct reflect *);
