@@ -556,9 +556,11 @@ call_refuse(struct call *cl, int status, const char *why)
 	char			*eb;
 	size_t			 eblen;
 
-	if (c == NULL)
-		;
-	else if (status == 503)
+	if (c == NULL) {
+		call_free(cl);
+		return;
+	}
+	if (status == 503)
 		respond_text(c, 503, BROKER_BUSY);
 	else if (status == 400 && cl->cl_kind == CALL_MODEL) {
 		if ((eb = rebuild_error_body(why, &eblen)) == NULL) {
