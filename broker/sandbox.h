@@ -4,7 +4,7 @@
 struct event_base;
 
 /*
- * The broker's drop (DESIGN.md 4): an empty root (with RTSANDBOX_EMPTY_ROOT),
+ * The broker's drop (DESIGN.md 4): an empty root (DESIGN.md 1, invariant 10),
  * no capabilities, no_new_privs, a Landlock domain with no file-system
  * access at all, no child processes, and a seccomp table that lets it
  * accept, read and write on the descriptors it was given and nothing else.

@@ -398,6 +398,14 @@
  * read into a conversation of 92 MiB.
  */
 #define RESEARCH_DATA_MAX		(768u * MIB)
+/*
+ * The supervisor serves every channel.  For one channel at its maximum it
+ * held 342 MiB for a turn with 64 MiB of images, 501 MiB for a turn and a
+ * 72 MiB result, 800 MiB for four 96 MiB tool calls in flight (each parsed
+ * and sent on to the client's hook); room for five such channels at once.
+ * The spawner has the same, which every helper lowers for itself.
+ */
+#define SUPERVISOR_DATA_MAX		(4096ull * MIB)
 
 /*
  * Internal bounds: not in PROTOCOL.md, but every string that crosses a

@@ -20,16 +20,6 @@
 #endif
 
 /*
- * Whether brokers and research jobs enter an empty root.  Until they are
- * started by the spawner, whose seccomp table includes
- * sandbox_empty_root_table, the supervisor's filter they inherit would kill
- * them at unshare(2); the spawner turns this on.
- */
-#ifndef RTSANDBOX_EMPTY_ROOT
-#define RTSANDBOX_EMPTY_ROOT	0
-#endif
-
-/*
  * Make the root an empty, read-only tmpfs in a new user and mount namespace
  * (DESIGN.md 1, invariant 10), so that no path resolves any more, not even
  * for stat(2).  Called first, before the capability drop, which then also

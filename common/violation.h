@@ -37,8 +37,6 @@
 	X(BUDGET,	"budget")					\
 	/* more calls in flight than a scope allows */			\
 	X(IN_FLIGHT,	"in_flight")					\
-	/* request headers egress cannot build from what was sent */	\
-	X(HEADERS,	"headers")					\
 	/* a host tool that is not in the configuration's tools */	\
 	X(HOST_TOOL,	"host_tool")					\
 	/* a tool call id in use, or more tool calls in flight than a	\

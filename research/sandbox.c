@@ -26,9 +26,7 @@ sandbox_research(void)
 {
 	struct event_base	*base;
 
-#if RTSANDBOX_EMPTY_ROOT
 	sandbox_empty_root();
-#endif
 	sandbox_drop_caps();
 	sandbox_no_new_privs();
 	sandbox_landlock(NULL, 0);

@@ -4,8 +4,8 @@
 struct event_base;
 
 /*
- * A research job's drop (DESIGN.md 4): an empty root (with
- * RTSANDBOX_EMPTY_ROOT), no capabilities, no_new_privs, a Landlock domain
+ * A research job's drop (DESIGN.md 4): an empty root (DESIGN.md 1,
+ * invariant 10), no capabilities, no_new_privs, a Landlock domain
  * with no file-system access at all, no child processes, and the base
  * seccomp table alone: it reads and writes the two pipes it was given and
  * nothing else.  Returns its event base.  What the job needs from files

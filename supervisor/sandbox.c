@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/limits.h"
 #include "../common/log.h"
 #include "sandbox.h"
 
@@ -48,6 +49,7 @@ static const struct sandbox_syscall sandbox_supervisor_table[] = {
 /* Every child of the uid counts against RLIMIT_NPROC, so it is left. */
 static const struct sandbox_rlimit sandbox_supervisor_rlimits[] = {
 	{ RLIMIT_NOFILE, 4096 },
+	{ RLIMIT_DATA, SUPERVISOR_DATA_MAX },
 };
 
 static const struct sandbox_syscall sandbox_spawner_table[] = {
@@ -163,6 +165,7 @@ void
 sandbox_spawner(const struct sandbox_fs_rule *caller, size_t n)
 {
 	struct sandbox_fs_rule	*rules;
+	struct sandbox_syscall	*table;
 	size_t			 i, nrules = 0;
 
 	rules = calloc(n + SANDBOX_SPAWNER_FS_LEN +
@@ -186,8 +189,16 @@ sandbox_spawner(const struct sandbox_fs_rule *caller, size_t n)
 	sandbox_rlimits(sandbox_supervisor_rlimits,
 	    sizeof(sandbox_supervisor_rlimits) /
 	    sizeof(sandbox_supervisor_rlimits[0]));
-	sandbox_seccomp(sandbox_spawner_table,
-	    sizeof(sandbox_spawner_table) / sizeof(sandbox_spawner_table[0]));
+	/* and what brokers and research jobs call to enter an empty root */
+	n = sizeof(sandbox_spawner_table) / sizeof(sandbox_spawner_table[0]);
+	if ((table = calloc(n + sandbox_empty_root_table_len,
+	    sizeof(*table))) == NULL)
+		fatal("%s", __func__);
+	memcpy(table, sandbox_spawner_table, sizeof(sandbox_spawner_table));
+	memcpy(table + n, sandbox_empty_root_table,
+	    sandbox_empty_root_table_len * sizeof(*table));
+	sandbox_seccomp(table, n + sandbox_empty_root_table_len);
+	free(table);
 }
 
 struct event_base *

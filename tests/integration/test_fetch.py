@@ -656,7 +656,8 @@ class EgressBase(FetchCase):
         config = {"t": "config_egress",
                   "upstream_url": "https://127.0.0.1:9",
                   "credential_file": os.path.join(self.tmp, "nocred"),
-                  "allow_http": False, "uid": 1000}
+                  "allow_http": False, "uid": 1000,
+                  "max_output_tokens": 128000}
         if self.TEST_SEAMS:
             config.update({"test_dns": dns.addr,
                            "test_loopback_public": True,

@@ -339,8 +339,8 @@ probe_egress_https(struct event_base *base)
 
 /*
  * The empty root (DESIGN.md 1, invariant 10).  Entered before the role's
- * sandbox, as sandbox_broker() and sandbox_research() do with
- * RTSANDBOX_EMPTY_ROOT; 77 where the kernel refuses user namespaces.
+ * sandbox, as sandbox_broker() and sandbox_research() do; 77 where the
+ * kernel refuses user namespaces.
  */
 static void
 probe_empty_root_enter(void)
@@ -1071,6 +1071,12 @@ probe_call(const char *call)
 		return syscall(SYS_chroot, "/");
 	if (strcmp(call, "fsopen") == 0)
 		return syscall(SYS_fsopen, "tmpfs", 0);
+	if (strcmp(call, "chmod") == 0)
+		return syscall(SYS_fchmodat, AT_FDCWD, "/tmp", 0777, 0);
+	if (strcmp(call, "chown") == 0)
+		return syscall(SYS_fchownat, AT_FDCWD, "/tmp", -1, -1, 0);
+	if (strcmp(call, "bind") == 0)
+		return syscall(SYS_bind, -1, NULL, 0);
 	fatalx("unknown call %s", call);
 }
 
