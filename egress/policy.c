@@ -564,6 +564,33 @@ fields_read(const char *body, size_t len, struct fields *f, char *why,
 	return VIOLATION_NONE;
 }
 
+/*
+ * The top level of a body: one object whose fields are all in names, each
+ * once (not an object: notobj, with why).
+ */
+static enum violation
+top_fields(const char *body, size_t len, const char *const *names, size_t n,
+    struct fields *f, enum violation notobj, const char *notobj_why,
+    char *why, size_t whylen)
+{
+	enum violation	 v;
+
+	if (why != NULL && whylen > 0)
+		why[0] = '\0';
+	memset(f, 0, sizeof(*f));
+	f->f_names = names;
+	f->f_n = n;
+	if (!is_object(body, len))
+		return refuse(notobj, why, whylen, "%s", notobj_why);
+	if ((v = fields_read(body, len, f, why, whylen)) != VIOLATION_NONE)
+		return v;
+	if (f->f_unknown)
+		return refuse(VIOLATION_FIELD, why, whylen,
+		    "field \"%s\" is not sent by the rebuild",
+		    f->f_unknown_name);
+	return VIOLATION_NONE;
+}
+
 /* A walker positioned at one value of the body already read. */
 static void
 jw_at(struct jw *w, const char *body, size_t len, size_t off)
@@ -790,20 +817,10 @@ policy_model_check(const char *body, size_t len,
 	char		 model[POLICY_STR_MAX + 1];
 	uint64_t	 mt;
 
-	if (why != NULL && whylen > 0)
-		why[0] = '\0';
-	memset(&f, 0, sizeof(f));
-	f.f_names = model_fields;
-	f.f_n = nitems(model_fields);
-	if (!is_object(body, len))
-		return refuse(VIOLATION_BODY, why, whylen,
-		    "body is not a JSON object");
-	if ((v = fields_read(body, len, &f, why, whylen)) != VIOLATION_NONE)
+	if ((v = top_fields(body, len, model_fields, nitems(model_fields), &f,
+	    VIOLATION_BODY, "body is not a JSON object", why, whylen)) !=
+	    VIOLATION_NONE)
 		return v;
-	if (f.f_unknown)
-		return refuse(VIOLATION_FIELD, why, whylen,
-		    "field \"%s\" is not sent by the rebuild",
-		    f.f_unknown_name);
 
 	if (!(f.f_seen & (1u << MF_MODEL)))
 		return refuse(VIOLATION_MODEL, why, whylen, "no model");
@@ -901,20 +918,10 @@ policy_mcp_check(const char *body, size_t len, const struct policy_mcp *pm,
 	char		 s[32];
 	size_t		 k;
 
-	if (why != NULL && whylen > 0)
-		why[0] = '\0';
-	memset(&f, 0, sizeof(f));
-	f.f_names = mcp_fields;
-	f.f_n = nitems(mcp_fields);
-	if (!is_object(body, len))
-		return refuse(VIOLATION_MCP_METHOD, why, whylen,
-		    "not one JSON-RPC request object (a batch?)");
-	if ((v = fields_read(body, len, &f, why, whylen)) != VIOLATION_NONE)
+	if ((v = top_fields(body, len, mcp_fields, nitems(mcp_fields), &f,
+	    VIOLATION_MCP_METHOD, "not one JSON-RPC request object (a batch?)",
+	    why, whylen)) != VIOLATION_NONE)
 		return v;
-	if (f.f_unknown)
-		return refuse(VIOLATION_FIELD, why, whylen,
-		    "field \"%s\" is not sent by the rebuild",
-		    f.f_unknown_name);
 	jw_at(&w, body, len, f.f_off[CF_JSONRPC]);
 	if (!(f.f_seen & (1u << CF_JSONRPC)) ||
 	    jw_get_str(&w, s, sizeof(s)) != 0 || strcmp(s, "2.0") != 0)

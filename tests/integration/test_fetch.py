@@ -699,10 +699,14 @@ class EgressBase(FetchCase):
                 "deadline_ms": deadline, "max_bytes": max_bytes,
                 "max_redirects": redirects}
 
+    peers = 0
+
     def attach_research(self):
         mine, theirs = socket.socketpair()
-        self.send({"t": "egress_attach", "channel": "c1",
-                   "role": "research"}, fds=[theirs.fileno()])
+        type(self).peers += 1
+        self.send({"t": "egress_attach", "peer": self.peers, "channel": "c1",
+                   "role": "research", "model": "claude-test",
+                   "max_calls": 72}, fds=[theirs.fileno()])
         theirs.close()
         mine.settimeout(30)
         self.addCleanup(mine.close)
@@ -770,12 +774,18 @@ class EgressProcess(EgressBase):
         self.assertEqual(got[11][1], PAGE)
         self.assertEqual(got[12][0]["status"], 302)
         self.assertEqual(got[12][0]["location"], fx.url("/page"))
-        # An MCP call is not for a research job: its edge is closed.
+        # An MCP call is not for a research job: refused before anything
+        # else, and reported to the supervisor as a violation.
         self.send({"t": "egr_call", "call": 1, "kind": "mcp",
                    "path": "/mcp", "server": "x", "hnames": [],
                    "hvalues": []}, sock=res)
-        self.assertIsNone(_read_frame(res))
-        self.assertIn("MCP call from a research job", self.logtext())
+        obj, _ = _read_frame(res)
+        self.assertEqual(obj, {"t": "egr_end", "call": 1, "ok": False,
+                               "status": 403, "error": "refused"})
+        self.assertEqual(self.recv()[0], {"t": "egr_violation",
+                                          "peer": self.peers,
+                                          "rule": "kind"})
+        self.assertIn("an MCP call from a research job", self.logtext())
         # Egress goes on.
         self.send({"t": "ping", "id": 99})
         self.assertEqual(self.recv()[0], {"t": "pong", "id": 99})

@@ -36,16 +36,22 @@ static const char	*hcase = "";
 static int		 research;
 static int		 listen_fd = -1;
 
+static void
+vsay(const char *fmt, va_list ap)
+{
+	fprintf(stderr, "hostile[%s]: ", hcase);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
 static void __attribute__((format(printf, 1, 2)))
 say(const char *fmt, ...)
 {
 	va_list	 ap;
 
-	fprintf(stderr, "hostile[%s]: ", hcase);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsay(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 static void __attribute__((noreturn, format(printf, 1, 2)))
@@ -53,11 +59,9 @@ die(const char *fmt, ...)
 {
 	va_list	 ap;
 
-	fprintf(stderr, "hostile[%s]: ", hcase);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsay(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	exit(1);
 }
 
