@@ -864,6 +864,39 @@ rebuild_system(struct rebuild *rb, cJSON *root, cJSON *out)
 	return rebuild_content(rb, root, "system", BLOCKS_NESTED, out);
 }
 
+/*
+ * PROTOCOL.md 5: "$schema may also be one of the published JSON Schema
+ * meta-schema identifiers (draft-04, -06, -07, 2019-09, 2020-12; http or
+ * https; with or without a trailing #)", as Claude Code writes in every
+ * tool.  They name a dialect, not a document anyone fetches.
+ */
+static int
+meta_schema_id(const char *v)
+{
+	static const char *const ids[] = {
+		"json-schema.org/draft-04/schema",
+		"json-schema.org/draft-06/schema",
+		"json-schema.org/draft-07/schema",
+		"json-schema.org/draft/2019-09/schema",
+		"json-schema.org/draft/2020-12/schema",
+	};
+	size_t	 i, n;
+
+	if (strncmp(v, "https://", 8) == 0)
+		v += 8;
+	else if (strncmp(v, "http://", 7) == 0)
+		v += 7;
+	else
+		return 0;
+	for (i = 0; i < nitems(ids); i++) {
+		n = strlen(ids[i]);
+		if (strncmp(v, ids[i], n) == 0 &&
+		    (v[n] == '\0' || (v[n] == '#' && v[n + 1] == '\0')))
+			return 1;
+	}
+	return 0;
+}
+
 /* A schema position: its reference keywords, then its subschemas. */
 static int
 schema_check(struct rebuild *rb, const cJSON *s)
@@ -875,6 +908,9 @@ schema_check(struct rebuild *rb, const cJSON *s)
 		return 0;	/* true, false, or not a schema at all */
 	for (i = 0; i < nitems(schema_refs); i++) {
 		if ((v = get(s, schema_refs[i])) == NULL)
+			continue;
+		if (cJSON_IsString(v) && strcmp(schema_refs[i], "$schema") == 0 &&
+		    meta_schema_id(v->valuestring))
 			continue;
 		if (!cJSON_IsString(v) || v->valuestring[0] != '#')
 			return fail(rb, "\"%s\" must be a local reference "

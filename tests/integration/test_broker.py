@@ -1540,6 +1540,54 @@ class ModelCalls(BrokerCase):
                                      "invalid_request_error")
             self.assertEqual(len(self.fu.requests()), n)
 
+    def test_claude_code_tool_schemas(self):
+        """Tools shaped as Claude Code sends them, "$schema" of draft-07
+        in every input_schema, reach the upstream unchanged; a "$schema"
+        that is no published meta-schema is still refused."""
+        draft7 = "http://json-schema.org/draft-07/schema#"
+        tools = [
+            {"name": "Bash",
+             "description": "Executes a given bash command.",
+             "input_schema": {
+                 "type": "object",
+                 "properties": {
+                     "command": {"type": "string",
+                                 "description": "The command to execute"},
+                     "timeout": {"type": "number",
+                                 "description": "Optional timeout in ms"}},
+                 "required": ["command"],
+                 "additionalProperties": False,
+                 "$schema": draft7}},
+            {"name": "TodoWrite",
+             "description": "Update the todo list.",
+             "input_schema": {
+                 "type": "object",
+                 "properties": {"todos": {"type": "array", "items": {
+                     "type": "object",
+                     "properties": {
+                         "content": {"type": "string", "minLength": 1},
+                         "status": {"type": "string", "enum": [
+                             "pending", "in_progress", "completed"]}},
+                     "required": ["content", "status"],
+                     "additionalProperties": False}}},
+                 "required": ["todos"],
+                 "additionalProperties": False,
+                 "$schema": "https://json-schema.org/draft/2020-12/schema"},
+             "cache_control": {"type": "ephemeral"}}]
+        with self.in_turn() as (w, tr, turn):
+            r = w.model({"max_tokens": 10, "tools": tools,
+                         "messages": [{"role": "user", "content": "x"}]})
+            self.assertAnswer(r, 200)
+            self.assertEqual(self.fu.last()["json"]["tools"], tools)
+            n = len(self.fu.requests())
+            bad = json.loads(json.dumps(tools[:1]))
+            bad[0]["input_schema"]["$schema"] = "https://evil.example/s#"
+            r = w.model({"max_tokens": 10, "tools": bad,
+                         "messages": [{"role": "user", "content": "x"}]})
+            self.assertAnswer(r, 400)
+            self.assertIn("$schema", r.json()["error"]["message"])
+            self.assertEqual(len(self.fu.requests()), n)
+
     def test_sse_streamed(self):
         self.fu.script({"kind": "sse", "delay_ms": 300})
         with self.in_turn() as (w, tr, turn):

@@ -1390,6 +1390,57 @@ START_TEST(schema_refs)
 }
 END_TEST
 
+START_TEST(schema_meta_ids)
+{
+	static const char *const ok[] = {
+		"http://json-schema.org/draft-04/schema#",
+		"http://json-schema.org/draft-06/schema#",
+		"http://json-schema.org/draft-07/schema#",
+		"http://json-schema.org/draft-07/schema",
+		"https://json-schema.org/draft-07/schema#",
+		"https://json-schema.org/draft/2019-09/schema",
+		"https://json-schema.org/draft/2020-12/schema",
+		"http://json-schema.org/draft/2020-12/schema#",
+	};
+	static const char *const bad[] = {
+		"http://json-schema.org/draft-05/schema#",
+		"http://json-schema.org/draft-07/schema##",
+		"http://json-schema.org/draft-07/schema#/x",
+		"http://json-schema.org/draft-07/schema/",
+		"http://json-schema.org/draft-07/hyper-schema#",
+		"ftp://json-schema.org/draft-07/schema#",
+		"//json-schema.org/draft-07/schema#",
+		"json-schema.org/draft-07/schema#",
+		"http://json-schema.org.evil.example/draft-07/schema#",
+		"http://evil.example/json-schema.org/draft-07/schema#",
+		"HTTP://json-schema.org/draft-07/schema#",
+		"http://JSON-SCHEMA.ORG/draft-07/schema#",
+		"https://json-schema.org/draft/2021-12/schema",
+	};
+	char	 inner[160], *s;
+	size_t	 i;
+
+	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		snprintf(inner, sizeof(inner), "{\"$schema\":\"%s\","
+		    "\"type\":\"object\"}", ok[i]);
+		schema_ok(inner);
+		/* at a nested schema position too */
+		s = subst("{\"properties\":{\"a\":@}}", inner);
+		schema_ok(s);
+		free(s);
+		/* only $schema names a dialect: $ref, $id do not */
+		snprintf(inner, sizeof(inner), "{\"$ref\":\"%s\"}", ok[i]);
+		schema_refused(inner, "$ref");
+		snprintf(inner, sizeof(inner), "{\"$id\":\"%s\"}", ok[i]);
+		schema_refused(inner, "$id");
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(inner, sizeof(inner), "{\"$schema\":\"%s\"}", bad[i]);
+		schema_refused(inner, "$schema");
+	}
+}
+END_TEST
+
 START_TEST(schema_data)
 {
 	/* Keys inside data are not schema keywords. */
@@ -2378,6 +2429,7 @@ rebuild_suite(void)
 	tcase_add_test(tc, tools_limit);
 	tcase_add_test(tc, tool_name_limit);
 	tcase_add_test(tc, schema_refs);
+	tcase_add_test(tc, schema_meta_ids);
 	tcase_add_test(tc, schema_data);
 	tcase_add_test(tc, schema_deep);
 	tcase_add_test(tc, tool_choice);
