@@ -1161,6 +1161,26 @@ broker_bind(struct broker *br, struct msg *m)
 	return 0;
 }
 
+/*
+ * PROTOCOL.md 3.1: a result being read when its turn ends is "read
+ * aborted ... → 400 Invalid result", answered before the connection goes.
+ */
+static void
+result_abort(struct broker *br, const char *turn_id)
+{
+	struct http_conn	*c = br->br_receiving;
+	struct conn_state	*cs;
+
+	if (c == NULL || br->br_turn_id == NULL ||
+	    strcmp(br->br_turn_id, turn_id) != 0)
+		return;
+	br->br_receiving = NULL;
+	if ((cs = http_conn_get_data(c)) != NULL)
+		cs->cs_role = CONN_OTHER;
+	log_info("turn %s ended while its result was read", turn_id);
+	respond_text(c, 400, "Invalid result");
+}
+
 static int
 broker_unbind(struct broker *br, struct msg *m)
 {
@@ -1169,6 +1189,7 @@ broker_unbind(struct broker *br, struct msg *m)
 	if (msg_get_str(m, "turn_id", UTF8_BYTES_MAX(SAFE_NAME_MAX),
 	    &turn_id) == -1 || msg_end(m) == -1)
 		return -1;
+	result_abort(br, turn_id);
 	if (br->br_scope != NULL && br->br_scope->sc_turn &&
 	    strcmp(br->br_scope->sc_turn_id, turn_id) == 0) {
 		br->br_scope->sc_ended = 1;
@@ -1221,6 +1242,7 @@ broker_cancel(struct broker *br, struct msg *m)
 	if (msg_get_str(m, "turn_id", UTF8_BYTES_MAX(SAFE_NAME_MAX),
 	    &turn_id) == -1 || msg_end(m) == -1)
 		return -1;
+	result_abort(br, turn_id);
 	if (br->br_turn_id != NULL && strcmp(br->br_turn_id, turn_id) == 0)
 		br->br_turn_cancelled = 1;
 	return 0;

@@ -620,13 +620,14 @@ chan_start(const char *key, const char *profile, chan_done_cb cb, void *arg)
 	(void)chan_submit(NULL, key, CHOP_START, profile, cb, arg);
 }
 
-/* Remove the container and stop the broker, answering no one: a turn that
- * timed out or was cancelled must not go on spending. */
+/* Remove the container and stop the broker: a turn that timed out or was
+ * cancelled must not go on spending.  cb (if any) gets NULL or the error
+ * once the container is gone, possibly before this returns. */
 void
-chan_kill(const char *key)
+chan_kill(const char *key, chan_done_cb cb, void *arg)
 {
 	log_info("channel %s: removing its container", key);
-	(void)chan_submit(NULL, key, CHOP_STOP, NULL, NULL, NULL);
+	(void)chan_submit(NULL, key, CHOP_STOP, NULL, cb, arg);
 }
 
 struct child *
@@ -841,7 +842,8 @@ chan_status_answer(struct child *c, struct msg *m, void *arg)
 	cJSON_AddStringToObject(res, "state", state);
 	if (image != NULL)
 		cJSON_AddStringToObject(res, "image", image);
-	if (profile != NULL)
+	/* a container without the profile label has no profile */
+	if (profile != NULL && profile[0] != '\0')
 		cJSON_AddStringToObject(res, "profile", profile);
 	if (id != NULL)
 		cJSON_AddStringToObject(res, "container", id);
@@ -856,19 +858,57 @@ chan_status_answer(struct child *c, struct msg *m, void *arg)
 	chan_query_free(q);
 }
 
+/* The key passed the file guard's check: now Docker's view. */
+static void
+chan_status_prepared(struct child *c, struct msg *m, void *arg)
+{
+	struct chan_query	*q = arg;
+	const char		*err;
+	struct msgb		 mb;
+
+	if (q->q_req == NULL) {
+		chan_query_free(q);
+		return;
+	}
+	if ((err = chan_reply_error(m, "file guard")) != NULL) {
+		ctl_error(q->q_req, RPC_APP_ERROR, "%s", err);
+		q->q_req = NULL;
+		chan_query_free(q);
+		return;
+	}
+	msgb_init(&mb, MSG_DOCK_STATUS, 0);
+	msg_add_str(&mb, "channel", q->q_key);
+	chan_query_send(q, &mb, chan_status_answer);
+}
+
+/*
+ * Like every channel method, the status goes through the file guard's key
+ * check first: a key whose segment another key owns is refused, not
+ * answered with the other channel's container.  It does not wait for the
+ * channel's queued operations.
+ */
 void
 method_channel_status(struct ctl_req *req, cJSON *params)
 {
 	struct chan_query	*q;
 	struct msgb		 mb;
+	struct child		*fsg = child_singleton(PROC_FSGUARD);
 	const char		*key;
 
 	if (chan_params(req, params, 0, &key, NULL) == -1)
 		return;
 	q = chan_query_new(req, key);
-	msgb_init(&mb, MSG_DOCK_STATUS, 0);
+	msgb_init(&mb, MSG_FSG_PREPARE, 0);
 	msg_add_str(&mb, "channel", key);
-	chan_query_send(q, &mb, chan_status_answer);
+	if (fsg == NULL || child_request(fsg, &mb, chan_status_prepared,
+	    q) == -1) {
+		if (fsg == NULL)
+			msgb_free(&mb);
+		ctl_error(q->q_req, RPC_APP_ERROR,
+		    "the file guard is not running");
+		q->q_req = NULL;
+		chan_query_free(q);
+	}
 }
 
 static void

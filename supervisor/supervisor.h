@@ -142,7 +142,7 @@ struct ctl_req;
 typedef void	(*chan_done_cb)(const char *err, void *arg);
 void		 chan_start(const char *key, const char *profile,
 		    chan_done_cb, void *arg);
-void		 chan_kill(const char *key);
+void		 chan_kill(const char *key, chan_done_cb, void *arg);
 struct child	*chan_broker(const char *key);
 
 /* turn.c */

@@ -90,6 +90,8 @@ turn_find(const char *key)
 	return NULL;
 }
 
+/* The level judged for the channel's last turn; NULL when none was (a
+ * first turn, or after channel.stop or channel.fresh). */
 static const char *
 turn_level_get(const char *key)
 {
@@ -98,7 +100,7 @@ turn_level_get(const char *key)
 	TAILQ_FOREACH(tl, &levels, tl_entry)
 		if (strcmp(tl->tl_key, key) == 0)
 			return tl->tl_level;
-	return sv->sv_conf->default_thinking;
+	return NULL;
 }
 
 static void
@@ -196,15 +198,48 @@ turn_egress_unbind(struct turn *t)
 	child_send_msg(eg, &mb);
 }
 
+/* An answer held until the turn's container is gone. */
+struct turn_reply {
+	struct ctl_req	*tr_req;
+	cJSON		*tr_result;
+};
+
+static void
+turn_reply_cancel(struct ctl_req *req, void *arg)
+{
+	struct turn_reply	*tr = arg;
+
+	/* The client let go; the control socket answered it. */
+	tr->tr_req = NULL;
+}
+
+static void
+turn_reply_send(const char *err, void *arg)
+{
+	struct turn_reply	*tr = arg;
+
+	if (err != NULL)
+		log_warnx("a turn's container may be left: %s", err);
+	if (tr->tr_req != NULL) {
+		ctl_set_cancel(tr->tr_req, NULL, NULL);
+		ctl_reply(tr->tr_req, tr->tr_result);
+	} else
+		cJSON_Delete(tr->tr_result);
+	free(tr);
+}
+
 /*
  * Settle the turn: unbind the broker and egress always; on a timeout or a
- * cancel also remove the container, whatever the worker inside does.
+ * cancel also remove the container, whatever the worker inside does, and
+ * answer only once it is gone (as PiSandboxRuntime 0.7.3 does): a client
+ * that starts the next turn at once finds no runaway session.
  */
 static void
 turn_end(struct turn *t, cJSON *result, int kill)
 {
-	struct child	*b;
-	struct msgb	 mb;
+	struct turn_reply	*tr;
+	struct child		*b;
+	struct msgb		 mb;
 
 	turn_egress_unbind(t);
 	if (t->t_state == TURN_SUBMITTED &&
@@ -218,15 +253,25 @@ turn_end(struct turn *t, cJSON *result, int kill)
 		msg_add_str(&mb, "turn_id", t->t_id);
 		child_send_msg(b, &mb);
 	}
-	if (kill)
-		chan_kill(t->t_key);
-	if (t->t_req != NULL) {
+	if (t->t_req != NULL && kill) {
+		turn_progress(t, "result");
+		if ((tr = calloc(1, sizeof(*tr))) == NULL)
+			fatal("%s", __func__);
+		tr->tr_req = t->t_req;
+		tr->tr_result = result;
+		ctl_set_cancel(t->t_req, turn_reply_cancel, tr);
+		t->t_req = NULL;
+		chan_kill(t->t_key, turn_reply_send, tr);	/* may answer now */
+	} else if (t->t_req != NULL) {
 		ctl_set_cancel(t->t_req, NULL, NULL);
 		turn_progress(t, "result");
 		ctl_reply(t->t_req, result);
 		t->t_req = NULL;
-	} else
+	} else {
 		cJSON_Delete(result);
+		if (kill)
+			chan_kill(t->t_key, NULL, NULL);
+	}
 	t->t_state = TURN_ENDED;
 	if (!t->t_starting && !t->t_binding)
 		turn_free(t);
@@ -737,16 +782,29 @@ turn_hook_done(struct turn *t)
 		turn_submit(t);
 }
 
-/* memory.block answers {"text": ...}; anything else means no memory. */
+/*
+ * memory.block answers {"text": ...}: over 100 000 chars fails the turn, as
+ * under PiSandboxRuntime 0.7.3; anything else means no memory.
+ */
 static void
 turn_memory_done(cJSON *result, const char *error, void *arg)
 {
 	struct turn	*t = arg;
 	cJSON		*text;
+	size_t		 units;
 
 	t->t_memory_call = NULL;
 	text = result != NULL ? cJSON_GetObjectItemCaseSensitive(result,
 	    "text") : NULL;
+	if (cJSON_IsString(text) && utf8_utf16_len(text->valuestring,
+	    strlen(text->valuestring), &units) == 0 && units > MEMORY_MAX) {
+		log_warnx("channel %s: memory.block gave %zu chars, over %u",
+		    t->t_key, units, MEMORY_MAX);
+		t->t_hooks--;
+		turn_end(t, turn_failure("invalid", "Memory context too large",
+		    NULL), 0);
+		return;
+	}
 	if (cJSON_IsString(text) && utf8_text_check(text->valuestring,
 	    strlen(text->valuestring), MEMORY_MAX) == 0) {
 		free(t->t_memory);
@@ -769,10 +827,12 @@ turn_judge_done(cJSON *result, const char *error, void *arg)
 	level = result != NULL ? cJSON_GetObjectItemCaseSensitive(result,
 	    "level") : NULL;
 	if (cJSON_IsString(level) && valid_thinking(level->valuestring,
-	    strlen(level->valuestring)))
+	    strlen(level->valuestring))) {
 		snprintf(t->t_thinking, sizeof(t->t_thinking), "%s",
 		    level->valuestring);
-	else
+		/* remembered now: a turn that then fails still sets it */
+		turn_level_set(t->t_key, t->t_thinking);
+	} else
 		log_warnx("channel %s: effort.judge gave no level%s%s",
 		    t->t_key, error ? ": " : "", error ? error : "");
 	turn_hook_done(t);
@@ -783,7 +843,7 @@ method_turn_run(struct ctl_req *req, cJSON *params)
 {
 	static const char *const allowed[] = { "channel", "profile", "turnId",
 	    "author", "text", "images", "memory", "thinking", NULL };
-	const char		*key, *profile, *thinking, *memory;
+	const char		*key, *profile, *thinking, *memory, *previous;
 	const cJSON		*author, *images;
 	struct body_turn	 bt;
 	struct turn		*t;
@@ -823,8 +883,10 @@ method_turn_run(struct ctl_req *req, cJSON *params)
 		return;
 	}
 	thinking_given = thinking != NULL;
+	previous = turn_level_get(key);
 	if (thinking == NULL)
-		thinking = turn_level_get(key);
+		thinking = previous != NULL ? previous :
+		    sv->sv_conf->default_thinking;
 	memset(&bt, 0, sizeof(bt));
 	bt.bt_turn_id = ctl_str_param(params, "turnId");
 	bt.bt_author_id = cJSON_IsObject(author) ? ctl_str_param(author, "id") :
@@ -895,7 +957,9 @@ method_turn_run(struct ctl_req *req, cJSON *params)
 		cJSON	*p = cJSON_CreateObject();
 
 		cJSON_AddStringToObject(p, "text", t->t_text);
-		cJSON_AddStringToObject(p, "previous", thinking);
+		/* only a level judged before: none on a first turn */
+		if (previous != NULL)
+			cJSON_AddStringToObject(p, "previous", previous);
 		if ((t->t_judge_call = ctl_client_call(t->t_client,
 		    "effort.judge", p, turn_judge_done, t)) != NULL)
 			t->t_hooks++;

@@ -2426,6 +2426,26 @@ class TurnSemantics(BrokerCase):
         self.assertEqual(self.ctl.call("turn.cancel", {"channel": key}),
                          {"cancelled": False})
 
+    def test_result_arriving_when_the_turn_ends_400(self):
+        """PROTOCOL.md 3.1: a result whose turn ends while it is read gets
+        400 Invalid result before its connection goes."""
+        key = "brk-cut-result"
+        self.start_channel(key)
+        w = self.worker(key)
+        tr = self.begin_turn(key)
+        tid = self.next_turn(w, tr)["turnId"]
+        body = json.dumps({"turnId": tid, "result": {
+            "ok": True, "text": "late", "files": []}}).encode()
+        s = w.send("POST", "/worker/result", raw=(
+            b"POST /worker/result HTTP/1.1\r\nHost: broker\r\n"
+            b"Content-Length: %d\r\n\r\n" % len(body) + body[:10]))
+        time.sleep(0.3)
+        self.assertEqual(self.ctl.call("turn.cancel", {"channel": key}),
+                         {"cancelled": True})
+        self.assertAnswer(read_response(s, 20), 400, "Invalid result")
+        res = tr.wait(20)
+        self.assertEqual(res["reason"], "cancelled")
+
     def test_client_disconnect_cancels(self):
         key = "brk-leave"
         self.start_channel(key)

@@ -671,9 +671,13 @@ class ChannelFiles(DockerTest):
         self.refused(c, "channel.start", {"channel": "discord_7",
                                           "profile": "default"},
                      "Channel workspace alias refused")
-        for method in ("channel.stop", "channel.fresh"):
+        for method in ("channel.stop", "channel.fresh", "channel.status"):
             self.refused(c, method, {"channel": "discord_7"},
                          "Channel workspace alias refused")
+        # the owner's status is the container's
+        st = c.call("channel.status", {"channel": "discord:7"})
+        self.assertEqual((st["state"], st["profile"]),
+                         ("running", "default"))
         now = inspect(name)
         self.assertEqual(now["Id"], first["Id"])
         self.assertTrue(now["State"]["Running"])
@@ -884,6 +888,14 @@ class Containers(DockerTest):
                   for x in c.call("channel.list")["containers"]}
         self.assertEqual(states["list:1"], "running")
         self.assertNotEqual(states["list:2"], "running")
+        # a container of the channel's name without the profile label
+        # has no profile
+        r = docker("create", "--name", self.container(d, "list:3"),
+                   "--label", "%s=list:3" % LABEL_CHANNEL, IMAGE)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        st = c.call("channel.status", {"channel": "list:3"})
+        self.assertEqual(st["state"], "stopped")
+        self.assertNotIn("profile", st)
 
     def test_stop_twice(self):
         d = self.daemon()

@@ -45,10 +45,11 @@ class HookClient(Client):
     """A control client that implements tool.call and records every hook
     call it gets, answering each at once."""
 
-    def __init__(self, path):
+    def __init__(self, path, hold_tools=False):
         super().__init__(path, hooks=("tool.call", "memory.block",
                                       "effort.judge"))
         self.hook_calls = []
+        self.hold_tools = hold_tools
         self.lock = threading.Lock()
 
     def call_turn(self, params, timeout=60):
@@ -64,6 +65,9 @@ class HookClient(Client):
                 with self.lock:
                     self.hook_calls.append(m["method"])
                 if m["method"] == "tool.call":
+                    # held: the calls stay in flight until the turn ends
+                    if self.hold_tools:
+                        continue
                     res = {"ok": True, "text": "4"}
                 elif m["method"] == "memory.block":
                     res = {"text": ""}
@@ -195,11 +199,11 @@ class Hostile(unittest.TestCase):
         s.close()
         return key
 
-    def turn(self, case, client=None):
+    def turn(self, case, client=None, hold_tools=False):
         """A turn on channel hostile:turn_<case>: the hostile broker attacks
         once the turn is bound."""
         key = "hostile:turn_" + case
-        c = client or HookClient(self.d.socket)
+        c = client or HookClient(self.d.socket, hold_tools)
         self.addCleanup(c.close)
         params = {"channel": key, "profile": "default",
                   "turnId": "t-" + case, "author": {"id": "u1", "name": "A"},
@@ -212,17 +216,12 @@ class Hostile(unittest.TestCase):
         self.assertEqual(res["reason"], "worker_failed", res)
         self.assertIn("broke a rule (%s)" % rule, res["message"])
 
-    def log_has(self, text):
-        return wait_until(lambda: text in self.d.read_log(), 10)
-
     # -- egress, with no turn bound
 
     def test_mcp_server_of_another_profile(self):
         self.start("mcp_server")
         self.assertCounted("mcp_server")
         self.assertUpstreamSaw(0)
-        self.assertTrue(self.log_has("hostile[mcp_server]: call 1 ended: "
-                                     "403"))
 
     def test_mcp_method_outside_the_allow_list(self):
         self.start("mcp_method")
@@ -247,8 +246,6 @@ class Hostile(unittest.TestCase):
     def test_oversize_frame_to_egress(self):
         self.start("oversize")
         self.assertCounted("frame")
-        self.assertTrue(self.log_has("hostile[oversize]: egress closed the "
-                                     "edge"))
         self.assertUpstreamSaw(0)
 
     def test_descriptor_to_egress(self):
@@ -339,13 +336,13 @@ class Hostile(unittest.TestCase):
         self.assertEqual(c.hook_calls, [])
 
     def test_tool_call_id_twice(self):
-        c, res = self.turn("tool_dup")
+        c, res = self.turn("tool_dup", hold_tools=True)
         self.assertTurnStopped(res, "tool_call")
         self.assertCounted("tool_call")
         self.assertLessEqual(c.hook_calls.count("tool.call"), 1)
 
     def test_more_tool_calls_in_flight_than_four(self):
-        c, res = self.turn("tool_flood")
+        c, res = self.turn("tool_flood", hold_tools=True)
         self.assertTurnStopped(res, "tool_call")
         self.assertCounted("tool_call")
         self.assertLessEqual(c.hook_calls.count("tool.call"), 4)

@@ -628,7 +628,8 @@ class Deadlines(TurnTest):
         self.assertLess(o.seconds, 5 + 3)
         self.assertEqual(o.phases()[-1], "result")
         self.assertIn("delivered", o.phases())
-        self.assertGone(d, key)
+        # answered once the container is gone, not before
+        self.assertIsNone(inspect(self.container(d, key)))
         self.assertEqual(len(model_requests()), 1)
         # the channel works again, in a new container
         o = self.ok(c, self.params(key, "again", "t2"))
@@ -651,7 +652,7 @@ class Deadlines(TurnTest):
         self.assertEqual((o.result["ok"], o.result["reason"]),
                          (False, "cancelled"), o.result)
         self.assertEqual(o.phases()[-1], "result")
-        self.assertGone(d, key)
+        self.assertIsNone(inspect(self.container(d, key)))
         self.assertEqual(c2.call("turn.cancel", {"channel": key}),
                          {"cancelled": False})
         o = self.ok(c, self.params(key, "after", "t2"))
@@ -746,8 +747,8 @@ class Hooks(TurnTest):
                          ["effort.judge", "memory.block", "tool.call"])
         self.assertEqual(got["memory.block"], {"channel": key, "id": "u1",
                                                "name": "Ann"})
-        self.assertEqual(got["effort.judge"], {"text": text,
-                                               "previous": "low"})
+        # a first turn has no judged level to pass on
+        self.assertEqual(got["effort.judge"], {"text": text})
         # the judged level is the turn's: the bound context says so
         self.assertEqual(got["tool.call"]["context"]["thinking"], "high")
         # the memory reached the worker, which sends it as system text
@@ -797,6 +798,59 @@ class Hooks(TurnTest):
         # no tool.call hook: the tool fails inside the turn
         self.assertTrue(o.result["text"].startswith("done: "), o.result)
         self.assertNotEqual(o.result["text"], "done: 4")
+
+
+class Semantics(TurnTest):
+    """What bots written for PiSandboxRuntime 0.7.3 rely on."""
+
+    def test_judge_previous_only_after_a_judged_turn(self):
+        d = self.daemon(lambda c: c["timeouts"].update(turn_ms=3000))
+        c = self.client(d, hooks=("tool.call", "effort.judge"))
+        key = "judge:1"
+        seen = []
+
+        def judge(level):
+            def fn(p):
+                seen.append(p)
+                return {"level": level}
+            return fn
+        # first turn: no previous, whatever default_thinking is
+        self.ok(c, self.params(key, "one"), {"effort.judge": judge("high")})
+        self.assertEqual(seen[-1], {"text": "one"})
+        # a turn that fails still leaves the level it was judged at
+        self.stall_model(10)
+        o = self.turn(c, self.params(key, "two", "t2"),
+                      {"effort.judge": judge("xhigh")})
+        self.assertEqual(o.result["reason"], "timeout", o.result)
+        self.assertEqual(seen[-1], {"text": "two", "previous": "high"})
+        FU.reset()
+        self.ok(c, self.params(key, "three", "t3"),
+                {"effort.judge": judge("medium")})
+        self.assertEqual(seen[-1], {"text": "three", "previous": "xhigh"})
+        # after channel.stop and channel.fresh, a first turn again
+        self.assertEqual(c.call("channel.stop", {"channel": key}), {})
+        self.ok(c, self.params(key, "four", "t4"),
+                {"effort.judge": judge("low")})
+        self.assertEqual(seen[-1], {"text": "four"})
+        c.call("channel.fresh", {"channel": key})
+        self.ok(c, self.params(key, "five", "t5"),
+                {"effort.judge": judge("low")})
+        self.assertEqual(seen[-1], {"text": "five"})
+
+    def test_memory_too_large_fails_the_turn(self):
+        d = self.daemon()
+        c = self.client(d, hooks=("tool.call", "memory.block"))
+        key = "mem:1"
+        o = self.turn(c, self.params(key, "hello"), {
+            "memory.block": lambda p: {"text": "m" * 100001}})
+        self.assertEqual(o.result, {"ok": False, "reason": "invalid",
+                                    "message": "Memory context too large"})
+        self.assertEqual(model_requests(), [])
+        # at the limit, it is the turn's memory
+        o = self.ok(c, self.params(key, "hello", "t2"), {
+            "memory.block": lambda p: {"text": "m" * 100000}})
+        self.assertTrue(model_requests()[-1]["json"]["system"].endswith(
+            MEMORY_INTRO + "m" * 100000))
 
 
 class Containers(TurnTest):
