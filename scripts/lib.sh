@@ -16,7 +16,7 @@ need_root() {
 RTSB_PACKAGES="meson ninja-build pkg-config gcc clang libclang-rt-14-dev
  libevent-dev libcjson-dev libcap-dev libseccomp-dev libcurl4-openssl-dev
  zlib1g-dev libbrotli-dev libxml2-dev libunistring-dev check docker.io
- openssl python3 python3-brotli util-linux procps mandoc rsync"
+ openssl python3 python3-brotli util-linux procps mandoc rsync nodejs"
 
 install_packages() {
 	local missing="" p
@@ -24,6 +24,9 @@ install_packages() {
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
 		    grep -q 'install ok installed' || missing="$missing $p"
 	done
+	# The Node client's tests install their compiler with npm.  A Node.js
+	# from outside Debian brings its own npm, which Debian's would replace.
+	command -v npm >/dev/null 2>&1 || missing="$missing npm"
 	if [ -n "$missing" ]; then
 		say "installing:$missing"
 		export DEBIAN_FRONTEND=noninteractive
