@@ -40,6 +40,7 @@ static uint64_t		 child_next_peer;
 
 static void	child_spawn(struct child *);
 static void	child_down(struct child *);
+static void	child_attach(struct child *, struct child *);
 
 const char *
 child_state_to_string(enum child_state s)
@@ -89,8 +90,10 @@ child_new(enum proc_role role, const char *name, int singleton)
 	c->c_singleton = singleton;
 	c->c_pid = -1;
 	c->c_listen_fd = -1;
+	c->c_egress_end = -1;
 	c->c_next_id = 1;
 	TAILQ_INIT(&c->c_reqs);
+	TAILQ_INIT(&c->c_waiting);
 	if (name != NULL && (c->c_name = strdup(name)) == NULL)
 		fatal("%s", __func__);
 	TAILQ_INSERT_TAIL(&children, c, c_entry);
@@ -105,6 +108,8 @@ child_free(struct child *c)
 		event_free(c->c_timer);
 	if (c->c_listen_fd != -1)
 		close(c->c_listen_fd);
+	if (c->c_egress_end != -1)
+		close(c->c_egress_end);
 	free(c->c_name);
 	free(c->c_channel);
 	free(c->c_profile);
@@ -171,11 +176,84 @@ child_violation(struct child *c, enum violation rule, const char *why)
 }
 
 static void
+child_req_free(struct child_req *cr)
+{
+	if (cr->cr_timer != NULL)
+		event_free(cr->cr_timer);
+	if (cr->cr_msg != NULL) {
+		msgb_free(cr->cr_msg);
+		free(cr->cr_msg);
+	}
+	free(cr);
+}
+
+/* A request that waited for its child longer than a start may take. */
+static void
+child_req_expired(evutil_socket_t fd, short ev, void *arg)
+{
+	struct child_req	*cr = arg;
+	struct child		*c = cr->cr_child;
+
+	TAILQ_REMOVE(&c->c_waiting, cr, cr_entry);
+	log_warnx("%s was not ready within %llu ms for %s", child_label(c),
+	    (unsigned long long)sv->sv_conf->start_ms,
+	    msg_type_name(cr->cr_msg->mb_type));
+	cr->cr_cb(c, NULL, cr->cr_arg);
+	child_req_free(cr);
+}
+
+/* What waited for the child goes out now, in the order it came. */
+static void
+child_send_waiting(struct child *c)
+{
+	struct child_req	*cr;
+
+	while ((cr = TAILQ_FIRST(&c->c_waiting)) != NULL) {
+		TAILQ_REMOVE(&c->c_waiting, cr, cr_entry);
+		event_free(cr->cr_timer);
+		cr->cr_timer = NULL;
+		cr->cr_id = c->c_next_id++;
+		msg_add_uint(cr->cr_msg, "id", cr->cr_id);
+		if (c->c_conn == NULL || msg_send(c->c_conn, cr->cr_msg) == -1) {
+			free(cr->cr_msg);
+			cr->cr_msg = NULL;
+			cr->cr_cb(c, NULL, cr->cr_arg);
+			child_req_free(cr);
+			continue;
+		}
+		free(cr->cr_msg);
+		cr->cr_msg = NULL;
+		TAILQ_INSERT_TAIL(&c->c_reqs, cr, cr_entry);
+	}
+}
+
+/* The daemon stops: nothing that waits will be sent. */
+static void
+child_fail_waiting(struct child *c)
+{
+	struct child_req	*cr;
+
+	while ((cr = TAILQ_FIRST(&c->c_waiting)) != NULL) {
+		TAILQ_REMOVE(&c->c_waiting, cr, cr_entry);
+		cr->cr_cb(c, NULL, cr->cr_arg);
+		child_req_free(cr);
+	}
+}
+
+static void
 child_became_ready(struct child *c)
 {
+	struct child	*p;
+
 	evtimer_del(c->c_timer);
 	c->c_state = CHILD_READY;
 	log_info("%s ready (pid %d)", child_label(c), (int)c->c_pid);
+	/* the pipes that waited for egress, before the requests that did */
+	if (c->c_role == PROC_EGRESS)
+		TAILQ_FOREACH(p, &children, c_entry)
+			if (p->c_egress_end != -1 && p->c_pid > 0)
+				child_attach(c, p);
+	child_send_waiting(c);
 	if (c->c_event_cb != NULL)
 		c->c_event_cb(c, 1, c->c_event_arg);
 }
@@ -281,14 +359,39 @@ int
 child_request(struct child *c, struct msgb *mb, child_reply_cb cb, void *arg)
 {
 	struct child_req	*cr;
+	struct timeval		 tv;
 	uint64_t		 id;
 
 	if (c->c_state != CHILD_READY || c->c_conn == NULL) {
-		msgb_free(mb);
-		return -1;
+		/* A helper being (re)started is waited for; a broker, or a
+		 * daemon that stops, is not. */
+		if (!c->c_singleton || sv->sv_stopping ||
+		    c->c_state == CHILD_STOPPING) {
+			msgb_free(mb);
+			return -1;
+		}
+		if ((cr = calloc(1, sizeof(*cr))) == NULL ||
+		    (cr->cr_msg = malloc(sizeof(*mb))) == NULL)
+			fatal("%s", __func__);
+		*cr->cr_msg = *mb;	/* the builder is ours from here on */
+		cr->cr_child = c;
+		cr->cr_reply = msg_def(mb->mb_type)->md_reply;
+		cr->cr_cb = cb;
+		cr->cr_arg = arg;
+		tv.tv_sec = sv->sv_conf->start_ms / 1000;
+		tv.tv_usec = (sv->sv_conf->start_ms % 1000) * 1000;
+		if ((cr->cr_timer = evtimer_new(sv->sv_base, child_req_expired,
+		    cr)) == NULL || evtimer_add(cr->cr_timer, &tv) == -1)
+			fatalx("%s: timer", __func__);
+		TAILQ_INSERT_TAIL(&c->c_waiting, cr, cr_entry);
+		log_debug("%s is %s: %s waits for it", child_label(c),
+		    child_state_to_string(c->c_state),
+		    msg_type_name(mb->mb_type));
+		return 0;
 	}
 	if ((cr = calloc(1, sizeof(*cr))) == NULL)
 		fatal("%s", __func__);
+	cr->cr_child = c;
 	id = c->c_next_id++;
 	cr->cr_id = id;
 	cr->cr_reply = msg_def(mb->mb_type)->md_reply;
@@ -456,11 +559,36 @@ child_timer(evutil_socket_t fd, short ev, void *arg)
 	}
 }
 
+/* A broker's or research job's pipe to egress, with the policy egress
+ * holds that peer to. */
+static void
+child_attach(struct child *eg, struct child *c)
+{
+	struct msgb	 mb;
+
+	c->c_peer = ++child_next_peer;
+	msgb_init(&mb, MSG_EGRESS_ATTACH, 0);
+	msg_add_uint(&mb, "peer", c->c_peer);
+	msg_add_str(&mb, "channel", c->c_channel);
+	if (c->c_role == PROC_RESEARCH) {
+		msg_add_str(&mb, "role", "research");
+		msg_add_str(&mb, "model", sv->sv_conf->research_model);
+		if (c->c_thinking != NULL)
+			msg_add_str(&mb, "thinking", c->c_thinking);
+		msg_add_uint(&mb, "max_calls", RESEARCH_MODEL_CALLS_MAX);
+	} else {
+		msg_add_str(&mb, "role", "broker");
+		msg_add_str(&mb, "profile", c->c_profile);
+	}
+	msg_add_fd(&mb, c->c_egress_end);
+	c->c_egress_end = -1;
+	child_send(eg, &mb);
+}
+
 static void
 child_spawn(struct child *c)
 {
 	int		 sp[2], ep[2] = { -1, -1 }, fds[2], nfds = 1;
-	struct msgb	 mb;
 	struct child	*eg;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) == -1) {
@@ -504,34 +632,15 @@ child_spawn(struct child *c)
 	timer_arm(c, CHILD_READY_TIMEOUT_MS);
 
 	if (ep[0] != -1) {
-		/* The egress end of the broker's pipe goes to egress. */
-		eg = child_singleton(PROC_EGRESS);
-		if (eg == NULL || eg->c_conn == NULL ||
-		    eg->c_state != CHILD_READY) {
-			log_warnx("%s: egress is not ready", child_label(c));
-			close(ep[0]);
-		} else {
-			/* with the policy egress holds this peer to */
-			c->c_peer = ++child_next_peer;
-			msgb_init(&mb, MSG_EGRESS_ATTACH, 0);
-			msg_add_uint(&mb, "peer", c->c_peer);
-			msg_add_str(&mb, "channel", c->c_channel);
-			if (c->c_role == PROC_RESEARCH) {
-				msg_add_str(&mb, "role", "research");
-				msg_add_str(&mb, "model",
-				    sv->sv_conf->research_model);
-				if (c->c_thinking != NULL)
-					msg_add_str(&mb, "thinking",
-					    c->c_thinking);
-				msg_add_uint(&mb, "max_calls",
-				    RESEARCH_MODEL_CALLS_MAX);
-			} else {
-				msg_add_str(&mb, "role", "broker");
-				msg_add_str(&mb, "profile", c->c_profile);
-			}
-			msg_add_fd(&mb, ep[0]);
-			child_send(eg, &mb);
-		}
+		/* The egress end of the pipe goes to egress, now or once it is
+		 * ready: until then the child waits for its first frame. */
+		c->c_egress_end = ep[0];
+		if ((eg = child_singleton(PROC_EGRESS)) != NULL &&
+		    eg->c_state == CHILD_READY)
+			child_attach(eg, c);
+		else
+			log_debug("%s: egress is not ready yet",
+			    child_label(c));
 	}
 	return;
  retry:
@@ -677,10 +786,11 @@ child_down(struct child *c)
 		c->c_conn = NULL;
 	}
 	evtimer_del(c->c_timer);
+	/* Sent and unanswered: it may have been carried out or not. */
 	while ((cr = TAILQ_FIRST(&c->c_reqs)) != NULL) {
 		TAILQ_REMOVE(&c->c_reqs, cr, cr_entry);
 		cr->cr_cb(c, NULL, cr->cr_arg);
-		free(cr);
+		child_req_free(cr);
 	}
 	c->c_pid = -1;
 	c->c_state = CHILD_DOWN;
@@ -690,8 +800,10 @@ child_down(struct child *c)
 		child_free(c);
 		return;
 	}
-	if (sv->sv_stopping)
+	if (sv->sv_stopping) {
+		child_fail_waiting(c);
 		return;
+	}
 	lived = ms_since(&c->c_started);
 	if (lived >= CHILD_STABLE_MS)
 		c->c_failures = 0;
@@ -772,6 +884,7 @@ child_stop_all(void)
 
 	TAILQ_FOREACH(c, &children, c_entry) {
 		evtimer_del(c->c_timer);
+		child_fail_waiting(c);
 		if (c->c_conn != NULL) {
 			/* EOF on its pipe ends a child; SIGTERM in case it
 			 * is busy. */

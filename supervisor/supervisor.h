@@ -68,10 +68,14 @@ typedef int	(*child_msg_cb)(struct child *, struct msg *, void *);
 
 struct child_req {
 	TAILQ_ENTRY(child_req)	 cr_entry;
+	struct child		*cr_child;
 	uint64_t		 cr_id;
 	enum msg_type		 cr_reply;
 	child_reply_cb		 cr_cb;
 	void			*cr_arg;
+	/* waiting for the child to be ready: the request, and how long */
+	struct msgb		*cr_msg;
+	struct event		*cr_timer;
 };
 
 struct child {
@@ -88,12 +92,15 @@ struct child {
 	struct event		*c_timer;	/* ready timeout or back-off */
 	uint64_t		 c_next_id;
 	TAILQ_HEAD(, child_req)	 c_reqs;
+	TAILQ_HEAD(, child_req)	 c_waiting;	/* until it is ready */
 	child_event_cb		 c_event_cb;
 	child_msg_cb		 c_msg_cb;
 	void			*c_event_arg;
-	/* brokers and research jobs: their edge at egress, and whether
-	 * they were stopped for breaking a rule */
+	/* brokers and research jobs: their edge at egress (its end kept
+	 * until egress is ready to take it), and whether they were stopped
+	 * for breaking a rule */
 	uint64_t		 c_peer;
+	int			 c_egress_end;
 	enum violation		 c_violation;
 	/* brokers: what to send at bring-up */
 	int			 c_listen_fd;
@@ -127,8 +134,12 @@ void		 child_violation(struct child *, enum violation,
 /* Send a message that expects no reply; -1 when the child is not ready. */
 int		 child_send_msg(struct child *, struct msgb *);
 void		 child_stop(struct child *);
-/* Send a request and get the reply through cb; fails at once when the
- * child is not ready (cb is then not called and -1 is returned). */
+/*
+ * Send a request and get the reply through cb.  A singleton that is
+ * starting or restarting is waited for, start_ms at most (cb then gets
+ * NULL, as when the child dies first); anything else not ready fails at
+ * once (cb is then not called and -1 is returned).
+ */
 int		 child_request(struct child *, struct msgb *, child_reply_cb,
 		    void *arg);
 void		 child_reap(void);

@@ -18,6 +18,7 @@ import base64
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -134,7 +135,7 @@ class TurnTest(unittest.TestCase):
     def setUp(self):
         FU.reset()
 
-    def daemon(self, conf=None):
+    def daemon(self, conf=None, wait=True):
         """A daemon of its own prefix, against the fake upstream; at the end
         of the test stopped, its containers and directory removed."""
         TurnTest.counter += 1
@@ -160,7 +161,7 @@ class TurnTest(unittest.TestCase):
                     docker("rm", "-f", n)
                 d.cleanup()
         self.addCleanup(done)
-        d.start()
+        d.start(wait=wait)
         return d
 
     def restart(self, d, image=None):
@@ -798,6 +799,51 @@ class Hooks(TurnTest):
         # no tool.call hook: the tool fails inside the turn
         self.assertTrue(o.result["text"].startswith("done: "), o.result)
         self.assertNotEqual(o.result["text"], "done: 4")
+
+
+def children_by_role(c):
+    return {p["role"]: p for p in c.call("daemon.stats")["processes"]
+            if p["role"] != "broker"}
+
+
+class HelperRestarts(TurnTest):
+    """A helper that is starting or restarting is waited for, within the
+    request's own bound, instead of failing the request."""
+
+    def test_turn_the_moment_the_socket_appears(self):
+        d = self.daemon(wait=False)
+        self.assertTrue(wait_until(lambda: os.path.exists(d.socket), 10,
+                                   0.001))
+        while True:
+            try:
+                c = Client(d.socket, hooks=("tool.call",))
+                break
+            except (ConnectionError, OSError):
+                time.sleep(0.001)
+        self.addCleanup(c.close)
+        c.sock.settimeout(120)
+        o = self.ok(c, self.params("early:1", "first of all"))
+        self.assertEqual(o.result["text"], "echo: Ann: first of all")
+
+    def test_start_and_turn_during_restarts(self):
+        d = self.daemon()
+        c = self.client(d)
+        for role in ("docker", "fsguard", "egress"):
+            with self.subTest(role=role):
+                pid = children_by_role(c)[role]["pid"]
+                os.kill(pid, signal.SIGKILL)
+                # the daemon knows it is gone: down, or starting again
+                self.assertTrue(wait_until(lambda: children_by_role(c)[
+                    role]["state"] != "ready", 10, 0.01))
+                key = "restart:" + role
+                # asked at once, while the helper is down or starting
+                self.assertEqual(c.call("channel.start", {
+                    "channel": key, "profile": "default"}), {})
+                o = self.ok(c, self.params(key, "after " + role,
+                                           "t-" + role))
+                self.assertEqual(o.result["text"],
+                                 "echo: Ann: after " + role)
+                self.assertNotEqual(children_by_role(c)[role]["pid"], pid)
 
 
 class Semantics(TurnTest):
