@@ -19,7 +19,7 @@ export const LABEL_CHANNEL = "roundtable.sandbox.channel";
 const PREFIX_BASE = `rtnj${process.pid}x`;
 let daemons = 0;
 
-const dockerConfig = fs.mkdtempSync("/tmp/rtnj-dcfg-");
+let dockerConfig: string | null = null;
 
 export interface DockerResult {
 	code: number;
@@ -28,13 +28,15 @@ export interface DockerResult {
 }
 
 export function docker(...args: string[]): Promise<DockerResult> {
+	// HOME may be another user's when the tests run under setpriv
+	const config = (dockerConfig ??= fs.mkdtempSync("/tmp/rtnj-dcfg-"));
 	return new Promise((resolve) => {
 		execFile(
 			"docker",
 			args,
 			{
 				timeout: 30000,
-				env: { PATH: "/usr/local/bin:/usr/bin:/bin", DOCKER_CONFIG: dockerConfig, HOME: dockerConfig },
+				env: { PATH: "/usr/local/bin:/usr/bin:/bin", DOCKER_CONFIG: config, HOME: config },
 			},
 			(err, stdout, stderr) => {
 				const code = err === null ? 0 : typeof err.code === "number" ? err.code : 1;
@@ -273,7 +275,8 @@ export class Daemon {
 }
 
 export function cleanupDocker(): void {
-	fs.rmSync(dockerConfig, { recursive: true, force: true });
+	if (dockerConfig !== null) fs.rmSync(dockerConfig, { recursive: true, force: true });
+	dockerConfig = null;
 }
 
 /** Whether the build has the test seams (loopback counted as public for the controlled fetch). */

@@ -1,10 +1,10 @@
 #!/usr/bin/python3
 """The Node client's tests, as the project's test command runs them: install
-the pinned TypeScript compiler (npm ci, package-lock.json) in a directory of
-the build tree, compile the package and its tests there for Node, and run
-them with Node's own test runner against the real rtsandboxd of
-$RTSANDBOX_BUILD.  Exit 77 (skipped) without Docker, the worker image or
-Node 18."""
+the pinned TypeScript compiler and Bun (npm ci of test/package-lock.json) in
+a directory of the build tree, compile the package and its tests there for
+Node and run them with Node's own test runner, then run the same TypeScript
+sources under Bun's, each against the real rtsandboxd of $RTSANDBOX_BUILD.
+Exit 77 (skipped) without Docker, the worker image or Node 18."""
 
 import os
 import shutil
@@ -40,13 +40,13 @@ def main():
     work = os.path.join(os.path.abspath(rtsb.BUILD), "clients-node")
     os.makedirs(work, exist_ok=True)
     for f in ("package.json", "package-lock.json"):
-        shutil.copyfile(os.path.join(PKG, f), os.path.join(work, f))
+        shutil.copyfile(os.path.join(HERE, f), os.path.join(work, f))
     env = dict(os.environ, npm_config_update_notifier="false",
                npm_config_fund="false", npm_config_audit="false")
     r = subprocess.run(["npm", "ci", "--no-audit", "--no-fund",
                         "--prefer-offline"], cwd=work, env=env)
     if r.returncode != 0:
-        print("npm ci failed: the TypeScript compiler could not be "
+        print("npm ci failed: the TypeScript compiler and Bun could not be "
               "installed from the npm registry")
         return 1
     out = os.path.join(work, "out")
@@ -71,7 +71,21 @@ def main():
            "RTSANDBOX_BUILD": os.path.abspath(rtsb.BUILD),
            "RTSANDBOX_TOP": TOP,
            "HOME": os.environ.get("HOME", "/tmp")}
-    return subprocess.run(args + tests, env=env).returncode
+    print("== Node %s" % version, flush=True)
+    rc = subprocess.run(args + tests, env=env).returncode
+    bun = os.path.join(work, "node_modules", ".bin", "bun")
+    r = subprocess.run([bun, "--version"], capture_output=True, text=True) \
+        if os.path.exists(bun) else None
+    if r is None or r.returncode != 0:
+        print("== Bun: not runnable on this machine; its run is left out")
+        return rc
+    print("== Bun %s, on the TypeScript sources" % r.stdout.strip(),
+          flush=True)
+    sources = sorted(os.path.join(HERE, f) for f in os.listdir(HERE)
+                     if f.endswith(".test.ts"))
+    rb = subprocess.run([bun, "test", "--timeout", "300000"] + sources,
+                        cwd=PKG, env=env).returncode
+    return rc or rb
 
 
 if __name__ == "__main__":
