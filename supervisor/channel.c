@@ -363,6 +363,7 @@ chan_broker_msg(struct child *c, struct msg *m, void *arg)
 				log_info("channel %s: worker ready",
 				    ch->ch_segment);
 			ch->ch_worker_ready = 1;
+			turn_worker_ready(ch->ch_key);
 			if ((op = ch->ch_worker_wait) != NULL) {
 				ch->ch_worker_wait = NULL;
 				chan_op_done(op, cJSON_CreateObject(), NULL);

@@ -794,6 +794,8 @@ child_down(struct child *c)
 	}
 	c->c_pid = -1;
 	c->c_state = CHILD_DOWN;
+	if (c->c_role == PROC_EGRESS)
+		turn_egress_gone();
 	if (!c->c_singleton) {
 		if (c->c_event_cb != NULL && !was_stopping)
 			c->c_event_cb(c, 0, c->c_event_arg);

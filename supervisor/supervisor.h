@@ -160,6 +160,10 @@ struct child	*chan_broker(const char *key);
 int		 turn_broker_msg(const char *key, struct child *, struct msg *);
 /* The channel's broker died: its turn ends now, not at its deadline. */
 void		 turn_broker_gone(const char *key, const struct child *);
+/* Egress died: every bound turn ends now. */
+void		 turn_egress_gone(void);
+/* The channel's worker announced itself (POST /worker/ready). */
+void		 turn_worker_ready(const char *key);
 int		 turn_busy(const char *key);
 void		 turn_abort(const char *key, const char *why);
 void		 turn_level_forget(const char *key);

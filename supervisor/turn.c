@@ -48,6 +48,7 @@ struct turn {
 	int			 t_binding;	/* egr_bind not answered */
 	uint64_t		 t_peer;	/* the broker's edge at egress */
 	int			 t_egress_bound;
+	int			 t_delivered;	/* the worker took it */
 	unsigned		 t_ntools;
 	char			*t_key;
 	char			*t_profile;
@@ -680,8 +681,10 @@ turn_broker_msg(const char *key, struct child *c, struct msg *m)
 		if (msg_get_str(m, "turn_id", UTF8_BYTES_MAX(SAFE_NAME_MAX),
 		    &turn_id) == -1 || msg_end(m) == -1)
 			return -1;
-		if (t != NULL && strcmp(turn_id, t->t_id) == 0)
+		if (t != NULL && strcmp(turn_id, t->t_id) == 0) {
+			t->t_delivered = 1;
 			turn_progress(t, "delivered");
+		}
 		return 0;
 	case MSG_BRK_RESULT:
 		if (msg_get_str(m, "turn_id", UTF8_BYTES_MAX(SAFE_NAME_MAX),
@@ -744,6 +747,48 @@ turn_broker_gone(const char *key, const struct child *b)
 	sv->sv_count.sc_failures++;
 	turn_end(t, turn_failure(b->c_violation != VIOLATION_NONE ?
 	    "worker_failed" : "internal", msg, NULL), 1);
+}
+
+/*
+ * Egress is gone: no bound turn can reach the upstream any more, and its
+ * brokers follow it.  Each ends now, as for a cancel, saying why.
+ */
+void
+turn_egress_gone(void)
+{
+	struct turn	*t, *next;
+
+	for (t = TAILQ_FIRST(&turns); t != NULL; t = next) {
+		next = TAILQ_NEXT(t, t_entry);
+		if (t->t_state != TURN_SUBMITTED && !t->t_binding)
+			continue;
+		log_warnx("channel %s: turn %s: egress stopped", t->t_key,
+		    t->t_id);
+		sv->sv_count.sc_failures++;
+		/* nothing to unbind: that egress is gone */
+		t->t_egress_bound = 0;
+		turn_end(t, turn_failure("internal", "Egress stopped during "
+		    "the turn", NULL), 1);
+	}
+}
+
+/*
+ * The worker announced itself while its turn was delivered and not yet
+ * answered: it restarted (or gave up), and will never answer that turn
+ * (PROTOCOL.md 3.1: a turn is delivered at most once).
+ */
+void
+turn_worker_ready(const char *key)
+{
+	struct turn	*t = turn_find(key);
+
+	if (t == NULL || t->t_state != TURN_SUBMITTED || !t->t_delivered)
+		return;
+	log_warnx("channel %s: turn %s: the worker started again before it "
+	    "answered", key, t->t_id);
+	sv->sv_count.sc_failures++;
+	turn_end(t, turn_failure("worker_failed", "The worker stopped before "
+	    "it answered", NULL), 1);
 }
 
 void

@@ -2446,6 +2446,22 @@ class TurnSemantics(BrokerCase):
         res = tr.wait(20)
         self.assertEqual(res["reason"], "cancelled")
 
+    def test_worker_ready_again_ends_its_turn(self):
+        """A worker that announces itself while its turn is delivered and
+        unanswered started again: that turn, delivered at most once, ends
+        now, and its container goes."""
+        key = "brk-restarted"
+        self.start_channel(key)
+        w = self.worker(key)
+        tr = self.begin_turn(key)
+        self.next_turn(w, tr)
+        self.assertAnswer(w.ready(), 200, "Ready")
+        res = tr.wait(10)
+        self.assertEqual(res, {"ok": False, "reason": "worker_failed",
+                               "message": "The worker stopped before it "
+                                          "answered"})
+        self.assertFalse(self.container_exists(key))
+
     def test_client_disconnect_cancels(self):
         key = "brk-leave"
         self.start_channel(key)

@@ -846,6 +846,54 @@ class HelperRestarts(TurnTest):
                 self.assertNotEqual(children_by_role(c)[role]["pid"], pid)
 
 
+class DeadProcesses(TurnTest):
+    """A turn whose egress, broker or worker is gone ends within about a
+    second, saying which, and its container goes as for a cancel."""
+
+    def stalled_turn(self, c, key):
+        self.assertEqual(c.call("channel.start", {"channel": key,
+                                                  "profile": "default"}), {})
+        self.stall_model(30)
+        rid = c.request("turn.run", self.params(key, "stalled"))
+        FU.wait_for(1, 60, path="/v1/messages")
+        return rid
+
+    def test_egress_dies(self):
+        d = self.daemon()
+        c = self.client(d)
+        key = "dead:egress"
+        rid = self.stalled_turn(c, key)
+        t0 = time.monotonic()
+        os.kill(children_by_role(c)["egress"]["pid"], signal.SIGKILL)
+        o = self.finish(c, rid, timeout=20)
+        self.assertLess(time.monotonic() - t0, 3)
+        self.assertEqual(o.result, {"ok": False, "reason": "internal",
+                                    "message": "Egress stopped during the "
+                                               "turn"})
+        self.assertIsNone(inspect(self.container(d, key)))
+        FU.reset()
+        self.ok(c, self.params(key, "again", "t2"))
+
+    def test_broker_dies(self):
+        d = self.daemon()
+        c = self.client(d)
+        key = "dead:broker"
+        rid = self.stalled_turn(c, key)
+        brokers = [p for p in c.call("daemon.stats")["processes"]
+                   if p["role"] == "broker"]
+        self.assertEqual(len(brokers), 1)
+        t0 = time.monotonic()
+        os.kill(brokers[0]["pid"], signal.SIGKILL)
+        o = self.finish(c, rid, timeout=20)
+        self.assertLess(time.monotonic() - t0, 3)
+        self.assertEqual(o.result, {"ok": False, "reason": "internal",
+                                    "message": "The channel's broker "
+                                               "stopped"})
+        self.assertIsNone(inspect(self.container(d, key)))
+        FU.reset()
+        self.ok(c, self.params(key, "again", "t2"))
+
+
 class Semantics(TurnTest):
     """What bots written for PiSandboxRuntime 0.7.3 rely on."""
 
