@@ -333,10 +333,13 @@ child_conn_err(struct frame_conn *fc, enum frame_err err, void *arg)
 {
 	struct child	*c = arg;
 
-	if (err != FRAME_EOF)
+	/* A child that dies mid-frame, or whose pipe fails, is not one that
+	 * broke the protocol: the reaper tells why it died. */
+	if (err != FRAME_EOF && err != FRAME_TRUNCATED && err != FRAME_IO)
 		child_violation(c, VIOLATION_FRAME, frame_err_to_string(err));
 	else {
-		log_debug("%s closed its pipe", child_label(c));
+		log_debug("%s closed its pipe: %s", child_label(c),
+		    frame_err_to_string(err));
 		/* Make sure it is really gone; the reaper does the rest. */
 		if (c->c_pid > 0)
 			kill(c->c_pid, SIGKILL);
@@ -566,7 +569,6 @@ child_attach(struct child *eg, struct child *c)
 {
 	struct msgb	 mb;
 
-	c->c_peer = ++child_next_peer;
 	msgb_init(&mb, MSG_EGRESS_ATTACH, 0);
 	msg_add_uint(&mb, "peer", c->c_peer);
 	msg_add_str(&mb, "channel", c->c_channel);
@@ -635,6 +637,9 @@ child_spawn(struct child *c)
 		/* The egress end of the pipe goes to egress, now or once it is
 		 * ready: until then the child waits for its first frame. */
 		c->c_egress_end = ep[0];
+		/* its number now: a turn may be bound before egress is
+		 * ready, and that request waits behind the attach */
+		c->c_peer = ++child_next_peer;
 		if ((eg = child_singleton(PROC_EGRESS)) != NULL &&
 		    eg->c_state == CHILD_READY)
 			child_attach(eg, c);
@@ -780,6 +785,7 @@ child_down(struct child *c)
 	long long		 lived;
 	long			 delay;
 	int			 was_stopping = c->c_state == CHILD_STOPPING;
+	int			 was_ready = c->c_state == CHILD_READY;
 
 	if (c->c_conn != NULL) {
 		frame_conn_free(c->c_conn);
@@ -806,8 +812,10 @@ child_down(struct child *c)
 		child_fail_waiting(c);
 		return;
 	}
+	/* The back-off is for a helper that cannot start; one that served
+	 * and then died (killed, or a crash) comes back at once. */
 	lived = ms_since(&c->c_started);
-	if (lived >= CHILD_STABLE_MS)
+	if (was_ready || lived >= CHILD_STABLE_MS)
 		c->c_failures = 0;
 	delay = CHILD_BACKOFF_MIN_MS;
 	for (unsigned i = 0; i < c->c_failures && delay < CHILD_BACKOFF_MAX_MS;
