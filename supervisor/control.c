@@ -36,6 +36,11 @@ struct ctl_req {
 	cJSON			*cr_id;		/* NULL for a notification */
 	ctl_cancel_fn		 cr_cancel;
 	void			*cr_cancel_arg;
+	/* inside its cancel callback: an answer there is kept for after */
+	int			 cr_cancelling;
+	int			 cr_answered;
+	int			 cr_may_defer;
+	int			 cr_deferred;
 };
 
 struct ctl_call {
@@ -129,6 +134,10 @@ ctl_send_error(struct ctl_client *cc, const cJSON *id, int code,
 static void
 ctl_req_free(struct ctl_req *cr)
 {
+	if (cr->cr_cancelling) {
+		cr->cr_answered = 1;
+		return;
+	}
 	TAILQ_REMOVE(&cr->cr_client->cc_reqs, cr, cr_entry);
 	cJSON_Delete(cr->cr_id);
 	free(cr);
@@ -210,13 +219,31 @@ ctl_client_hooks(const struct ctl_client *cc)
 	return cc->cc_hooks;
 }
 
-/* Cancel one request: its owner lets go, the client hears -32800. */
+/*
+ * Cancel one request: its owner lets go, the client hears -32800, now or,
+ * when the owner asked for it (ctl_cancel_later), once the owner has undone
+ * what the request started.
+ */
 static void
 ctl_req_cancel(struct ctl_req *cr)
 {
+	cr->cr_cancelling = cr->cr_may_defer = 1;
 	if (cr->cr_cancel != NULL)
 		cr->cr_cancel(cr, cr->cr_cancel_arg);
-	ctl_error(cr, RPC_REQUEST_CANCELLED, "Request cancelled");
+	cr->cr_cancelling = cr->cr_may_defer = 0;
+	if (cr->cr_answered)
+		ctl_req_free(cr);
+	else if (!cr->cr_deferred)
+		ctl_error(cr, RPC_REQUEST_CANCELLED, "Request cancelled");
+}
+
+int
+ctl_cancel_later(struct ctl_req *cr)
+{
+	if (!cr->cr_may_defer)
+		return 0;
+	cr->cr_deferred = 1;
+	return 1;
 }
 
 static void

@@ -58,6 +58,13 @@ const char *ctl_str_param(const struct cJSON *params, const char *key);
 
 /* Called when the request is cancelled or its client disconnects. */
 void	ctl_set_cancel(struct ctl_req *, ctl_cancel_fn, void *);
+/*
+ * From inside the cancel callback of a $/cancelRequest: the owner answers
+ * the request itself later (with RPC_REQUEST_CANCELLED), once what it
+ * started is undone.  1 when that is so, 0 when the client has gone and
+ * the request is freed on return.
+ */
+int	ctl_cancel_later(struct ctl_req *);
 struct ctl_client *ctl_req_client(struct ctl_req *);
 
 /* What the client declared in initialize. */

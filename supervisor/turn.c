@@ -202,7 +202,7 @@ turn_egress_unbind(struct turn *t)
 /* An answer held until the turn's container is gone. */
 struct turn_reply {
 	struct ctl_req	*tr_req;
-	cJSON		*tr_result;
+	cJSON		*tr_result;	/* NULL: the request was cancelled */
 };
 
 static void
@@ -223,7 +223,11 @@ turn_reply_send(const char *err, void *arg)
 		log_warnx("a turn's container may be left: %s", err);
 	if (tr->tr_req != NULL) {
 		ctl_set_cancel(tr->tr_req, NULL, NULL);
-		ctl_reply(tr->tr_req, tr->tr_result);
+		if (tr->tr_result == NULL)
+			ctl_error(tr->tr_req, RPC_REQUEST_CANCELLED,
+			    "Request cancelled");
+		else
+			ctl_reply(tr->tr_req, tr->tr_result);
 	} else
 		cJSON_Delete(tr->tr_result);
 	free(tr);
@@ -308,11 +312,14 @@ turn_cancel_req(struct ctl_req *req, void *arg)
 {
 	struct turn	*t = arg;
 
-	/* $/cancelRequest or the client left: the request is answered by
-	 * the control socket; the turn stops. */
+	/* $/cancelRequest: the turn stops, and its -32800 goes once its
+	 * container is gone, as any cancel's answer.  The client left: the
+	 * control socket forgets the request. */
 	log_info("channel %s: turn %s cancelled", t->t_key, t->t_id);
-	t->t_req = NULL;
-	t->t_client = NULL;
+	if (!ctl_cancel_later(req)) {
+		t->t_req = NULL;
+		t->t_client = NULL;
+	}
 	turn_end(t, NULL, 1);
 }
 

@@ -400,7 +400,7 @@ class Startup(unittest.TestCase):
         r = subprocess.run([rtsb.RTSANDBOXD, "-d", "-f", d.config_path],
                            capture_output=True, text=True, timeout=10)
         self.assertEqual(r.returncode, 1, r.stderr)
-        self.assertIn("mode 1777", r.stderr)
+        self.assertIn("not writable by group or others", r.stderr)
 
     def test_stale_socket_and_second_daemon(self):
         d = Daemon()
