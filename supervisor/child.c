@@ -254,6 +254,8 @@ child_became_ready(struct child *c)
 			if (p->c_egress_end != -1 && p->c_pid > 0)
 				child_attach(c, p);
 	child_send_waiting(c);
+	if (c->c_singleton)
+		supervisor_ready_check();
 	if (c->c_event_cb != NULL)
 		c->c_event_cb(c, 1, c->c_event_arg);
 }

@@ -21,6 +21,7 @@
 #include "control.h"
 #include "log.h"
 #include "sandbox.h"
+#include "notify.h"
 #include "spawner.h"
 #include "supervisor.h"
 
@@ -67,6 +68,7 @@ sig_handler(evutil_socket_t sig, short ev, void *arg)
 		if (sv->sv_stopping)
 			return;
 		log_info("%s: shutting down", strsignal(sig));
+		notify_send("STOPPING=1");
 		sv->sv_stopping = 1;
 		control_close();
 		child_stop_all();
@@ -122,6 +124,23 @@ supervisor_sandbox(void)
 	    sv->sv_conf->control_socket, ctldir, sizeof(ctldir)),
 	    SB_FS_WRITE };
 	return sandbox_supervisor(rules, 1);
+}
+
+/* Once every helper first answered ready: the daemon serves. */
+void
+supervisor_ready_check(void)
+{
+	static int	 told;
+	struct child	*c;
+
+	if (told)
+		return;
+	TAILQ_FOREACH(c, &children, c_entry)
+		if (c->c_singleton && c->c_state != CHILD_READY)
+			return;
+	told = 1;
+	log_info("every helper is ready");
+	notify_send("READY=1\nSTATUS=serving");
 }
 
 int
@@ -187,7 +206,11 @@ main(int argc, char *argv[])
 	if (spawner_find_helpers() == -1)
 		fatalx("helper programs missing; give their directory with -x");
 
-	if (!debug && daemon(0, 1) == -1)
+	/* A service manager that waits for READY=1 keeps rtsandboxd in
+	 * front; otherwise it detaches unless -d. */
+	if (notify_open() == -1)
+		fatalx("cannot reach the service manager's NOTIFY_SOCKET");
+	if (!debug && !notify_active() && daemon(0, 1) == -1)
 		fatal("daemon");
 	clock_gettime(CLOCK_MONOTONIC, &sv->sv_started);
 	signal(SIGPIPE, SIG_IGN);

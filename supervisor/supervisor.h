@@ -49,6 +49,9 @@ struct supervisor {
 
 extern struct supervisor	*sv;
 
+/* main.c: tell a service manager once every helper is first ready. */
+void		 supervisor_ready_check(void);
+
 /* child.c */
 enum child_state {
 	CHILD_DOWN,		/* not running; a restart may be scheduled */

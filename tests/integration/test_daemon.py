@@ -418,5 +418,83 @@ class Startup(unittest.TestCase):
         self.assertEqual(d.stop(), 0)
 
 
+class ServiceManager(unittest.TestCase):
+    """rtsandboxd under systemd: contrib/systemd, and the readiness it
+    reports over NOTIFY_SOCKET (sd_notify(3)'s protocol)."""
+
+    UNIT = os.path.join(os.path.dirname(__file__), "..", "..", "contrib",
+                        "systemd", "rtsandboxd.service")
+
+    def test_ready_once_every_helper_is(self):
+        d = Daemon()
+        self.addCleanup(d.cleanup)
+        sock_path = os.path.join(d.root, "notify.sock")
+        ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        ns.bind(sock_path)
+        ns.settimeout(15)
+        self.addCleanup(ns.close)
+        log = open(d.log_path, "ab")
+        self.addCleanup(log.close)
+        # no -d: with a manager listening it stays in front all the same
+        p = subprocess.Popen([rtsb.RTSANDBOXD, "-f", d.config_path],
+                             stdin=subprocess.DEVNULL, stdout=log,
+                             stderr=log, env={"PATH": "/usr/bin:/bin",
+                                              "NOTIFY_SOCKET": sock_path})
+        d.proc = p
+        msg = ns.recv(4096).decode()
+        self.assertIn("READY=1", msg.split("\n"))
+        self.assertIsNone(p.poll())
+        with Client(d.socket) as c:
+            for pr in c.call("daemon.stats")["processes"]:
+                self.assertEqual(pr["state"], "ready", pr)
+        p.send_signal(signal.SIGTERM)
+        self.assertIn("STOPPING=1", ns.recv(4096).decode().split("\n"))
+        self.assertEqual(p.wait(15), 0)
+        # the helpers never saw the variable
+        self.assertNotIn("NOTIFY_SOCKET", d.read_log())
+
+    def test_unreachable_notify_socket_refused(self):
+        d = Daemon()
+        self.addCleanup(d.cleanup)
+        r = subprocess.run([rtsb.RTSANDBOXD, "-f", d.config_path],
+                           capture_output=True, text=True, timeout=10,
+                           env={"PATH": "/usr/bin:/bin", "NOTIFY_SOCKET":
+                                os.path.join(d.root, "nobody-listens")})
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("NOTIFY_SOCKET", r.stderr)
+
+    def test_unit_verifies(self):
+        if shutil.which("systemd-analyze") is None:
+            self.skipTest("no systemd-analyze")
+        tmp = tempfile.mkdtemp(prefix="rtsb-unit-", dir="/tmp")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        # its own binary and man pages, as installed ones would be
+        man = os.path.join(os.path.dirname(__file__), "..", "..", "man")
+        for sec, page in (("8", "rtsandboxd.8"), ("5", "rtsandboxd.conf.5")):
+            os.makedirs(os.path.join(tmp, "man" + sec), exist_ok=True)
+            os.symlink(os.path.abspath(os.path.join(man, page)),
+                       os.path.join(tmp, "man" + sec, page))
+        with open(self.UNIT) as f:
+            unit = f.read().replace("/usr/bin/rtsandboxd",
+                                    os.path.abspath(rtsb.RTSANDBOXD))
+        path = os.path.join(tmp, "rtsandboxd.service")
+        with open(path, "w") as f:
+            f.write(unit)
+        env = dict(os.environ, MANPATH=tmp)
+        r = subprocess.run(["systemd-analyze", "verify", path],
+                           capture_output=True, text=True, env=env,
+                           timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr.strip(), "")
+        r = subprocess.run(["systemd-analyze", "security", "--offline=true",
+                            path], capture_output=True, text=True, env=env,
+                           timeout=60)
+        level = [ln for ln in r.stdout.splitlines()
+                 if "Overall exposure level" in ln]
+        self.assertEqual(len(level), 1, r.stdout + r.stderr)
+        print("[%s]" % level[0].split(":", 1)[1].strip(), end=" ",
+              file=sys.stderr)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
