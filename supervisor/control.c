@@ -70,6 +70,10 @@ static TAILQ_HEAD(, ctl_client)	 ctl_clients =
     TAILQ_HEAD_INITIALIZER(ctl_clients);
 static struct evconnlistener	*ctl_listener;
 static char			*ctl_path;
+/* Out of descriptors or memory, accept is retried this often. */
+#define CTL_ACCEPT_PAUSE_MS	100
+static struct event		*ctl_accept_timer;
+static int			 ctl_accept_paused;
 
 static void	ctl_client_free(struct ctl_client *);
 
@@ -663,6 +667,9 @@ ctl_client_free(struct ctl_client *cc)
 	}
 	TAILQ_REMOVE(&ctl_clients, cc, cc_entry);
 	bufferevent_free(cc->cc_bev);
+	/* a descriptor came free: accept at once rather than at the timer */
+	if (ctl_accept_paused && ctl_listener != NULL)
+		evconnlistener_enable(ctl_listener);
 	free(cc->cc_buf);
 	free(cc->cc_name);
 	free(cc);
@@ -699,14 +706,45 @@ ctl_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	}
 	TAILQ_INSERT_TAIL(&ctl_clients, cc, cc_entry);
 	sv->sv_count.sc_connections++;
+	if (ctl_accept_paused) {
+		log_info("control socket accepts again");
+		ctl_accept_paused = 0;
+	}
 	log_debug("control client connected");
 }
 
 static void
+ctl_accept_resume(evutil_socket_t fd, short ev, void *arg)
+{
+	if (ctl_listener != NULL)
+		evconnlistener_enable(ctl_listener);
+}
+
+/*
+ * EMFILE and friends: the connection stays in the backlog and the socket
+ * stays readable, so accepting again at once would spin.  Stop accepting,
+ * keep serving those already connected, and try again a little later or
+ * as soon as one of them leaves; one log line for the whole episode.
+ */
+static void
 ctl_accept_error(struct evconnlistener *l, void *arg)
 {
-	/* EMFILE and friends: keep serving those already connected. */
-	log_warn("control socket accept");
+	struct timeval	 tv = { 0, CTL_ACCEPT_PAUSE_MS * 1000 };
+	int		 e = EVUTIL_SOCKET_ERROR();
+
+	if (e != EMFILE && e != ENFILE && e != ENOBUFS && e != ENOMEM) {
+		log_warn("control socket accept");
+		return;
+	}
+	if (!ctl_accept_paused)
+		log_warnx("control socket accept: %s; accepting again every %d "
+		    "ms until it passes", strerror(e), CTL_ACCEPT_PAUSE_MS);
+	ctl_accept_paused = 1;
+	evconnlistener_disable(l);
+	if (ctl_accept_timer == NULL && (ctl_accept_timer = evtimer_new(
+	    sv->sv_base, ctl_accept_resume, NULL)) == NULL)
+		fatalx("%s: timer", __func__);
+	evtimer_add(ctl_accept_timer, &tv);
 }
 
 /* A socket at path that answers belongs to a running daemon; one that
@@ -880,6 +918,10 @@ control_close(void)
 	if (ctl_listener != NULL) {
 		evconnlistener_free(ctl_listener);
 		ctl_listener = NULL;
+	}
+	if (ctl_accept_timer != NULL) {
+		event_free(ctl_accept_timer);
+		ctl_accept_timer = NULL;
 	}
 	while ((cc = TAILQ_FIRST(&ctl_clients)) != NULL)
 		ctl_client_free(cc);

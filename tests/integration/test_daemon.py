@@ -418,6 +418,63 @@ class Startup(unittest.TestCase):
         self.assertEqual(d.stop(), 0)
 
 
+class OutOfDescriptors(unittest.TestCase):
+    def test_accept_stops_and_resumes_never_spins(self):
+        """With every descriptor of the supervisor in use (RLIMIT_NOFILE
+        4096), accepting stops for a while, without spinning and with one
+        log line, and resumes as soon as a connection goes."""
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard != resource.RLIM_INFINITY and hard < 5000:
+            self.skipTest("RLIMIT_NOFILE hard limit %d" % hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(
+            hard, 8192) if hard != resource.RLIM_INFINITY else 8192, hard))
+        self.addCleanup(resource.setrlimit, resource.RLIMIT_NOFILE,
+                        (soft, hard))
+        d = Daemon().start()
+        self.addCleanup(d.cleanup)
+        self.addCleanup(d.stop)
+        socks = []
+        self.addCleanup(lambda: [s.close() for s in socks])
+        deadline = time.monotonic() + 60
+        while "control socket accept:" not in d.read_log():
+            self.assertLess(time.monotonic(), deadline)
+            self.assertLess(len(socks), 6000)
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.setblocking(False)
+            try:
+                s.connect(d.socket)
+            except BlockingIOError:
+                s.close()	# the backlog is full for now
+                time.sleep(0.05)
+                continue
+            socks.append(s)
+        # no spin: the supervisor's CPU over two seconds of this
+        def cpu():
+            with open("/proc/%d/stat" % d.proc.pid) as f:
+                v = f.read().rsplit(")", 1)[1].split()
+            return int(v[11]) + int(v[12])
+        before = cpu()
+        time.sleep(2)
+        used = cpu() - before
+        self.assertLess(used, os.sysconf("SC_CLK_TCK") // 5, used)
+        self.assertEqual(d.read_log().count("control socket accept:"), 1)
+        # connections go, and a new one is served at once
+        for s in socks[:100]:
+            s.close()
+        del socks[:100]
+        self.assertTrue(wait_until(lambda: self._stats_ok(d), 10))
+        self.assertIn("control socket accepts again", d.read_log())
+
+    @staticmethod
+    def _stats_ok(d):
+        try:
+            with Client(d.socket) as c:
+                return "processes" in c.call("daemon.stats")
+        except (OSError, ConnectionError):
+            return False
+
+
 class ServiceManager(unittest.TestCase):
     """rtsandboxd under systemd: contrib/systemd, and the readiness it
     reports over NOTIFY_SOCKET (sd_notify(3)'s protocol)."""
