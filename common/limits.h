@@ -250,6 +250,9 @@
 /* "bounded logs (local driver, 10 MiB × 2)". */
 #define CONTAINER_LOG_SIZE		(10u * MIB)
 #define CONTAINER_LOG_FILES		2u
+/* HostConfig.Runtime, when docker.runtime names one (rtsandboxd.conf(5)):
+ * a name of the engine's runtimes, [a-zA-Z0-9][a-zA-Z0-9_.-]{0,63}. */
+#define RUNTIME_NAME_MAX		64u
 
 /*
  * 8. Controlled fetch

@@ -443,6 +443,31 @@ valid_image_name(const char *s, size_t len)
 	return 1;
 }
 
+/*
+ * The name of a runtime in the engine's configuration (dockerd's
+ * "runtimes", a containerd shim such as io.containerd.runsc.v1): plain
+ * enough that it can never read as an option, a path or another field.
+ */
+int
+valid_runtime_name(const char *s, size_t len)
+{
+	size_t	 i;
+	uint8_t	 c;
+
+	if (len == 0 || len > RUNTIME_NAME_MAX)
+		return 0;
+	for (i = 0; i < len; i++) {
+		c = (uint8_t)s[i];
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9'))
+			continue;
+		if (i > 0 && (c == '_' || c == '.' || c == '-'))
+			continue;
+		return 0;
+	}
+	return 1;
+}
+
 int
 valid_thinking(const char *s, size_t len)
 {

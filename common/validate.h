@@ -72,6 +72,8 @@ int	valid_tool_use_name(const char *s, size_t len);	/* [a-zA-Z0-9_-]{1,128} */
 int	valid_container_prefix(const char *s, size_t len);	/* [a-z0-9][a-z0-9-]{0,40} */
 /* Image: non-empty, no white space or control char, not starting with '-'. */
 int	valid_image_name(const char *s, size_t len);
+/* OCI runtime as the engine names it: [a-zA-Z0-9][a-zA-Z0-9_.-]{0,63}. */
+int	valid_runtime_name(const char *s, size_t len);
 /* Thinking level: low, medium, high or xhigh. */
 int	valid_thinking(const char *s, size_t len);
 

@@ -33,6 +33,9 @@ struct dock_api {
 	int	 da_nomem;
 	char	 da_curl_err[CURL_ERROR_SIZE];
 	char	 da_error[DOCK_ERROR_MAX];
+	/* What the engine said it is, until the socket fails to connect. */
+	struct dock_engine_info	 da_engine;
+	int			 da_probed;
 };
 
 /* One Engine API request and what came back. */
@@ -171,6 +174,8 @@ curl_failure(struct dock_api *da, CURLcode rc)
 	case CURLE_GOT_NOTHING:
 	case CURLE_SEND_ERROR:
 	case CURLE_RECV_ERROR:
+		/* Another engine may answer there next: ask it again. */
+		da->da_probed = 0;
 		set_error(da, "Docker daemon unreachable at %s: %s",
 		    da->da_socket, why);
 		return DOCK_UNREACHABLE;
@@ -398,11 +403,12 @@ escaped(struct dock_api *da, const char *s)
 static enum dock_err
 inspect(struct dock_api *da, const struct dock_config *dc, const char *name,
     const char *want_channel, const struct dock_spec *ds,
-    struct dock_status *st, int *same)
+    const char *want_runtime, struct dock_status *st, int *same)
 {
 	struct dock_call	 c = { .dc_method = "GET" };
 	const cJSON		*cfg, *labels, *state;
 	const char		*id, *image, *profile, *channel, *cname;
+	const char		*runtime;
 	char			*esc, *path = NULL;
 	enum dock_err		 e;
 	int			 running;
@@ -460,9 +466,12 @@ inspect(struct dock_api *da, const struct dock_config *dc, const char *name,
 	if (profile != NULL)
 		(void)copy_str(st->profile, sizeof(st->profile), profile);
 	st->ours = str_equal(channel, want_channel);
+	runtime = str_member(cJSON_GetObjectItemCaseSensitive(c.dc_reply,
+	    "HostConfig"), "Runtime");
 	if (same != NULL)
 		*same = running && str_equal(image, dc->image) &&
-		    str_equal(profile, ds->profile) && st->ours;
+		    str_equal(profile, ds->profile) && st->ours &&
+		    (want_runtime == NULL || str_equal(runtime, want_runtime));
  done:
 	call_done(&c);
 	free(path);
@@ -493,7 +502,7 @@ dock_status(struct dock_api *da, const struct dock_config *dc,
 	da->da_error[0] = '\0';
 	if ((e = name_for(dc, channel, name, sizeof(name))) != DOCK_OK)
 		return e;
-	return inspect(da, dc, name, channel, NULL, st, NULL);
+	return inspect(da, dc, name, channel, NULL, NULL, st, NULL);
 }
 
 /* DELETE /containers/<ref>?force=true, where ref is a name or an id. */
@@ -557,7 +566,7 @@ create(struct dock_api *da, const struct dock_config *dc,
 	char			*esc, *path = NULL;
 	enum dock_err		 e;
 
-	if ((body = dock_create_body(dc, ds)) == NULL)
+	if ((body = dock_create_body(dc, ds, da->da_engine.ei_engine)) == NULL)
 		return DOCK_NOMEM;
 	if ((esc = escaped(da, name)) == NULL) {
 		cJSON_Delete(body);
@@ -622,6 +631,128 @@ start(struct dock_api *da, const char *id)
 	return e;
 }
 
+/*
+ * GET path, which must answer 200 with a body that parse() reads; the raw
+ * body is what the pure parsers of dockinfo.c take.
+ */
+static enum dock_err
+get_about(struct dock_api *da, const char *path,
+    int (*parse)(const char *, size_t, struct dock_engine_info *),
+    struct dock_engine_info *ei)
+{
+	struct dock_call	 c = { .dc_method = "GET", .dc_path = path };
+	enum dock_err		 e;
+
+	if ((e = dock_call(da, &c)) != DOCK_OK)
+		goto done;
+	if (c.dc_status != 200)
+		e = unexpected(da, &c);
+	else if (parse(da->da_buf, da->da_len, ei) == -1)
+		e = malformed(da, &c, "the object it should be");
+ done:
+	call_done(&c);
+	return e;
+}
+
+/*
+ * What the engine is; with all, also what only a doctor asks (Podman's
+ * /info and /libpod/info).  An engine that does not speak v1.41 is refused
+ * here with its own words rather than by every call after.
+ */
+static enum dock_err
+probe(struct dock_api *da, struct dock_engine_info *ei, int all)
+{
+	enum dock_err	 e;
+
+	dock_engine_info_init(ei);
+	if ((e = get_about(da, "/version", dock_parse_version, ei)) !=
+	    DOCK_OK)
+		return e;
+	if (!ei->ei_api_ok) {
+		set_error(da, "%s %s at %s speaks Engine API %s to %s, not "
+		    "v%d.%d", ei->ei_name[0] != '\0' ? ei->ei_name : "engine",
+		    ei->ei_version, da->da_socket,
+		    ei->ei_min_api_version[0] != '\0' ?
+		    ei->ei_min_api_version : "?",
+		    ei->ei_api_version[0] != '\0' ? ei->ei_api_version : "?",
+		    DOCK_API_MAJOR, DOCK_API_MINOR);
+		return DOCK_API;
+	}
+	/* Podman's runtimes are not chosen through this API. */
+	if (ei->ei_engine == DOCK_ENGINE_PODMAN && !all)
+		return DOCK_OK;
+	if ((e = get_about(da, "/info", dock_parse_info, ei)) != DOCK_OK)
+		return e;
+	if (ei->ei_engine == DOCK_ENGINE_PODMAN &&
+	    get_about(da, "/libpod/info", dock_parse_libpod_info, ei) !=
+	    DOCK_OK)
+		da->da_error[0] = '\0';
+	return DOCK_OK;
+}
+
+/* Runtime names for an error line: "runc runsc ...". */
+static void
+runtime_names(const struct dock_engine_info *ei, char *buf, size_t len)
+{
+	size_t	 i, o = 0;
+	int	 n;
+
+	buf[0] = '\0';
+	for (i = 0; i < ei->ei_nruntimes && o < len; i++) {
+		n = snprintf(buf + o, len - o, "%s%s", i > 0 ? " " : "",
+		    ei->ei_runtimes[i].dr_name);
+		if (n < 0)
+			break;
+		o += (size_t)n;
+	}
+}
+
+/*
+ * The runtime a kept container must run under: the configured one, which
+ * the engine must have, else the engine's default; NULL when it cannot be
+ * compared (Podman reports every container's runtime as "oci").
+ */
+static enum dock_err
+want_runtime(struct dock_api *da, const struct dock_config *dc,
+    const char **want)
+{
+	struct dock_engine_info	*ei = &da->da_engine;
+	char			 names[256];
+	enum dock_err		 e;
+
+	*want = NULL;
+	if (!da->da_probed) {
+		if ((e = probe(da, ei, 0)) != DOCK_OK)
+			return e;
+		da->da_probed = 1;
+	}
+	if (ei->ei_engine == DOCK_ENGINE_PODMAN) {
+		if (dc->runtime == NULL)
+			return DOCK_OK;
+		set_error(da, "runtime %s: Podman's Docker-compatible API does "
+		    "not choose runtimes; leave docker.runtime out and set "
+		    "the runtime in Podman's containers.conf", dc->runtime);
+		return DOCK_NO_RUNTIME;
+	}
+	if (dc->runtime == NULL) {
+		if (ei->ei_default_runtime[0] != '\0')
+			*want = ei->ei_default_runtime;
+		return DOCK_OK;
+	}
+	/* The operator may have added it to the engine since it was asked. */
+	if (dock_engine_runtime(ei, dc->runtime) == NULL &&
+	    (e = get_about(da, "/info", dock_parse_info, ei)) != DOCK_OK)
+		return e;
+	if (dock_engine_runtime(ei, dc->runtime) == NULL) {
+		runtime_names(ei, names, sizeof(names));
+		set_error(da, "runtime %s is not one of the engine's at %s (%s)",
+		    dc->runtime, da->da_socket, names);
+		return DOCK_NO_RUNTIME;
+	}
+	*want = dc->runtime;
+	return DOCK_OK;
+}
+
 enum dock_err
 dock_ensure_running(struct dock_api *da, const struct dock_config *dc,
     const struct dock_spec *ds, int *recreated, char *id, size_t idlen)
@@ -629,6 +760,7 @@ dock_ensure_running(struct dock_api *da, const struct dock_config *dc,
 	struct dock_status	 st;
 	char			 name[CONTAINER_NAME_MAX + 1];
 	char			 cid[sizeof(st.id)];
+	const char		*runtime;
 	enum dock_err		 e;
 	int			 same;
 
@@ -640,8 +772,11 @@ dock_ensure_running(struct dock_api *da, const struct dock_config *dc,
 	    (e = dock_container_name(dc, ds->channel, name, sizeof(name))) !=
 	    DOCK_OK)
 		return e;
-	if ((e = inspect(da, dc, name, ds->channel, ds, &st, &same)) !=
-	    DOCK_OK)
+	/* Before anything is removed: a bad runtime changes nothing. */
+	if ((e = want_runtime(da, dc, &runtime)) != DOCK_OK)
+		return e;
+	if ((e = inspect(da, dc, name, ds->channel, ds, runtime, &st,
+	    &same)) != DOCK_OK)
 		return e;
 	if (same) {
 		if (copy_str(id, idlen, st.id) == -1) {
@@ -678,6 +813,53 @@ dock_remove(struct dock_api *da, const struct dock_config *dc,
 	    DOCK_OK)
 		return e;
 	return force_remove(da, name);
+}
+
+enum dock_err
+dock_engine(struct dock_api *da, struct dock_engine_info *ei)
+{
+	da->da_error[0] = '\0';
+	return probe(da, ei, 1);
+}
+
+enum dock_err
+dock_image(struct dock_api *da, const char *image, struct dock_image_info *im,
+    int *present)
+{
+	struct dock_call	 c = { .dc_method = "GET" };
+	char			*esc, *path = NULL;
+	enum dock_err		 e;
+
+	*present = 0;
+	memset(im, 0, sizeof(*im));
+	da->da_error[0] = '\0';
+	if (image == NULL || strlen(image) > DOCK_IMAGE_MAX ||
+	    !valid_image_name(image, strlen(image)))
+		return DOCK_BAD_IMAGE;
+	if ((esc = escaped(da, image)) == NULL)
+		return DOCK_NOMEM;
+	if (asprintf(&path, "/images/%s/json", esc) == -1) {
+		curl_free(esc);
+		return DOCK_NOMEM;
+	}
+	curl_free(esc);
+	c.dc_path = path;
+	if ((e = dock_call(da, &c)) != DOCK_OK)
+		goto done;
+	if (c.dc_status == 404) {
+		da->da_error[0] = '\0';
+		goto done;
+	}
+	if (c.dc_status != 200)
+		e = unexpected(da, &c);
+	else if (dock_parse_image(da->da_buf, da->da_len, image, im) == -1)
+		e = malformed(da, &c, "an Id");
+	else
+		*present = 1;
+ done:
+	call_done(&c);
+	free(path);
+	return e;
 }
 
 /* The entry's own name: "/<prefix>-..." and not a link's "/a/b". */

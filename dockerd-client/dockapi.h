@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 
+#include "dockinfo.h"
 #include "dockops.h"
 
 /* Largest answer read from Docker; a longer one is DOCK_API. */
@@ -49,11 +50,17 @@ enum dock_err	 dock_status(struct dock_api *, const struct dock_config *,
 		    const char *channel, struct dock_status *);
 
 /*
- * Keep the container when it runs with the configured image and with this
- * channel's and profile's labels; otherwise force-remove it, create it from
+ * Keep the container when it runs with the configured image, runtime (the
+ * engine's default when none is configured) and this channel's and
+ * profile's labels; otherwise force-remove it, create it from
  * dock_create_body() and start it.  *recreated says which; id receives the
  * running container's id.  A failed start leaves the new container behind
  * (stopped, so the next call replaces it) with *recreated 1 and id "".
+ *
+ * The first call asks the engine what it is (GET /version, and GET /info of
+ * Docker for its runtimes), and again after the socket was unreachable.  A
+ * runtime the engine does not have, or any runtime asked of Podman, is
+ * DOCK_NO_RUNTIME before anything is removed.
  */
 enum dock_err	 dock_ensure_running(struct dock_api *,
 		    const struct dock_config *, const struct dock_spec *,
@@ -71,6 +78,15 @@ struct dock_entry {
 	char	 image[256];
 	char	 id[80];
 };
+
+/*
+ * For rtsandboxctl doctor: what the engine is (GET /version; GET /info;
+ * Podman's GET /libpod/info, whose failure leaves its members unknown), and
+ * whether an image is there (GET /images/<name>/json; *present 0 on 404).
+ */
+enum dock_err	 dock_engine(struct dock_api *, struct dock_engine_info *);
+enum dock_err	 dock_image(struct dock_api *, const char *image,
+		    struct dock_image_info *, int *present);
 
 /*
  * The containers that carry the channel label and whose name starts with

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "role.h"
 #include "sandbox.h"
+#include "validate.h"
 
 /* Containers reported by one list answer. */
 #define DOCK_LIST_MAX	4096
@@ -31,6 +32,7 @@ docker_config(struct docker *dk, struct msg *m)
 {
 	struct dock_config	*c = &dk->dk_conf;
 	const char		*sock, *prefix, *lc, *lp, *image, *state, *tz;
+	const char		*runtime = NULL;
 
 	if (msg_get_str(m, "socket", PATH_BYTES_MAX, &sock) == -1 ||
 	    msg_get_str(m, "container_prefix", CONTAINER_PREFIX_MAX, &prefix) ==
@@ -46,8 +48,13 @@ docker_config(struct docker *dk, struct msg *m)
 	    msg_get_uint(m, "nano_cpus", 1, DOCK_NUMBER_MAX, &c->nano_cpus) ==
 	    -1 ||
 	    msg_get_uint(m, "pids", 1, UINT32_MAX, &c->pids) == -1 ||
+	    msg_get_str_opt(m, "runtime", RUNTIME_NAME_MAX, &runtime) == -1 ||
 	    msg_end(m) == -1)
 		return -1;
+	if (runtime != NULL && !valid_runtime_name(runtime, strlen(runtime))) {
+		log_warnx("runtime name %.64s refused", runtime);
+		return -1;
+	}
 	if (strcmp(sock, dk->dk_socket_arg) != 0) {
 		log_warnx("docker socket %s differs from the sandboxed %s",
 		    sock, dk->dk_socket_arg);
@@ -59,6 +66,7 @@ docker_config(struct docker *dk, struct msg *m)
 	c->image = xstrdup(image);
 	c->state_dir = xstrdup(state);
 	c->time_zone = xstrdup(tz);
+	c->runtime = runtime != NULL ? xstrdup(runtime) : NULL;
 	dk->dk_have_config = 1;
 	return 0;
 }

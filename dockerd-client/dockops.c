@@ -62,6 +62,10 @@ dock_err_to_string(enum dock_err e)
 		return "Docker refused the call";
 	case DOCK_NOMEM:
 		return "out of memory";
+	case DOCK_BAD_RUNTIME:
+		return "runtime name refused";
+	case DOCK_NO_RUNTIME:
+		return "runtime not available from the engine";
 	}
 	return "unknown error";
 }
@@ -232,6 +236,9 @@ check_config(const struct dock_config *dc)
 	    dc->nano_cpus == 0 || dc->nano_cpus > DOCK_NUMBER_MAX ||
 	    dc->pids == 0 || dc->pids > DOCK_NUMBER_MAX)
 		return DOCK_BAD_CONFIG;
+	if (dc->runtime != NULL &&
+	    !valid_runtime_name(dc->runtime, strlen(dc->runtime)))
+		return DOCK_BAD_RUNTIME;
 	return DOCK_OK;
 }
 
@@ -332,7 +339,7 @@ add_arr(cJSON *o, const char *k, int *ok)
 
 static void
 host_config(cJSON *hc, const struct dock_config *dc, const struct dock_spec *ds,
-    int *ok)
+    enum dock_engine engine, int *ok)
 {
 	cJSON	*o, *a, *u;
 	char	*bind;
@@ -364,17 +371,24 @@ host_config(cJSON *hc, const struct dock_config *dc, const struct dock_spec *ds,
 		push_str(a, "no-new-privileges", ok);
 	if ((o = add_obj(hc, "RestartPolicy", ok)) != NULL)
 		add_str(o, "Name", "unless-stopped", ok);
+	(void)snprintf(num, sizeof(num), "%um", CONTAINER_LOG_SIZE / MIB);
 	if ((o = add_obj(hc, "LogConfig", ok)) != NULL) {
-		add_str(o, "Type", "local", ok);
+		/* Podman bounds its one k8s-file log by size alone. */
+		add_str(o, "Type", engine == DOCK_ENGINE_PODMAN ? "k8s-file" :
+		    "local", ok);
 		if ((o = add_obj(o, "Config", ok)) != NULL) {
-			(void)snprintf(num, sizeof(num), "%um",
-			    CONTAINER_LOG_SIZE / MIB);
 			add_str(o, "max-size", num, ok);
-			(void)snprintf(num, sizeof(num), "%u",
-			    CONTAINER_LOG_FILES);
-			add_str(o, "max-file", num, ok);
+			if (engine != DOCK_ENGINE_PODMAN) {
+				(void)snprintf(num, sizeof(num), "%u",
+				    CONTAINER_LOG_FILES);
+				add_str(o, "max-file", num, ok);
+			}
 		}
 	}
+	if (engine == DOCK_ENGINE_PODMAN)
+		add_str(hc, "UsernsMode", "keep-id", ok);
+	else if (dc->runtime != NULL)
+		add_str(hc, "Runtime", dc->runtime, ok);
 	if ((a = add_arr(hc, "Binds", ok)) == NULL)
 		return;
 	if (asprintf(&bind, "%s:%s:ro", ds->run_dir, RUN_TARGET) == -1)
@@ -392,7 +406,8 @@ host_config(cJSON *hc, const struct dock_config *dc, const struct dock_spec *ds,
 }
 
 cJSON *
-dock_create_body(const struct dock_config *dc, const struct dock_spec *ds)
+dock_create_body(const struct dock_config *dc, const struct dock_spec *ds,
+    enum dock_engine engine)
 {
 	cJSON	*body, *o, *a;
 	char	 buf[64 + PROFILE_NAME_MAX + DOCK_TIME_ZONE_MAX];
@@ -401,6 +416,9 @@ dock_create_body(const struct dock_config *dc, const struct dock_spec *ds)
 
 	/* The buffers below are sized by the limits checked here. */
 	if (dock_check_spec(dc, ds) != DOCK_OK)
+		return NULL;
+	/* A runtime asked for and silently not used is worse than none. */
+	if (engine == DOCK_ENGINE_PODMAN && dc->runtime != NULL)
 		return NULL;
 	if ((body = cJSON_CreateObject()) == NULL)
 		return NULL;
@@ -422,7 +440,7 @@ dock_create_body(const struct dock_config *dc, const struct dock_spec *ds)
 			push_str(a, env_fixed[i], &ok);
 	}
 	if ((o = add_obj(body, "HostConfig", &ok)) != NULL)
-		host_config(o, dc, ds, &ok);
+		host_config(o, dc, ds, engine, &ok);
 	if (!ok) {
 		cJSON_Delete(body);
 		return NULL;

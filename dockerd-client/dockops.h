@@ -12,6 +12,16 @@
 
 #include <cjson/cJSON.h>
 
+/*
+ * The engine behind the socket, as GET /version names it.  Rootless Podman's
+ * Docker-compatible API needs two things said otherwise in the create body
+ * (dock_create_body()); every other rule is the same.
+ */
+enum dock_engine {
+	DOCK_ENGINE_DOCKER,
+	DOCK_ENGINE_PODMAN
+};
+
 /* What the configuration says; the Docker client holds one. */
 struct dock_config {
 	const char	*prefix;	/* [a-z0-9][a-z0-9-]{0,40} */
@@ -25,6 +35,8 @@ struct dock_config {
 	uint64_t	 memory_mib;	/* Memory = MemorySwap */
 	uint64_t	 nano_cpus;
 	uint64_t	 pids;
+	/* HostConfig.Runtime; NULL: none sent, the engine's default. */
+	const char	*runtime;
 };
 
 /* What the supervisor asks for. */
@@ -51,7 +63,10 @@ enum dock_err {
 	DOCK_NO_IMAGE,		/* not present; never pulled */
 	DOCK_CONFLICT,		/* name in use or removal in progress */
 	DOCK_API,		/* any other answer, or a malformed one */
-	DOCK_NOMEM
+	DOCK_NOMEM,
+	DOCK_BAD_RUNTIME,	/* the runtime's name breaks the pattern */
+	DOCK_NO_RUNTIME		/* the engine has no such runtime, or cannot
+				 * be told one */
 };
 
 /*
@@ -87,10 +102,16 @@ enum dock_err	 dock_check_spec(const struct dock_config *,
 
 /*
  * The body of POST /containers/create, exactly PROTOCOL.md 7 and nothing
- * else.  NULL when dock_check_spec() refuses the request or when out of
- * memory.  The caller frees it with cJSON_Delete().
+ * else, plus HostConfig.Runtime when the configuration names one.  For
+ * Podman two members differ: LogConfig is "k8s-file" with the same size
+ * bound (Podman has no "local" driver), and UsernsMode is "keep-id", so that
+ * the service user's uid and gid in the container are the service user's
+ * on the host, as under Docker, and no host id maps to the container's
+ * root.  NULL when dock_check_spec() refuses the request, when Podman is
+ * asked for a runtime (its compatible API ignores HostConfig.Runtime), or
+ * when out of memory.  The caller frees it with cJSON_Delete().
  */
 cJSON		*dock_create_body(const struct dock_config *,
-		    const struct dock_spec *);
+		    const struct dock_spec *, enum dock_engine);
 
 #endif

@@ -449,6 +449,8 @@ child_send_config(struct child *c)
 		msg_add_uint(&mb, "memory_mib", conf->memory_mib);
 		msg_add_uint(&mb, "nano_cpus", conf->nano_cpus);
 		msg_add_uint(&mb, "pids", conf->pids);
+		if (conf->docker_runtime != NULL)
+			msg_add_str(&mb, "runtime", conf->docker_runtime);
 		child_send(c, &mb);
 		break;
 	case PROC_EGRESS:

@@ -1159,9 +1159,11 @@ parse_limits(struct cctx *c, struct config *cfg, const cJSON *obj)
 		cfg->nano_cpus = (uint64_t)(v * 1e9 + 0.5);
 }
 
-enum { DK_SOCKET, DK_PREFIX, DK_LCHAN, DK_LPROF, DK_LIMITS, DK_N };
+enum { DK_SOCKET, DK_PREFIX, DK_LCHAN, DK_LPROF, DK_LIMITS, DK_RUNTIME,
+	DK_N };
 static const char *const dk_names[DK_N] = {
-	"socket", "container_prefix", "label_channel", "label_profile", "limits"
+	"socket", "container_prefix", "label_channel", "label_profile", "limits",
+	"runtime"
 };
 
 static void
@@ -1195,6 +1197,17 @@ parse_docker(struct cctx *c, struct config *cfg, const cJSON *obj)
 		cerr(c, "docker.label_profile",
 		    "must differ from docker.label_channel");
 	parse_limits(c, cfg, f[DK_LIMITS]);
+	/* Absent: no HostConfig.Runtime, the engine's default runtime. */
+	if (f[DK_RUNTIME] != NULL && (s = str_value(c, f[DK_RUNTIME],
+	    "docker.runtime", &len)) != NULL) {
+		if (!valid_runtime_name(s, len))
+			cerr(c, "docker.runtime", "must be the name of one of "
+			    "the engine's runtimes, matching "
+			    "[a-zA-Z0-9][a-zA-Z0-9_.-]{0,%u}",
+			    RUNTIME_NAME_MAX - 1);
+		else
+			cfg->docker_runtime = xstrdup(c, s);
+	}
 }
 
 /*
@@ -1580,6 +1593,7 @@ config_free(struct config *cfg)
 	free(cfg->container_prefix);
 	free(cfg->label_channel);
 	free(cfg->label_profile);
+	free(cfg->docker_runtime);
 	free(cfg->time_zone);
 	free(cfg->default_thinking);
 	free(cfg->research_model);

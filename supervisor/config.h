@@ -55,6 +55,8 @@ struct config {
 	char			 *container_prefix;
 	char			 *label_channel;
 	char			 *label_profile;
+	char			 *docker_runtime;	/* NULL: the engine's
+							 * default */
 	uint64_t		  memory_mib;
 	uint64_t		  nano_cpus;
 	uint64_t		  pids;

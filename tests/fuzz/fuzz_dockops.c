@@ -5,7 +5,7 @@
  *
  * Input: one mode byte, then NUL-separated fields: prefix, channel,
  * profile, image, state_dir, run_dir, workspace_dir, label_channel,
- * label_profile, time_zone.  Mode bit 0 replaces the two bind sources with
+ * label_profile, time_zone, runtime (absent: none).  Mode bit 0 replaces the two bind sources with
  * the ones the channel should have (plus the run_dir and workspace_dir
  * fields appended when bit 1 is set), so the accepting paths get reached.
  * Bits 2-4 and 5-7 pick uid and gid at and around their bounds.
@@ -27,13 +27,14 @@ int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
 enum {
 	F_PREFIX, F_CHANNEL, F_PROFILE, F_IMAGE, F_STATE, F_RUN, F_WS,
-	F_LCHAN, F_LPROF, F_TZ, F_N
+	F_LCHAN, F_LPROF, F_TZ, F_RUNTIME, F_N
 };
 
 static const char *const defaults[F_N] = {
 	"roundtable-sandbox", "discord:123", "default", "worker:1", "/state",
 	"/state/discord_123/run", "/state/discord_123/workspace",
-	"roundtable.sandbox.channel", "roundtable.sandbox.profile", "UTC"
+	"roundtable.sandbox.channel", "roundtable.sandbox.profile", "UTC",
+	NULL
 };
 
 /* Docker's name rule, as a second reading. */
@@ -98,7 +99,7 @@ check_accepted(const struct dock_config *dc, const struct dock_spec *ds)
 	CHECK(ref_docker_name(name));
 	CHECK(strncmp(name, dc->prefix, strlen(dc->prefix)) == 0);
 	/* A body that survives printing and parsing (unless out of memory). */
-	if ((body = dock_create_body(dc, ds)) == NULL)
+	if ((body = dock_create_body(dc, ds, DOCK_ENGINE_DOCKER)) == NULL)
 		return;
 	hc = cJSON_GetObjectItem(body, "HostConfig");
 	for (i = 0; i < sizeof(numbers) / sizeof(numbers[0]); i++) {
@@ -117,6 +118,25 @@ check_accepted(const struct dock_config *dc, const struct dock_spec *ds)
 	}
 	CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(body, "Env")) == 9);
 	CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(hc, "Binds")) == 2);
+	/* The runtime goes as it was checked, or not at all. */
+	if (dc->runtime != NULL) {
+		CHECK(valid_runtime_name(dc->runtime, strlen(dc->runtime)));
+		CHECK(strcmp(cJSON_GetObjectItem(hc, "Runtime")->valuestring,
+		    dc->runtime) == 0);
+	} else
+		CHECK(cJSON_GetObjectItem(hc, "Runtime") == NULL);
+	cJSON_Delete(body);
+	/* Podman: never a runtime it would not use; else the same body with
+	 * its own log driver and user namespace. */
+	body = dock_create_body(dc, ds, DOCK_ENGINE_PODMAN);
+	if (dc->runtime != NULL)
+		CHECK(body == NULL);
+	else if (body != NULL) {
+		hc = cJSON_GetObjectItem(body, "HostConfig");
+		CHECK(strcmp(cJSON_GetObjectItem(hc, "UsernsMode")->valuestring,
+		    "keep-id") == 0);
+		CHECK(cJSON_GetObjectItem(hc, "Runtime") == NULL);
+	}
 	cJSON_Delete(body);
 }
 
@@ -160,6 +180,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	dc.image = f[F_IMAGE];
 	dc.state_dir = f[F_STATE];
 	dc.time_zone = f[F_TZ];
+	dc.runtime = f[F_RUNTIME];
 	dc.uid = ids[mode >> 2 & 7];
 	dc.gid = ids[mode >> 5 & 7];
 	dc.memory_mib = DOCK_NUMBER_MAX / MIB;
@@ -194,8 +215,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (e == DOCK_OK) {
 		CHECK(ne == DOCK_OK);
 		check_accepted(&dc, &ds);
-	} else
-		CHECK(dock_create_body(&dc, &ds) == NULL);
+	} else {
+		CHECK(dock_create_body(&dc, &ds, DOCK_ENGINE_DOCKER) == NULL);
+		CHECK(dock_create_body(&dc, &ds, DOCK_ENGINE_PODMAN) == NULL);
+	}
 	CHECK(dock_err_to_string(e) != NULL);
 
 	free(run);

@@ -265,6 +265,9 @@ fuzz_names(const uint8_t *data, size_t size, const uint32_t *cps, long ncp)
 	CHECK(valid_container_prefix(s, size) ==
 	    ref_pattern(data, size, LOWER DIGIT, LOWER DIGIT "-",
 	    CONTAINER_PREFIX_MAX));
+	CHECK(valid_runtime_name(s, size) ==
+	    ref_pattern(data, size, UPPER LOWER DIGIT, WORD ".",
+	    RUNTIME_NAME_MAX));
 
 	want = ncp > 0 && data[0] != '-';
 	for (i = 0; want && i < ncp; i++) {

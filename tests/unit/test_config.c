@@ -283,6 +283,8 @@ START_TEST(minimal_defaults)
 	ck_assert_str_eq(cfg->container_prefix, "roundtable-sandbox");
 	ck_assert_str_eq(cfg->label_channel, "roundtable.sandbox.channel");
 	ck_assert_str_eq(cfg->label_profile, "roundtable.sandbox.profile");
+	/* no runtime: the engine's default */
+	ck_assert_ptr_null(cfg->docker_runtime);
 	ck_assert_uint_eq(cfg->memory_mib, 1536);
 	ck_assert_uint_eq(cfg->nano_cpus, 1000000000ull);
 	ck_assert_uint_eq(cfg->pids, 256);
@@ -332,7 +334,7 @@ START_TEST(full_config)
 	    "docker", "{\"socket\":\"/run/docker.sock\","
 	    "\"container_prefix\":\"rt\",\"label_channel\":\"x.channel\","
 	    "\"label_profile\":\"x.profile\",\"limits\":{\"memory_mib\":512,"
-	    "\"cpus\":0.5,\"pids\":100}}",
+	    "\"cpus\":0.5,\"pids\":100},\"runtime\":\"runsc\"}",
 	    "time_zone", "\"America/Argentina/Buenos_Aires\"",
 	    "timeouts", "{\"start_ms\":5000,\"turn_ms\":60000}",
 	    "budgets", "{\"max_calls\":7,\"max_output_tokens\":4096}",
@@ -360,6 +362,7 @@ START_TEST(full_config)
 	ck_assert_str_eq(cfg->container_prefix, "rt");
 	ck_assert_str_eq(cfg->label_channel, "x.channel");
 	ck_assert_str_eq(cfg->label_profile, "x.profile");
+	ck_assert_str_eq(cfg->docker_runtime, "runsc");
 	ck_assert_uint_eq(cfg->memory_mib, 512);
 	ck_assert_uint_eq(cfg->nano_cpus, 500000000ull);
 	ck_assert_uint_eq(cfg->pids, 100);
@@ -424,6 +427,8 @@ struct rule_case {
 #define DUP		"duplicate key"
 #define REQ		"is required"
 #define PREFIX		"must match [a-z0-9][a-z0-9-]{0,40}"
+#define RUNTIME		"must be the name of one of the engine's runtimes, " \
+			"matching [a-zA-Z0-9][a-zA-Z0-9_.-]{0,63}"
 #define HOSTTOOL	"must match [a-z][a-z0-9_]{0,47}"
 #define USETOOL		"must match [a-zA-Z0-9_-]{1,128}"
 #define LABEL		"must be 1 to 128 characters of [a-z0-9._-] starting " \
@@ -535,6 +540,21 @@ static const struct rule_case rules[] = {
 	{ "docker", "{\"label_channel\":\"roundtable.sandbox.profile\"}",
 	    "docker.label_profile", "must differ from docker.label_channel" },
 	{ "docker", "{\"label_channel\":\"a.b-c_d9\"}", NULL, NULL },
+	{ "docker", "{\"runtime\":\"runsc\"}", NULL, NULL },
+	{ "docker", "{\"runtime\":\"io.containerd.runsc.v1\"}", NULL, NULL },
+	{ "docker", "{\"runtime\":\"R\"}", NULL, NULL },
+	{ "docker", "{\"runtime\":\"\"}", "docker.runtime", RUNTIME },
+	{ "docker", "{\"runtime\":\"-runsc\"}", "docker.runtime", RUNTIME },
+	{ "docker", "{\"runtime\":\".runsc\"}", "docker.runtime", RUNTIME },
+	{ "docker", "{\"runtime\":\"/usr/bin/runsc\"}", "docker.runtime",
+	    RUNTIME },
+	{ "docker", "{\"runtime\":\"run sc\"}", "docker.runtime", RUNTIME },
+	{ "docker", "{\"runtime\":\"runsc --debug\"}", "docker.runtime",
+	    RUNTIME },
+	{ "docker", "{\"runtime\":\"r\\u00e9\"}", "docker.runtime", RUNTIME },
+	{ "docker", "{\"runtime\":null}", "docker.runtime", STR },
+	{ "docker", "{\"runtime\":[\"runsc\"]}", "docker.runtime", STR },
+	{ "docker", "{\"runtime\":1}", "docker.runtime", STR },
 	/* tools */
 	{ "tools", "[]", NULL, NULL },
 	{ "tools", "[\"a\"]", NULL, NULL },
@@ -886,6 +906,19 @@ START_TEST(container_prefix_length)
 	ok(MK("docker", fmt("{\"container_prefix\":\"%s\"}", rep('r', 41))));
 	refused(MK("docker", fmt("{\"container_prefix\":\"%s\"}",
 	    rep('r', 42))), "docker.container_prefix", PREFIX);
+}
+END_TEST
+
+START_TEST(runtime_length)
+{
+	struct config	*cfg;
+
+	cfg = accepted(MK("docker", fmt("{\"runtime\":\"%s\"}",
+	    rep('r', 64))));
+	ck_assert_uint_eq(strlen(cfg->docker_runtime), 64);
+	config_free(cfg);
+	refused(MK("docker", fmt("{\"runtime\":\"%s\"}", rep('r', 65))),
+	    "docker.runtime", RUNTIME);
 }
 END_TEST
 
@@ -1274,6 +1307,7 @@ config_suite(void)
 	tcase_add_test(tc, model_length);
 	tcase_add_test(tc, container_prefix_length);
 	tcase_add_test(tc, label_length);
+	tcase_add_test(tc, runtime_length);
 	tcase_add_test(tc, host_tools);
 	tcase_add_test(tc, mcp_tools);
 	tcase_add_test(tc, mcp_servers);

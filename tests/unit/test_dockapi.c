@@ -817,6 +817,86 @@ START_TEST(missing_image)
 }
 END_TEST
 
+/*
+ * The runtime against the real daemon: its default (runc) and runc by name
+ * are the same; one it does not have is refused and the container stays.
+ */
+START_TEST(runtime_decides)
+{
+	struct dock_config	 dc;
+	struct dock_spec	 ds;
+	struct dock_api		*da;
+	struct chan		 ch;
+	cJSON			*root;
+	const cJSON		*c;
+	char			 id1[80], id2[80];
+	int			 rec;
+
+	NEED_DOCKER();
+	da = api();
+	make_config(&dc, TEST_IMAGE);
+	make_spec(&ds, &ch, "test:runtime", "p1");
+	ck_assert_int_eq(dock_ensure_running(da, &dc, &ds, &rec, id1,
+	    sizeof(id1)), DOCK_OK);
+	c = docker_inspect(id1, &root);
+	ck_assert_ptr_nonnull(c);
+	assert_str(c, "HostConfig.Runtime", "runc");
+	cJSON_Delete(root);
+	dc.runtime = "runc";
+	ck_assert_int_eq(dock_ensure_running(da, &dc, &ds, &rec, id2,
+	    sizeof(id2)), DOCK_OK);
+	ck_assert_int_eq(rec, 0);
+	ck_assert_str_eq(id1, id2);
+	dc.runtime = "rtsb-no-such-runtime";
+	ck_assert_int_eq(dock_ensure_running(da, &dc, &ds, &rec, id2,
+	    sizeof(id2)), DOCK_NO_RUNTIME);
+	printf("note: unknown runtime: %s\n", dock_api_last_error(da));
+	ck_assert_int_eq(rec, 0);
+	c = docker_inspect(id1, &root);
+	ck_assert_ptr_nonnull(c);
+	ck_assert(cJSON_IsTrue(get(c, "State.Running")));
+	cJSON_Delete(root);
+	dock_api_free(da);
+}
+END_TEST
+
+/* What rtsandboxctl doctor asks, against the real daemon. */
+START_TEST(engine_and_image)
+{
+	struct dock_engine_info	 ei;
+	struct dock_image_info	 im;
+	struct dock_api		*da;
+	char			 img[64];
+	int			 present;
+
+	NEED_DOCKER();
+	da = api();
+	ck_assert_int_eq(dock_engine(da, &ei), DOCK_OK);
+	ck_assert_int_eq(ei.ei_engine, DOCK_ENGINE_DOCKER);
+	ck_assert_int_eq(ei.ei_api_ok, 1);
+	ck_assert_str_ne(ei.ei_version, "");
+	ck_assert_ptr_nonnull(dock_engine_runtime(&ei, "runc"));
+	ck_assert_str_ne(ei.ei_default_runtime, "");
+	ck_assert_int_ge(ei.ei_cgroup_version, 1);
+	printf("note: engine %s %s, API %s (from %s), default runtime %s, "
+	    "%zu runtimes, cgroup v%d, rootless %d\n", ei.ei_name,
+	    ei.ei_version, ei.ei_api_version, ei.ei_min_api_version,
+	    ei.ei_default_runtime, ei.ei_nruntimes, ei.ei_cgroup_version,
+	    ei.ei_rootless);
+	ck_assert_int_eq(dock_image(da, TEST_IMAGE, &im, &present), DOCK_OK);
+	ck_assert_int_eq(present, 1);
+	ck_assert_int_eq(im.im_tagged, 1);
+	ck_assert(strncmp(im.im_id, "sha256:", 7) == 0);
+	ck_assert_int_eq(dock_image(da, alt_image, &im, &present), DOCK_OK);
+	ck_assert_int_eq(im.im_tagged, 1);
+	(void)snprintf(img, sizeof(img), "%s-missing:latest", prefix);
+	ck_assert_int_eq(dock_image(da, img, &im, &present), DOCK_OK);
+	ck_assert_int_eq(present, 0);
+	ck_assert_int_eq(dock_image(da, "-x", &im, &present), DOCK_BAD_IMAGE);
+	dock_api_free(da);
+}
+END_TEST
+
 /* The request is refused before any call: the socket is never tried. */
 START_TEST(refused_before_any_call)
 {
@@ -838,6 +918,10 @@ START_TEST(refused_before_any_call)
 	    sizeof(id)), DOCK_BAD_BIND);
 	ck_assert_int_eq(rec, 0);
 	ds.run_dir = ch.run;
+	dc.runtime = "run sc";
+	ck_assert_int_eq(dock_ensure_running(da, &dc, &ds, &rec, id,
+	    sizeof(id)), DOCK_BAD_RUNTIME);
+	dc.runtime = NULL;
 	dc.uid = 0;
 	ck_assert_int_eq(dock_ensure_running(da, &dc, &ds, &rec, id,
 	    sizeof(id)), DOCK_BAD_USER);
@@ -1107,9 +1191,23 @@ count_of(const char *hay, const char *needle)
 #define HEX64B	"fedcba9876543210fedcba9876543210" \
 		"fedcba9876543210fedcba9876543210"
 
+/* What a Docker engine says about itself when first asked. */
+#define DOCKER_VERSION	{ 200, "{\"Version\":\"20.10.24\",\"ApiVersion\":" \
+	"\"1.41\",\"MinAPIVersion\":\"1.12\",\"Components\":[{\"Name\":" \
+	"\"Engine\",\"Version\":\"20.10.24\"}]}", NULL, 0, 0 }
+#define DOCKER_INFO	{ 200, "{\"DefaultRuntime\":\"runc\",\"Runtimes\":" \
+	"{\"runc\":{\"path\":\"runc\"},\"runsc\":{\"path\":" \
+	"\"/usr/bin/runsc\",\"runtimeArgs\":[\"--host-uds=open\"," \
+	"\"--network=none\"]}}}", NULL, 0, 0 }
+#define PODMAN_VERSION	{ 200, "{\"Version\":\"4.3.1\",\"ApiVersion\":" \
+	"\"1.41\",\"MinAPIVersion\":\"1.24\",\"Components\":[{\"Name\":" \
+	"\"Podman Engine\",\"Version\":\"4.3.1\"}]}", NULL, 0, 0 }
+
 START_TEST(fake_request_shapes)
 {
 	struct fake_step	 steps[] = {
+		DOCKER_VERSION,
+		DOCKER_INFO,
 		/* Running, other profile: replaced. */
 		{ 200, "{\"Id\":\"" HEX64 "\",\"Name\":\"/rtsb-test_shape\","
 		    "\"Config\":{\"Image\":\"" TEST_IMAGE "\",\"Labels\":{\""
@@ -1136,7 +1234,7 @@ START_TEST(fake_request_shapes)
 	/* Whatever the environment says, the socket is used directly. */
 	setenv("http_proxy", "http://127.0.0.1:9", 1);
 	setenv("ALL_PROXY", "http://127.0.0.1:9", 1);
-	fake_start(&f, steps, 4);
+	fake_start(&f, steps, sizeof(steps) / sizeof(steps[0]));
 	ck_assert_ptr_nonnull(da = dock_api_new(f.path));
 	ck_assert_int_eq(dock_ensure_running(da, &dc, &ds, &rec, id,
 	    sizeof(id)), DOCK_OK);
@@ -1144,6 +1242,9 @@ START_TEST(fake_request_shapes)
 	ck_assert_str_eq(id, HEX64B);
 	dock_api_free(da);
 	log = fake_stop(&f);
+	/* What the engine is, asked once, before anything else. */
+	ck_assert_ptr_eq(strstr(log, "GET /v1.41/version HTTP/1.1\r\n"), log);
+	ck_assert_ptr_nonnull(strstr(log, "GET /v1.41/info HTTP/1.1\r\n"));
 	ck_assert_ptr_nonnull(strstr(log,
 	    "GET /v1.41/containers/rtsb-test_shape/json HTTP/1.1\r\n"));
 	ck_assert_ptr_nonnull(strstr(log, "\r\nHost: localhost\r\n"));
@@ -1161,7 +1262,7 @@ START_TEST(fake_request_shapes)
 	body = strstr(strstr(log, "POST /v1.41/containers/create"),
 	    "\r\n\r\n") + 4;
 	*strstr(body, "\n--\n") = '\0';
-	want = dock_create_body(&dc, &ds);
+	want = dock_create_body(&dc, &ds, DOCK_ENGINE_DOCKER);
 	got = cJSON_Parse(body);
 	ck_assert_ptr_nonnull(got);
 	ck_assert(cJSON_Compare(want, got, 1));
@@ -1176,6 +1277,8 @@ END_TEST
 START_TEST(fake_create_refusals)
 {
 	struct fake_step	 steps[] = {
+		DOCKER_VERSION,
+		DOCKER_INFO,
 		{ 404, "{\"message\":\"No such container: rtsb-test_c\"}", NULL,
 		    0, 0 },
 		{ 409, "{\"message\":\"Conflict. The container name "
@@ -1240,6 +1343,8 @@ START_TEST(fake_malformed_answers)
 		{ 301, "", "Location: http://localhost/v1.41/containers/"
 		    "rtsb-test_m/json\r\n", 0, 0 },
 		{ 200, "{}", NULL, 0, 0 },
+		DOCKER_VERSION,
+		DOCKER_INFO,
 		{ 404, "{\"message\":\"No such container\"}", NULL, 0, 0 },
 		{ 201, "{\"Id\":\"xyz\"}", NULL, 0, 0 },
 	};
@@ -1275,9 +1380,258 @@ START_TEST(fake_malformed_answers)
 	dock_api_free(da);
 	log = fake_stop(&f);
 	/* One request per call: the 301 was not followed. */
-	ck_assert_uint_eq(count_of(log, "\n--\n"), 7);
+	ck_assert_uint_eq(count_of(log, "\n--\n"), 9);
 	ck_assert_uint_eq(count_of(log,
 	    "GET /v1.41/containers/rtsb-test_m/json HTTP/1.1\r\n"), 5);
+	free(log);
+}
+END_TEST
+
+/* A running container of channel test:rt, image, profile p1 and runtime. */
+#define RUNNING_AS(rt)	{ 200, "{\"Id\":\"" HEX64 "\",\"Name\":" \
+	"\"/rtsb-test_rt\",\"Config\":{\"Image\":\"" TEST_IMAGE "\"," \
+	"\"Labels\":{\"" LABEL_CHANNEL "\":\"test:rt\",\"" LABEL_PROFILE \
+	"\":\"p1\"}},\"HostConfig\":{\"Runtime\":\"" rt "\"}," \
+	"\"State\":{\"Running\":true}}", NULL, 0, 0 }
+
+/* The runtime decides as the image does; one the engine lacks changes
+ * nothing, after the engine was asked again whether it has it now. */
+START_TEST(fake_runtime)
+{
+	struct fake_step	 steps[] = {
+		DOCKER_VERSION,
+		DOCKER_INFO,
+		/* runsc configured, the container runs under runc */
+		RUNNING_AS("runc"),
+		{ 204, NULL, NULL, 0, 0 },
+		{ 201, "{\"Id\":\"" HEX64B "\"}", NULL, 0, 0 },
+		{ 204, NULL, NULL, 0, 0 },
+		/* under runsc now: kept */
+		RUNNING_AS("runsc"),
+		/* kata: not there, asked again, still not there */
+		DOCKER_INFO,
+		/* nothing configured: the default, runc, is wanted */
+		RUNNING_AS("runsc"),
+		{ 204, NULL, NULL, 0, 0 },
+		{ 201, "{\"Id\":\"" HEX64 "\"}", NULL, 0, 0 },
+		{ 204, NULL, NULL, 0, 0 },
+		RUNNING_AS("runc"),
+	};
+	struct dock_config	 dc;
+	struct dock_spec	 ds;
+	struct dock_api		*da;
+	struct fake		 f;
+	struct chan		 ch;
+	char			*log, *body;
+	char			 id[80];
+	cJSON			*got;
+	int			 rec;
+
+	make_config(&dc, TEST_IMAGE);
+	dc.prefix = "rtsb";
+	dc.runtime = "runsc";
+	make_spec(&ds, &ch, "test:rt", "p1");
+	fake_start(&f, steps, sizeof(steps) / sizeof(steps[0]));
+	ck_assert_ptr_nonnull(da = dock_api_new(f.path));
+	ck_assert_int_eq(dock_ensure_running(da, &dc, &ds, &rec, id,
+	    sizeof(id)), DOCK_OK);
+	ck_assert_int_eq(rec, 1);
+	ck_assert_int_eq(dock_ensure_running(da, &dc, &ds, &rec, id,
+	    sizeof(id)), DOCK_OK);
+	ck_assert_int_eq(rec, 0);
+	ck_assert_str_eq(id, HEX64);
+	dc.runtime = "kata";
+	ck_assert_int_eq(dock_ensure_running(da, &dc, &ds, &rec, id,
+	    sizeof(id)), DOCK_NO_RUNTIME);
+	ck_assert_int_eq(rec, 0);
+	ck_assert_ptr_nonnull(strstr(dock_api_last_error(da),
+	    "runtime kata is not one of the engine's"));
+	ck_assert_ptr_nonnull(strstr(dock_api_last_error(da), "(runc runsc)"));
+	dc.runtime = NULL;
+	ck_assert_int_eq(dock_ensure_running(da, &dc, &ds, &rec, id,
+	    sizeof(id)), DOCK_OK);
+	ck_assert_int_eq(rec, 1);
+	ck_assert_int_eq(dock_ensure_running(da, &dc, &ds, &rec, id,
+	    sizeof(id)), DOCK_OK);
+	ck_assert_int_eq(rec, 0);
+	dock_api_free(da);
+	log = fake_stop(&f);
+	/* Asked what it is once; /info once more for kata only. */
+	ck_assert_uint_eq(count_of(log, "GET /v1.41/version "), 1);
+	ck_assert_uint_eq(count_of(log, "GET /v1.41/info "), 2);
+	ck_assert_uint_eq(count_of(log, "DELETE "), 2);
+	body = strstr(strstr(log, "POST /v1.41/containers/create"),
+	    "\r\n\r\n") + 4;
+	*strstr(body, "\n--\n") = '\0';
+	got = cJSON_Parse(body);
+	ck_assert_ptr_nonnull(got);
+	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(got,
+	    "HostConfig"), "Runtime")->valuestring, "runsc");
+	cJSON_Delete(got);
+	body += strlen(body) + 4;
+	body = strstr(strstr(body, "POST /v1.41/containers/create"),
+	    "\r\n\r\n") + 4;
+	*strstr(body, "\n--\n") = '\0';
+	got = cJSON_Parse(body);
+	ck_assert_ptr_nonnull(got);
+	ck_assert_ptr_null(cJSON_GetObjectItem(cJSON_GetObjectItem(got,
+	    "HostConfig"), "Runtime"));
+	cJSON_Delete(got);
+	free(log);
+}
+END_TEST
+
+/* Podman: asked once what it is, never for a runtime; its own body. */
+START_TEST(fake_podman)
+{
+	struct fake_step	 steps[] = {
+		PODMAN_VERSION,
+		{ 404, "{\"message\":\"no such container\"}", NULL, 0, 0 },
+		{ 201, "{\"Id\":\"" HEX64B "\",\"Warnings\":[]}", NULL, 0,
+		    0 },
+		{ 204, NULL, NULL, 0, 0 },
+		/* Podman says "oci" for every container's runtime. */
+		RUNNING_AS("oci"),
+	};
+	struct dock_config	 dc;
+	struct dock_spec	 ds;
+	struct dock_api		*da;
+	struct fake		 f;
+	struct chan		 ch;
+	char			*log, *body;
+	char			 id[80];
+	cJSON			*want, *got;
+	int			 rec;
+
+	make_config(&dc, TEST_IMAGE);
+	dc.prefix = "rtsb";
+	make_spec(&ds, &ch, "test:rt", "p1");
+	fake_start(&f, steps, sizeof(steps) / sizeof(steps[0]));
+	ck_assert_ptr_nonnull(da = dock_api_new(f.path));
+	ck_assert_int_eq(dock_ensure_running(da, &dc, &ds, &rec, id,
+	    sizeof(id)), DOCK_OK);
+	ck_assert_int_eq(rec, 1);
+	ck_assert_int_eq(dock_ensure_running(da, &dc, &ds, &rec, id,
+	    sizeof(id)), DOCK_OK);
+	ck_assert_int_eq(rec, 0);
+	/* A runtime asked of Podman: refused before any call. */
+	dc.runtime = "runsc";
+	ck_assert_int_eq(dock_ensure_running(da, &dc, &ds, &rec, id,
+	    sizeof(id)), DOCK_NO_RUNTIME);
+	ck_assert_ptr_nonnull(strstr(dock_api_last_error(da),
+	    "containers.conf"));
+	dock_api_free(da);
+	log = fake_stop(&f);
+	ck_assert_uint_eq(count_of(log, "\n--\n"), 5);
+	ck_assert_uint_eq(count_of(log, "/info "), 0);
+	body = strstr(strstr(log, "POST /v1.41/containers/create"),
+	    "\r\n\r\n") + 4;
+	*strstr(body, "\n--\n") = '\0';
+	dc.runtime = NULL;
+	want = dock_create_body(&dc, &ds, DOCK_ENGINE_PODMAN);
+	got = cJSON_Parse(body);
+	ck_assert_ptr_nonnull(got);
+	ck_assert(cJSON_Compare(want, got, 1));
+	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(got,
+	    "HostConfig"), "UsernsMode")->valuestring, "keep-id");
+	cJSON_Delete(want);
+	cJSON_Delete(got);
+	free(log);
+}
+END_TEST
+
+/* The engine is asked again once its socket stopped answering: another
+ * may be there now, wanting another body. */
+START_TEST(fake_engine_replaced)
+{
+	struct fake_step	 docker_steps[] = {
+		DOCKER_VERSION,
+		DOCKER_INFO,
+		{ 404, "{\"message\":\"No such container\"}", NULL, 0, 0 },
+		{ 201, "{\"Id\":\"" HEX64 "\"}", NULL, 0, 0 },
+		{ 204, NULL, NULL, 0, 0 },
+	};
+	struct fake_step	 podman_steps[] = {
+		PODMAN_VERSION,
+		{ 404, "{\"message\":\"no such container\"}", NULL, 0, 0 },
+		{ 201, "{\"Id\":\"" HEX64B "\"}", NULL, 0, 0 },
+		{ 204, NULL, NULL, 0, 0 },
+	};
+	struct dock_config	 dc;
+	struct dock_spec	 ds;
+	struct dock_api		*da;
+	struct fake		 f;
+	struct chan		 ch;
+	char			*log, id[80];
+	int			 rec;
+
+	make_config(&dc, TEST_IMAGE);
+	dc.prefix = "rtsb";
+	make_spec(&ds, &ch, "test:swap", "p1");
+	fake_start(&f, docker_steps, 5);
+	ck_assert_ptr_nonnull(da = dock_api_new(f.path));
+	ck_assert_int_eq(dock_ensure_running(da, &dc, &ds, &rec, id,
+	    sizeof(id)), DOCK_OK);
+	log = fake_stop(&f);
+	ck_assert_ptr_null(strstr(log, "keep-id"));
+	free(log);
+	ck_assert_int_eq(dock_ensure_running(da, &dc, &ds, &rec, id,
+	    sizeof(id)), DOCK_UNREACHABLE);
+	fake_start(&f, podman_steps, 4);
+	ck_assert_int_eq(dock_ensure_running(da, &dc, &ds, &rec, id,
+	    sizeof(id)), DOCK_OK);
+	ck_assert_str_eq(id, HEX64B);
+	dock_api_free(da);
+	log = fake_stop(&f);
+	ck_assert_ptr_eq(strstr(log, "GET /v1.41/version "), log);
+	ck_assert_ptr_nonnull(strstr(log, "\"UsernsMode\":\"keep-id\""));
+	free(log);
+}
+END_TEST
+
+/* An engine that does not speak v1.41 is named with its versions. */
+START_TEST(fake_api_versions)
+{
+	struct fake_step	 steps[] = {
+		{ 200, "{\"Version\":\"29.0.0\",\"ApiVersion\":\"1.52\","
+		    "\"MinAPIVersion\":\"1.44\"}", NULL, 0, 0 },
+		{ 200, "{\"Version\":\"19.03\",\"ApiVersion\":\"1.40\"}",
+		    NULL, 0, 0 },
+		{ 200, "[]", NULL, 0, 0 },
+		{ 400, "{\"message\":\"client version 1.41 is too old\"}",
+		    NULL, 0, 0 },
+	};
+	struct dock_config	 dc;
+	struct dock_spec	 ds;
+	struct dock_api		*da;
+	struct fake		 f;
+	struct chan		 ch;
+	char			*log, id[80];
+	int			 rec;
+
+	make_config(&dc, TEST_IMAGE);
+	dc.prefix = "rtsb";
+	make_spec(&ds, &ch, "test:v", "p1");
+	fake_start(&f, steps, sizeof(steps) / sizeof(steps[0]));
+	ck_assert_ptr_nonnull(da = dock_api_new(f.path));
+	ck_assert_int_eq(dock_ensure_running(da, &dc, &ds, &rec, id,
+	    sizeof(id)), DOCK_API);
+	ck_assert_ptr_nonnull(strstr(dock_api_last_error(da),
+	    "speaks Engine API 1.44 to 1.52, not v1.41"));
+	ck_assert_int_eq(dock_ensure_running(da, &dc, &ds, &rec, id,
+	    sizeof(id)), DOCK_API);
+	ck_assert_ptr_nonnull(strstr(dock_api_last_error(da),
+	    "speaks Engine API ? to 1.40"));
+	ck_assert_int_eq(dock_ensure_running(da, &dc, &ds, &rec, id,
+	    sizeof(id)), DOCK_API);
+	ck_assert_int_eq(dock_ensure_running(da, &dc, &ds, &rec, id,
+	    sizeof(id)), DOCK_API);
+	ck_assert_ptr_nonnull(strstr(dock_api_last_error(da), "too old"));
+	ck_assert_int_eq(rec, 0);
+	dock_api_free(da);
+	log = fake_stop(&f);
+	ck_assert_uint_eq(count_of(log, "GET /v1.41/version "), 4);
+	ck_assert_uint_eq(count_of(log, "/containers/"), 0);
 	free(log);
 }
 END_TEST
@@ -1408,6 +1762,8 @@ dockapi_suite(void)
 	tcase_add_test(tc, remove_twice);
 	tcase_add_test(tc, list_shows_ours);
 	tcase_add_test(tc, missing_image);
+	tcase_add_test(tc, runtime_decides);
+	tcase_add_test(tc, engine_and_image);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("transport");
 	tcase_set_timeout(tc, 60);
@@ -1420,6 +1776,10 @@ dockapi_suite(void)
 	tcase_add_test(tc, fake_malformed_answers);
 	tcase_add_test(tc, fake_answer_size_bound);
 	tcase_add_test(tc, fake_list_filters);
+	tcase_add_test(tc, fake_runtime);
+	tcase_add_test(tc, fake_podman);
+	tcase_add_test(tc, fake_engine_replaced);
+	tcase_add_test(tc, fake_api_versions);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -575,7 +575,8 @@ START_TEST(body_exact)
 
 	want = cJSON_Parse(expected_body);
 	ck_assert_ptr_nonnull(want);
-	got = dock_create_body(&base_config, &base_spec);
+	got = dock_create_body(&base_config, &base_spec,
+	    DOCK_ENGINE_DOCKER);
 	ck_assert_ptr_nonnull(got);
 	compare_members(want, got, "body");
 	compare_members(cJSON_GetObjectItem(want, "HostConfig"),
@@ -617,7 +618,7 @@ START_TEST(body_follows_config)
 	ds.channel = "slack:C0/\xc3\xa9";
 	ds.run_dir = STATE "/slack_C0__/run";
 	ds.workspace_dir = STATE "/slack_C0__/workspace";
-	got = dock_create_body(&dc, &ds);
+	got = dock_create_body(&dc, &ds, DOCK_ENGINE_DOCKER);
 	ck_assert_ptr_nonnull(got);
 	ck_assert_str_eq(cJSON_GetObjectItem(got, "User")->valuestring,
 	    "4000000000:7");
@@ -654,7 +655,7 @@ START_TEST(body_largest_numbers)
 	dc.memory_mib = DOCK_NUMBER_MAX / MIB;
 	dc.nano_cpus = DOCK_NUMBER_MAX;
 	dc.pids = DOCK_NUMBER_MAX;
-	got = dock_create_body(&dc, &base_spec);
+	got = dock_create_body(&dc, &base_spec, DOCK_ENGINE_DOCKER);
 	ck_assert_ptr_nonnull(got);
 	txt = cJSON_PrintUnformatted(got);
 	ck_assert_ptr_nonnull(txt);
@@ -668,15 +669,106 @@ START_TEST(body_largest_numbers)
 }
 END_TEST
 
+/* Only HostConfig.Runtime is added, and only when configured. */
+START_TEST(body_runtime)
+{
+	struct dock_config	 dc = base_config;
+	cJSON			*want, *got, *hc;
+
+	dc.runtime = "runsc";
+	want = cJSON_Parse(expected_body);
+	ck_assert_ptr_nonnull(want);
+	hc = cJSON_GetObjectItem(want, "HostConfig");
+	ck_assert_ptr_nonnull(cJSON_AddStringToObject(hc, "Runtime", "runsc"));
+	got = dock_create_body(&dc, &base_spec, DOCK_ENGINE_DOCKER);
+	ck_assert_ptr_nonnull(got);
+	compare_members(hc, cJSON_GetObjectItem(got, "HostConfig"),
+	    "HostConfig");
+	ck_assert(cJSON_Compare(want, got, 1));
+	cJSON_Delete(got);
+	cJSON_Delete(want);
+
+	dc.runtime = "io.containerd.runsc.v1";
+	got = dock_create_body(&dc, &base_spec, DOCK_ENGINE_DOCKER);
+	ck_assert_ptr_nonnull(got);
+	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(got,
+	    "HostConfig"), "Runtime")->valuestring, "io.containerd.runsc.v1");
+	cJSON_Delete(got);
+}
+END_TEST
+
+/* Podman: the same body but for the log driver and the user namespace. */
+START_TEST(body_podman)
+{
+	cJSON		*want, *got, *hc;
+
+	want = cJSON_Parse(expected_body);
+	ck_assert_ptr_nonnull(want);
+	hc = cJSON_GetObjectItem(want, "HostConfig");
+	cJSON_ReplaceItemInObjectCaseSensitive(hc, "LogConfig",
+	    cJSON_Parse("{\"Type\":\"k8s-file\","
+	    "\"Config\":{\"max-size\":\"10m\"}}"));
+	ck_assert_ptr_nonnull(cJSON_AddStringToObject(hc, "UsernsMode",
+	    "keep-id"));
+	got = dock_create_body(&base_config, &base_spec, DOCK_ENGINE_PODMAN);
+	ck_assert_ptr_nonnull(got);
+	compare_members(hc, cJSON_GetObjectItem(got, "HostConfig"),
+	    "HostConfig");
+	ck_assert(cJSON_Compare(want, got, 1));
+	cJSON_Delete(got);
+	cJSON_Delete(want);
+}
+END_TEST
+
+START_TEST(spec_runtime)
+{
+	struct dock_config	 dc = base_config;
+	char			*s;
+
+	dc.runtime = "runsc";
+	ck_assert_int_eq(dock_check_spec(&dc, &base_spec), DOCK_OK);
+	s = run_of('r', RUNTIME_NAME_MAX);
+	dc.runtime = s;
+	ck_assert_int_eq(dock_check_spec(&dc, &base_spec), DOCK_OK);
+	free(s);
+	s = run_of('r', RUNTIME_NAME_MAX + 1);
+	dc.runtime = s;
+	ck_assert_int_eq(dock_check_spec(&dc, &base_spec), DOCK_BAD_RUNTIME);
+	free(s);
+	dc.runtime = "";
+	ck_assert_int_eq(dock_check_spec(&dc, &base_spec), DOCK_BAD_RUNTIME);
+	dc.runtime = "--debug";
+	ck_assert_int_eq(dock_check_spec(&dc, &base_spec), DOCK_BAD_RUNTIME);
+	dc.runtime = "/usr/bin/runsc";
+	ck_assert_int_eq(dock_check_spec(&dc, &base_spec), DOCK_BAD_RUNTIME);
+	dc.runtime = "run\nsc";
+	ck_assert_int_eq(dock_check_spec(&dc, &base_spec), DOCK_BAD_RUNTIME);
+}
+END_TEST
+
 START_TEST(body_refused)
 {
 	struct dock_config	 dc = base_config;
 	struct dock_spec	 ds = base_spec;
 
 	dc.uid = 0;
-	ck_assert_ptr_null(dock_create_body(&dc, &base_spec));
+	ck_assert_ptr_null(dock_create_body(&dc, &base_spec,
+	    DOCK_ENGINE_DOCKER));
+	ck_assert_ptr_null(dock_create_body(&dc, &base_spec,
+	    DOCK_ENGINE_PODMAN));
 	ds.run_dir = "/etc";
-	ck_assert_ptr_null(dock_create_body(&base_config, &ds));
+	ck_assert_ptr_null(dock_create_body(&base_config, &ds,
+	    DOCK_ENGINE_DOCKER));
+	ck_assert_ptr_null(dock_create_body(&base_config, &ds,
+	    DOCK_ENGINE_PODMAN));
+	/* Podman would run the container under its own runtime. */
+	dc = base_config;
+	dc.runtime = "runsc";
+	ck_assert_ptr_null(dock_create_body(&dc, &base_spec,
+	    DOCK_ENGINE_PODMAN));
+	dc.runtime = "-runsc";
+	ck_assert_ptr_null(dock_create_body(&dc, &base_spec,
+	    DOCK_ENGINE_DOCKER));
 }
 END_TEST
 
@@ -684,7 +776,7 @@ START_TEST(err_strings)
 {
 	int	 e;
 
-	for (e = DOCK_OK; e <= DOCK_NOMEM; e++)
+	for (e = DOCK_OK; e <= DOCK_NO_RUNTIME; e++)
 		ck_assert_str_ne(dock_err_to_string((enum dock_err)e),
 		    "unknown error");
 	ck_assert_str_eq(dock_err_to_string(DOCK_NO_IMAGE),
@@ -719,11 +811,14 @@ dockops_suite(void)
 	tcase_add_test(tc, spec_labels);
 	tcase_add_test(tc, spec_time_zone);
 	tcase_add_test(tc, spec_limits);
+	tcase_add_test(tc, spec_runtime);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("body");
 	tcase_add_test(tc, body_exact);
 	tcase_add_test(tc, body_follows_config);
 	tcase_add_test(tc, body_largest_numbers);
+	tcase_add_test(tc, body_runtime);
+	tcase_add_test(tc, body_podman);
 	tcase_add_test(tc, body_refused);
 	tcase_add_test(tc, err_strings);
 	suite_add_tcase(s, tc);

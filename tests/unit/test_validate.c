@@ -831,6 +831,29 @@ START_TEST(name_container_prefix)
 }
 END_TEST
 
+START_TEST(name_runtime)
+{
+	name_limit(valid_runtime_name, "r", RUNTIME_NAME_MAX);
+	ck_assert_int_eq(valid_runtime_name(S("runc")), 1);
+	ck_assert_int_eq(valid_runtime_name(S("runsc")), 1);
+	ck_assert_int_eq(valid_runtime_name(S("io.containerd.runsc.v1")), 1);
+	ck_assert_int_eq(valid_runtime_name(S("kata-qemu")), 1);
+	ck_assert_int_eq(valid_runtime_name(S("R_1")), 1);
+	ck_assert_int_eq(valid_runtime_name(S("9")), 1);
+	ck_assert_int_eq(valid_runtime_name(S("-runc")), 0);
+	ck_assert_int_eq(valid_runtime_name(S(".runc")), 0);
+	ck_assert_int_eq(valid_runtime_name(S("_runc")), 0);
+	ck_assert_int_eq(valid_runtime_name(S("/usr/bin/runsc")), 0);
+	ck_assert_int_eq(valid_runtime_name(S("a/b")), 0);
+	ck_assert_int_eq(valid_runtime_name(S("a b")), 0);
+	ck_assert_int_eq(valid_runtime_name(S("a:b")), 0);
+	ck_assert_int_eq(valid_runtime_name(S("a=b")), 0);
+	ck_assert_int_eq(valid_runtime_name(S("a\0b")), 0);
+	ck_assert_int_eq(valid_runtime_name(S("a\n")), 0);
+	ck_assert_int_eq(valid_runtime_name(S("\xc3\xa9")), 0);
+}
+END_TEST
+
 START_TEST(name_image)
 {
 	ck_assert_int_eq(valid_image_name("", 0), 0);
@@ -931,6 +954,7 @@ validate_suite(void)
 	tcase_add_test(tc, name_host_tool);
 	tcase_add_test(tc, name_container_prefix);
 	tcase_add_test(tc, name_image);
+	tcase_add_test(tc, name_runtime);
 	tcase_add_test(tc, thinking_levels);
 	suite_add_tcase(s, tc);
 
