@@ -437,5 +437,70 @@ class AttachTest(Base):
         self.assertEqual(WEB.seen, ["/notes.txt"] * 20)
 
 
+class FullDisk(Base):
+    """A state directory on a file system that fills up (RTSB_SMALL_FS, a
+    small tmpfs scripts/test mounts for the service user): an attachment
+    that does not fit fails with the reason, nothing already there is lost
+    or truncated, no partial file is left, and it works again once there
+    is room."""
+
+    def setUp(self):
+        super().setUp()
+        small = os.environ.get("RTSB_SMALL_FS")
+        if not small or not os.path.isdir(small):
+            self.skipTest("no small file system (RTSB_SMALL_FS)")
+        self.small = small
+        state = tempfile.mkdtemp(prefix="state-", dir=small)
+        os.chmod(state, 0o700)
+        self.addCleanup(shutil.rmtree, state, True)
+        self.filler = os.path.join(small, "filler-%d" % os.getpid())
+        self.addCleanup(self.free)
+        self.d = self.daemon(lambda c: c.update(state_dir=state))
+        self.c = self.client(self.d)
+        self.dir = self.c.call("channel.paths",
+                               {"channel": "disk:1"})["attachments"]
+
+    def free(self):
+        if os.path.exists(self.filler):
+            os.unlink(self.filler)
+
+    def fill(self, leave):
+        """Fill the file system but for about leave bytes."""
+        self.free()
+        st = os.statvfs(self.small)
+        room = st.f_bavail * st.f_frsize - leave
+        with open(self.filler, "wb") as f:
+            while room > 0:
+                n = min(room, MIB)
+                f.write(b"\0" * n)
+                room -= n
+
+    def fetch(self, mid, path, name):
+        return self.c.call("attachments.fetch", {
+            "channel": "disk:1", "messageId": mid,
+            "attachments": [{"url": WEB.url(path), "name": name}]})
+
+    def test_attachment_that_does_not_fit(self):
+        res = self.fetch("m1", "/notes.txt", "notes.txt")
+        self.assertEqual([e["file"] for e in res["saved"]],
+                         ["m1-0-notes.txt"])
+        self.fill(256 * 1024)
+        res = self.fetch("m2", "/big", "big.bin")
+        self.assertEqual(res["saved"], [])
+        self.assertIn("No space left on device", res["failed"][0]["reason"])
+        # nothing half-written, nothing lost
+        self.assertEqual(sorted(os.listdir(self.dir)), ["m1-0-notes.txt"])
+        with open(os.path.join(self.dir, "m1-0-notes.txt"), "rb") as f:
+            self.assertEqual(f.read(), b"plain notes\n")
+        # the channel works again once there is room
+        self.free()
+        res = self.fetch("m3", "/big", "big.bin")
+        self.assertEqual([e["file"] for e in res["saved"]],
+                         ["m3-0-big.bin"])
+        self.assertEqual(os.path.getsize(os.path.join(self.dir,
+                                                      "m3-0-big.bin")),
+                         res["saved"][0]["size"])
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
