@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 
 #include "buildconf.h"
+#include "doctor.h"
 #include "rpc.h"
 
 struct ctl_opts {
@@ -59,13 +60,16 @@ usage(FILE *f)
 	    "message's)\n"
 	    "  call METHOD [PARAMS]   send one JSON-RPC request, print its "
 	    "result\n"
+	    "  doctor [-f CONFIG]     check the host as rtsandboxd will meet "
+	    "it with\n"
+	    "                         CONFIG (default %s); needs no daemon\n"
 	    "\n"
 	    "options:\n"
 	    "  -s, --socket PATH      control socket (default %s,\n"
 	    "                         or $RTSANDBOX_CONTROL_SOCKET)\n"
 	    "  -j, --json             print results as JSON\n"
 	    "  -h, --help             this text\n",
-	    RTSANDBOX_CONTROL_SOCKET);
+	    RTSANDBOX_CONFIG, RTSANDBOX_CONTROL_SOCKET);
 }
 
 static void
@@ -880,6 +884,34 @@ cmd_ps(struct ctl_opts *o, int argc, char *argv[])
 	return channel_call(o, "channel.list", NULL, NULL, show_ps);
 }
 
+static int
+cmd_doctor(struct ctl_opts *o, int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "config",	required_argument,	NULL, 'f' },
+		{ NULL,		0,			NULL, 0 }
+	};
+	const char	*path = RTSANDBOX_CONFIG;
+	int		 ch;
+
+	optind = 0;	/* glibc: start over after the global options */
+	while ((ch = getopt_long(argc, argv, "f:", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'f':
+			path = optarg;
+			break;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	return doctor_run(path);
+}
+
 static const struct {
 	const char	*name;
 	int		(*fn)(struct ctl_opts *, int, char *[]);
@@ -896,6 +928,7 @@ static const struct {
 	{ "cancel",	cmd_cancel },
 	{ "research",	cmd_research },
 	{ "attach",	cmd_attach },
+	{ "doctor",	cmd_doctor },
 };
 
 int

@@ -19,6 +19,7 @@
 #include "buildconf.h"
 #include "config.h"
 #include "control.h"
+#include "hostcheck.h"
 #include "log.h"
 #include "sandbox.h"
 #include "notify.h"
@@ -99,6 +100,46 @@ print_errors(const char *path, const struct config_errors *errs)
 		    errs->warnings[i]);
 	for (i = 0; i < errs->n; i++)
 		fprintf(stderr, "rtsandboxd: %s: %s\n", path, errs->lines[i]);
+}
+
+/* -n: one line per host check, on stderr; counts the failures. */
+static void
+check_report(const struct hc_result *r, void *arg)
+{
+	size_t	*failed = arg;
+
+	fprintf(stderr, "rtsandboxd: ");
+	hc_print(r, stderr);
+	if (r->hr_status == HC_FAIL)
+		(*failed)++;
+}
+
+/*
+ * The checks of rtsandboxctl doctor that concern the daemon's own
+ * processes.  The engine's (socket, image, runtime, limits) are doctor's
+ * alone: the supervisor never connects to the engine, not even here.
+ */
+static size_t
+host_checks(const struct config *cfg)
+{
+	struct hostcheck_params	 p;
+	size_t			 failed = 0;
+
+	memset(&p, 0, sizeof(p));
+	p.hp_uid = getuid();
+	p.hp_gid = getgid();
+	p.hp_state_dir = cfg->state_dir;
+	p.hp_cred_names[0] = "upstream.credential_file";
+	p.hp_cred_paths[0] = cfg->upstream_credential_file;
+	if (cfg->mcp_credential_file != NULL) {
+		p.hp_cred_names[1] = "mcp.credential_file";
+		p.hp_cred_paths[1] = cfg->mcp_credential_file;
+	}
+	p.hp_control_socket = cfg->control_socket;
+	p.hp_engine_socket = cfg->docker_socket;
+	p.hp_segment_room = config_max_segment_len(cfg);
+	hostcheck_run(&p, check_report, &failed);
+	return failed;
 }
 
 /* The directory of a path, in buf. */
@@ -201,6 +242,13 @@ main(int argc, char *argv[])
 	config_errors_free(&errs);
 	if (check) {
 		fprintf(stderr, "rtsandboxd: %s: configuration OK\n", path);
+		if (host_checks(sv->sv_conf) > 0) {
+			fprintf(stderr, "rtsandboxd: %s: the host is not ready "
+			    "for it\n", path);
+			exit(1);
+		}
+		fprintf(stderr, "rtsandboxd: engine, image, runtime and "
+		    "limits: rtsandboxctl doctor -f %s asks the engine\n", path);
 		exit(0);
 	}
 	if (spawner_find_helpers() == -1)
