@@ -293,6 +293,9 @@ chan_ensured(struct child *c, struct msg *m, void *arg)
 	int		 recreated;
 
 	if ((err = chan_reply_error(m, "Docker")) != NULL) {
+		/* The broker was made for the container that is not there:
+		 * the next start must ensure again, not find it ready. */
+		chan_broker_stop(op->op_chan);
 		chan_op_fail(op, "%s", err);
 		return;
 	}

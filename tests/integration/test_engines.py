@@ -425,6 +425,10 @@ class GVisor(EngineTurns):
         info = rtsb.inspect_container(second)
         self.assertTrue(info["State"]["Running"])
         self.assertEqual(info["HostConfig"]["Runtime"], "runsc")
+        # and again on the same daemon: the broker made for the refused
+        # container went with it, so the old container serves no turn
+        r, _ = self.turn(c, self.params(d, key, "refused again", "t3b"))
+        self.assertEqual((r["ok"], r["reason"]), (False, "start_failed"), r)
         c.close()
         self.assertEqual(d.stop(), 0)
         with self.assertRaises(RpcError) as e:
