@@ -28,6 +28,7 @@ struct dec {
 	size_t			 d_cap;
 	enum dec_result		 d_err;
 	int			 d_ended;	/* the coded stream ended */
+	int			 d_trailer;	/* and what followed is ignored */
 	/* zlib (gzip, deflate) */
 	z_stream		 d_z;
 	int			 d_z_init;
@@ -210,9 +211,13 @@ dec_inflate(struct dec *d, const uint8_t *in, size_t len)
 	while (len > 0) {
 		if (d->d_ended) {
 			/* Another gzip member may follow; anything else
-			 * after the end is ignored. */
-			if (d->d_kind != DEC_GZIP || in[0] != 0x1f)
+			 * after the end is ignored up to the end of the
+			 * answer, however the answer is cut into pieces. */
+			if (d->d_kind != DEC_GZIP || d->d_trailer ||
+			    in[0] != 0x1f) {
+				d->d_trailer = 1;
 				return DEC_OK;
+			}
 			if (inflateReset(&d->d_z) != Z_OK)
 				return d->d_err = DEC_CORRUPT;
 			d->d_ended = 0;

@@ -394,6 +394,39 @@ START_TEST(gzip_members_and_trailers)
 }
 END_TEST
 
+/*
+ * What follows a gzip member and is no member is ignored up to the end of
+ * the answer, however it is cut: a later 0x1f at the start of a piece does
+ * not start a member that the whole answer would have ignored (found by
+ * fuzz_decode).
+ */
+START_TEST(gzip_trailer_any_pieces)
+{
+	static const size_t	 steps[] = { 0, 1, 2, 7 };
+	uint8_t			*plain, *a, *b, *all;
+	size_t			 alen, blen, i;
+	struct dec		*d;
+
+	plain = make_plain(3000, 0);
+	a = encode(C_GZIP, plain, 1000, &alen);
+	b = encode(C_GZIP, plain + 1000, 2000, &blen);
+	ck_assert_ptr_nonnull(all = malloc(alen + 1 + blen));
+	memcpy(all, a, alen);
+	all[alen] = '\0';
+	memcpy(all + alen + 1, b, blen);
+	for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		ck_assert_int_eq(run(DEC_GZIP, 3000, all, alen + 1 + blen,
+		    steps[i], &d), DEC_OK);
+		check_output(d, plain, 1000);
+		dec_free(d);
+	}
+	free(a);
+	free(b);
+	free(all);
+	free(plain);
+}
+END_TEST
+
 START_TEST(no_zero_bound)
 {
 	ck_assert_ptr_null(dec_new(DEC_IDENTITY, 0));
@@ -553,6 +586,7 @@ fetch_suite(void)
 	tcase_add_loop_test(tc, truncated_and_corrupt, 0, C_COUNT);
 	tcase_add_loop_test(tc, empty_body, 0, C_COUNT);
 	tcase_add_test(tc, gzip_members_and_trailers);
+	tcase_add_test(tc, gzip_trailer_any_pieces);
 	tcase_add_test(tc, no_zero_bound);
 	suite_add_tcase(s, tc);
 
