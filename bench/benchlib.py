@@ -493,6 +493,7 @@ class DockerProxy:
     def __init__(self, path, upstream=DOCKER_SOCKET):
         self.path, self.upstream = path, upstream
         self.calls = []
+        self.streams = []   # event streams followed through the proxy
         self.lock = threading.Lock()
         self.srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.srv.bind(path)
@@ -518,6 +519,13 @@ class DockerProxy:
                 head, first, body = _http_message(cb, False)
                 t0 = time.monotonic_ns()
                 u.sendall(head + body)
+                if first[1].split("?")[0].endswith("/events"):
+                    # The daemon follows the event stream: forwarded as it
+                    # comes, for as long as either side keeps it open.
+                    with self.lock:
+                        self.streams.append(first[1])
+                    self._pipe(ub, c)
+                    return
                 rhead, rfirst, rbody = _http_message(ub, True, first[0])
                 t1 = time.monotonic_ns()
                 with self.lock:
@@ -530,6 +538,16 @@ class DockerProxy:
         finally:
             c.close()
             u.close()
+
+    @staticmethod
+    def _pipe(ub, c):
+        if ub.buf:
+            c.sendall(ub.buf)
+        while True:
+            d = ub.sock.recv(65536)
+            if not d:
+                return
+            c.sendall(d)
 
     def between(self, t0, t1):
         with self.lock:

@@ -67,6 +67,9 @@
 	X(DOCK_REMOVED,    "dock_removed",    R_DOCK, R_SUP, 0, 0, NONE) \
 	X(DOCK_LIST,       "dock_list",       R_SUP, R_DOCK, 0, 0, DOCK_LISTED) \
 	X(DOCK_LISTED,     "dock_listed",     R_DOCK, R_SUP, 0, 0, NONE) \
+	/* the event stream: {news: live, lost, or die, destroy, oom, pause \
+	 * with the container and a die's exit_code} */		\
+	X(DOCK_EVENT,      "dock_event",      R_DOCK, R_SUP, 0, 0, NONE) \
 	/* broker and supervisor: the worker's readiness, turns, host tools */ \
 	X(BRK_WORKER_READY, "brk_worker_ready", R_BRK, R_SUP, 0, 0, NONE) \
 	X(BRK_BIND,        "brk_bind",        R_SUP, R_BRK, 0, 0, NONE) \

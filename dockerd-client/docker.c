@@ -9,6 +9,7 @@
 #include <event2/event.h>
 
 #include "dockapi.h"
+#include "dockevents.h"
 #include "docker.h"
 #include "dockops.h"
 #include "limits.h"
@@ -25,6 +26,9 @@ struct docker {
 	struct dock_config	 dk_conf;
 	struct dock_api		*dk_api;
 	int			 dk_have_config;
+	struct event_base	*dk_base;
+	struct role_parent	*dk_rp;
+	struct dock_watch	*dk_watch;
 };
 
 static int
@@ -261,6 +265,34 @@ docker_dispatch_supervisor(struct role_parent *rp, struct msg *m, void *arg)
 	}
 }
 
+/* What the event stream says goes to the supervisor as it comes. */
+static void
+docker_watch_news(enum dock_watch_news news, const struct dock_event *ev,
+    void *arg)
+{
+	struct docker	*dk = arg;
+	struct msgb	 mb;
+
+	msgb_init(&mb, MSG_DOCK_EVENT, 0);
+	switch (news) {
+	case DOCK_WATCH_LIVE:
+		msg_add_str(&mb, "news", "live");
+		break;
+	case DOCK_WATCH_LOST:
+		msg_add_str(&mb, "news", "lost");
+		break;
+	case DOCK_WATCH_EVENT:
+		log_debug("docker events: %s %.12s (%s)",
+		    dock_event_action_name(ev->action), ev->id, ev->name);
+		msg_add_str(&mb, "news", dock_event_action_name(ev->action));
+		msg_add_str(&mb, "container", ev->id);
+		if (ev->exit_code >= 0)
+			msg_add_uint(&mb, "exit_code", (uint64_t)ev->exit_code);
+		break;
+	}
+	role_send(dk->dk_rp, &mb);
+}
+
 static const char *
 docker_configured(struct role_parent *rp, void *arg)
 {
@@ -270,6 +302,10 @@ docker_configured(struct role_parent *rp, void *arg)
 		return "no configuration";
 	if ((dk->dk_api = dock_api_new(dk->dk_socket_arg)) == NULL)
 		return "cannot set up the Docker API client";
+	dk->dk_rp = rp;
+	if ((dk->dk_watch = dock_watch_new(dk->dk_base, dk->dk_socket_arg,
+	    dk->dk_conf.prefix, docker_watch_news, dk)) == NULL)
+		return "the Docker socket path is too long";
 	return NULL;
 }
 
@@ -291,6 +327,7 @@ docker_main(int argc, char *argv[])
 	if (curl_global_init(CURL_GLOBAL_NOTHING) != CURLE_OK)
 		fatalx("curl_global_init failed");
 	base = sandbox_docker(dk.dk_socket_arg);
+	dk.dk_base = base;
 	role_parent_open(base, PROC_DOCKER, docker_dispatch_supervisor,
 	    docker_configured, &dk);
 	event_base_dispatch(base);

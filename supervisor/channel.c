@@ -4,6 +4,7 @@
  * start of the same profile queued last joins it instead.  Each step is a
  * request to the file guard or the Docker client, continued in its reply.
  */
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,9 +61,20 @@ struct channel {
 	struct chan_op			*ch_broker_wait;	/* op waiting */
 	struct chan_op			*ch_worker_wait;	/* op waiting */
 	TAILQ_HEAD(chan_op_list, chan_op) ch_ops;
+	/* The container last seen running with the broker's profile and the
+	 * configured image, "" when none; trusted without asking Docker
+	 * while the event stream that would have said it stopped is the
+	 * one followed since (ch_seen_gen). */
+	char				 ch_container[72];
+	uint64_t			 ch_seen_gen;
+	int				 ch_oom;	/* an oom event for it */
 };
 
 static TAILQ_HEAD(, channel)	 channels = TAILQ_HEAD_INITIALIZER(channels);
+
+/* Whether the Docker client follows the event stream, and which time. */
+static int			 chan_events_live;
+static uint64_t			 chan_events_gen = 1;
 
 static void	chan_op_run(struct chan_op *);
 static void	chan_step_ensure(struct chan_op *);
@@ -286,6 +298,38 @@ chan_broker_event(struct child *c, int ready, void *arg)
 }
 
 static void
+chan_seen_running(struct channel *ch, const char *id)
+{
+	if (strlen(id) >= sizeof(ch->ch_container) || id[0] == '\0') {
+		ch->ch_container[0] = '\0';
+		return;
+	}
+	if (strcmp(ch->ch_container, id) != 0)
+		ch->ch_oom = 0;
+	memcpy(ch->ch_container, id, strlen(id) + 1);
+	ch->ch_seen_gen = chan_events_live ? chan_events_gen : 0;
+}
+
+static void
+chan_forget_container(struct channel *ch)
+{
+	ch->ch_container[0] = '\0';
+	ch->ch_seen_gen = 0;
+	ch->ch_oom = 0;
+}
+
+/* A warm start: the broker and worker are ready for the container that
+ * runs, and Docker would have said if it had stopped since. */
+static int
+chan_warm(const struct channel *ch, const struct chan_op *op)
+{
+	return chan_events_live && ch->ch_container[0] != '\0' &&
+	    ch->ch_seen_gen == chan_events_gen && ch->ch_broker != NULL &&
+	    ch->ch_broker_ready && ch->ch_worker_ready &&
+	    strcmp(ch->ch_broker_profile, op->op_profile) == 0;
+}
+
+static void
 chan_ensured(struct child *c, struct msg *m, void *arg)
 {
 	struct chan_op	*op = arg;
@@ -296,6 +340,7 @@ chan_ensured(struct child *c, struct msg *m, void *arg)
 		/* The broker was made for the container that is not there:
 		 * the next start must ensure again, not find it ready. */
 		chan_broker_stop(op->op_chan);
+		chan_forget_container(op->op_chan);
 		chan_op_fail(op, "%s", err);
 		return;
 	}
@@ -307,6 +352,7 @@ chan_ensured(struct child *c, struct msg *m, void *arg)
 	log_info("channel %s: container %.12s %s (profile %s)",
 	    op->op_chan->ch_segment, id, recreated ? "created" : "kept",
 	    op->op_profile);
+	chan_seen_running(op->op_chan, id);
 	chan_wait_worker(op);
 }
 
@@ -443,10 +489,11 @@ chan_status_for_start(struct child *c, struct msg *m, void *arg)
 	}
 	recreate = strcmp(state, "running") != 0 || image == NULL ||
 	    strcmp(image, sv->sv_conf->image) != 0 || profile == NULL ||
-	    strcmp(profile, op->op_profile) != 0 || !ours;
+	    strcmp(profile, op->op_profile) != 0 || !ours || id == NULL;
 	/* A new container or another profile needs a new broker. */
 	if (ch->ch_broker != NULL && !recreate &&
 	    strcmp(ch->ch_broker_profile, op->op_profile) == 0) {
+		chan_seen_running(ch, id);
 		/* The inspect just made is the one ensure would make: a warm
 		 * start needs no second. */
 		if (ch->ch_broker_ready)
@@ -456,6 +503,7 @@ chan_status_for_start(struct child *c, struct msg *m, void *arg)
 		return;
 	}
 	chan_broker_stop(ch);
+	chan_forget_container(ch);
 	msgb_init(&mb, MSG_FSG_BIND, 0);
 	msg_add_str(&mb, "channel", ch->ch_key);
 	chan_request(op, PROC_FSGUARD, &mb, chan_bound);
@@ -477,6 +525,7 @@ chan_removed(struct child *c, struct msg *m, void *arg)
 		return;
 	}
 	log_info("channel %s: container removed", op->op_chan->ch_segment);
+	chan_forget_container(op->op_chan);
 	if (op->op_kind == CHOP_STOP) {
 		chan_op_done(op, cJSON_CreateObject(), NULL);
 		return;
@@ -551,6 +600,10 @@ chan_prepared(struct child *c, struct msg *m, void *arg)
 		chan_op_done(op, res, NULL);
 		return;
 	case CHOP_START:
+		if (chan_warm(ch, op)) {
+			chan_op_done(op, cJSON_CreateObject(), NULL);
+			return;
+		}
 		msgb_init(&mb, MSG_DOCK_STATUS, 0);
 		msg_add_str(&mb, "channel", ch->ch_key);
 		chan_request(op, PROC_DOCKER, &mb, chan_status_for_start);
@@ -977,4 +1030,156 @@ method_channel_list(struct ctl_req *req, cJSON *params)
 	q = chan_query_new(req, NULL);
 	msgb_init(&mb, MSG_DOCK_LIST, 0);
 	chan_query_send(q, &mb, chan_list_answer);
+}
+
+/*
+ * The channel's container stopped (or is not the one that ran): a start
+ * waiting for its worker fails now, and so does its turn, each saying why,
+ * instead of at their deadlines.
+ */
+static void
+chan_container_gone(struct channel *ch, const char *why)
+{
+	struct chan_op	*op = ch->ch_worker_wait;
+	char		*key = xstrdup(ch->ch_key);
+
+	log_warnx("channel %s: %s", ch->ch_segment, why);
+	chan_forget_container(ch);
+	if (op != NULL) {
+		ch->ch_worker_wait = NULL;
+		/* may forget ch */
+		chan_op_fail(op, "the container stopped before the worker was "
+		    "ready");
+	}
+	turn_container_gone(key, why);
+	free(key);
+}
+
+static struct channel *
+chan_by_container(const char *id)
+{
+	struct channel	*ch;
+
+	TAILQ_FOREACH(ch, &channels, ch_entry)
+		if (strcmp(ch->ch_container, id) == 0)
+			return ch;
+	return NULL;
+}
+
+/* After the stream was lost: a channel whose turn is running is asked
+ * about, for a stop that came while nobody listened. */
+static void
+chan_rechecked(struct child *c, struct msg *m, void *arg)
+{
+	char		*id = arg;
+	struct channel	*ch = chan_by_container(id);
+	const char	*state, *image = NULL, *profile = NULL, *now = NULL;
+	int		 ours;
+
+	if (ch == NULL || m == NULL || m->m_type == MSG_ERROR ||
+	    msg_get_str(m, "state", 16, &state) == -1 ||
+	    msg_get_str_opt(m, "image", 256, &image) == -1 ||
+	    msg_get_str_opt(m, "profile", 128, &profile) == -1 ||
+	    msg_get_str_opt(m, "container", 128, &now) == -1 ||
+	    (now != NULL && msg_get_bool(m, "ours", &ours) == -1) ||
+	    msg_end(m) == -1) {
+		free(id);
+		return;
+	}
+	if (strcmp(state, "running") != 0 || now == NULL ||
+	    strcmp(now, id) != 0)
+		chan_container_gone(ch, "The worker's container stopped while "
+		    "Docker was not followed");
+	else
+		chan_seen_running(ch, id);
+	free(id);
+}
+
+static void
+chan_recheck_busy(void)
+{
+	struct child	*dk = child_singleton(PROC_DOCKER);
+	struct channel	*ch;
+	struct msgb	 mb;
+
+	if (dk == NULL)
+		return;
+	TAILQ_FOREACH(ch, &channels, ch_entry) {
+		if (ch->ch_container[0] == '\0' || !turn_busy(ch->ch_key))
+			continue;
+		msgb_init(&mb, MSG_DOCK_STATUS, 0);
+		msg_add_str(&mb, "channel", ch->ch_key);
+		(void)child_request(dk, &mb, chan_rechecked,
+		    xstrdup(ch->ch_container));
+	}
+}
+
+/*
+ * What the Docker client says on its own: the event stream.  Its words are
+ * checked like any reply: a container is lowercase hex, an exit code a
+ * small number, the news one of six.
+ */
+int
+chan_docker_msg(struct child *c, struct msg *m, void *arg)
+{
+	struct channel	*ch;
+	const char	*news, *id;
+	uint64_t	 code = 0;
+	char		 why[128];
+	size_t		 i;
+	int		 has_code;
+
+	if (msg_get_str(m, "news", 16, &news) == -1)
+		return -1;
+	if (strcmp(news, "live") == 0 || strcmp(news, "lost") == 0) {
+		if (msg_end(m) == -1)
+			return -1;
+		chan_events_gen++;
+		chan_events_live = news[1] == 'i';
+		if (chan_events_live)
+			chan_recheck_busy();
+		return 0;
+	}
+	if ((strcmp(news, "die") != 0 && strcmp(news, "destroy") != 0 &&
+	    strcmp(news, "oom") != 0 && strcmp(news, "pause") != 0) ||
+	    msg_get_str(m, "container", 71, &id) == -1 ||
+	    msg_get_uint_opt(m, "exit_code", 0, 255, &code, &has_code) == -1 ||
+	    msg_end(m) == -1)
+		return -1;
+	for (i = 0; id[i] != '\0'; i++)
+		if (!((id[i] >= '0' && id[i] <= '9') ||
+		    (id[i] >= 'a' && id[i] <= 'f')))
+			return -1;
+	if (i == 0)
+		return -1;
+	if ((ch = chan_by_container(id)) == NULL)
+		return 0;	/* one that is gone already, or not ours */
+	if (strcmp(news, "oom") == 0) {
+		ch->ch_oom = 1;
+		return 0;
+	}
+	if (strcmp(news, "pause") == 0) {
+		/* not stopped, but not to be trusted as running either */
+		ch->ch_seen_gen = 0;
+		return 0;
+	}
+	if (ch->ch_oom)
+		snprintf(why, sizeof(why), "The worker's container ran out of "
+		    "memory");
+	else if (has_code)
+		snprintf(why, sizeof(why), "The worker's container stopped "
+		    "(exit code %" PRIu64 ")", code);
+	else
+		snprintf(why, sizeof(why), "The worker's container %s",
+		    news[1] == 'i' ? "stopped" : "was removed");
+	chan_container_gone(ch, why);
+	return 0;
+}
+
+/* The Docker client is gone, and its event stream with it. */
+void
+chan_docker_gone(void)
+{
+	chan_events_live = 0;
+	chan_events_gen++;
 }

@@ -710,6 +710,8 @@ child_init(void)
 			fatalx("%s: evtimer_new", __func__);
 		if (singles[i] == PROC_EGRESS)
 			c->c_msg_cb = child_egress_msg;
+		if (singles[i] == PROC_DOCKER)
+			c->c_msg_cb = chan_docker_msg;
 	}
 }
 
@@ -806,6 +808,8 @@ child_down(struct child *c)
 	c->c_state = CHILD_DOWN;
 	if (c->c_role == PROC_EGRESS)
 		turn_egress_gone();
+	if (c->c_role == PROC_DOCKER)
+		chan_docker_gone();
 	if (!c->c_singleton) {
 		if (c->c_event_cb != NULL && !was_stopping)
 			c->c_event_cb(c, 0, c->c_event_arg);

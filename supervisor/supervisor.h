@@ -158,6 +158,8 @@ void		 chan_start(const char *key, const char *profile,
 		    chan_done_cb, void *arg);
 void		 chan_kill(const char *key, chan_done_cb, void *arg);
 struct child	*chan_broker(const char *key);
+int		 chan_docker_msg(struct child *, struct msg *, void *);
+void		 chan_docker_gone(void);
 
 /* turn.c */
 int		 turn_broker_msg(const char *key, struct child *, struct msg *);
@@ -165,6 +167,7 @@ int		 turn_broker_msg(const char *key, struct child *, struct msg *);
 void		 turn_broker_gone(const char *key, const struct child *);
 /* Egress died: every bound turn ends now. */
 void		 turn_egress_gone(void);
+void		 turn_container_gone(const char *key, const char *why);
 /* The channel's worker announced itself (POST /worker/ready). */
 void		 turn_worker_ready(const char *key);
 int		 turn_busy(const char *key);

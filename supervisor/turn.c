@@ -798,6 +798,22 @@ turn_worker_ready(const char *key)
 	    "it answered", NULL), 1);
 }
 
+/*
+ * The channel's container stopped under its turn: the worker is gone with
+ * it, and nothing can answer the turn any more.
+ */
+void
+turn_container_gone(const char *key, const char *why)
+{
+	struct turn	*t = turn_find(key);
+
+	if (t == NULL || t->t_state != TURN_SUBMITTED)
+		return;
+	log_warnx("channel %s: turn %s: %s", key, t->t_id, why);
+	sv->sv_count.sc_failures++;
+	turn_end(t, turn_failure("worker_failed", why, NULL), 1);
+}
+
 void
 turn_level_forget(const char *key)
 {

@@ -24,12 +24,14 @@ import http.server
 import json
 import os
 import shutil
+import signal
 import socket
 import socketserver
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -518,6 +520,31 @@ class RootlessPodman(EngineTurns):
         self.assertIsNone(podman_inspect(self.name(d, key)))
         r, _ = self.turn(c, self.params(d, key, "fresh", "t9"))
         self.assertEqual(r["text"], "echo: Ann: fresh")
+
+    def test_worker_killed_under_podman(self):
+        """Podman's event stream speaks of a container's end in words of
+        its own: the turn still ends at once, not at its deadline."""
+        d = self.daemon()
+        key = "podman:kill"
+        c = self.client(d)
+        r, _ = self.turn(c, self.params(d, key, "hello"))
+        self.assertTrue(r["ok"], r)
+        FU.script({"kind": "stall", "seconds": 30, "match": "/v1/messages"})
+        calls = len([q for q in FU.requests() if q["path"] == "/v1/messages"])
+        rid = c.request("turn.run", self.params(d, key, "stalled", "t2"))
+        FU.wait_for(calls + 1, 60, path="/v1/messages")
+        t0 = time.monotonic()
+        os.kill(podman_inspect(self.name(d, key))["State"]["Pid"],
+                signal.SIGKILL)
+        r, _ = self.finish(c, rid, timeout=30)
+        self.assertLess(time.monotonic() - t0, 5)
+        self.assertEqual(r, {
+            "ok": False, "reason": "worker_failed",
+            "message": "The worker's container stopped (exit code 137)"})
+        FU.reset()
+        r, _ = self.turn(c, self.params(d, key, "again", "t3"))
+        self.assertEqual(r["text"], "echo: Ann: again")
+        self.assertIn("docker events: following", d.read_log())
 
     def test_runtime_refused(self):
         """Podman's compatible API would ignore HostConfig.Runtime: asking

@@ -897,6 +897,46 @@ class DeadProcesses(TurnTest):
         FU.reset()
         self.ok(c, self.params(key, "again", "t2"))
 
+    def test_worker_killed(self):
+        """The worker is the container's main process: killed from the
+        host, the container stops, Docker's event stream says so, and the
+        turn ends with the exit code instead of at its deadline."""
+        d = self.daemon()
+        c = self.client(d)
+        key = "dead:worker"
+        rid = self.stalled_turn(c, key)
+        info = inspect(self.container(d, key))
+        t0 = time.monotonic()
+        os.kill(info["State"]["Pid"], signal.SIGKILL)
+        o = self.finish(c, rid, timeout=20)
+        self.assertLess(time.monotonic() - t0, 3)
+        self.assertEqual(o.result, {
+            "ok": False, "reason": "worker_failed",
+            "message": "The worker's container stopped (exit code 137)"})
+        self.assertGone(d, key)
+        FU.reset()
+        self.ok(c, self.params(key, "again", "t2"))
+
+    def test_container_removed_between_turns(self):
+        """A warm start trusts the container it saw running only while
+        Docker would have said it stopped: removed or stopped behind the
+        daemon's back, the next turn makes a new one."""
+        d = self.daemon()
+        c = self.client(d)
+        key = "dead:between"
+        self.ok(c, self.params(key, "one", "t1"))
+        self.ok(c, self.params(key, "two", "t2"))
+        first = self.container_id(c, key)
+        docker("rm", "-f", self.container(d, key))
+        o = self.ok(c, self.params(key, "three", "t3"), timeout=60)
+        self.assertLess(o.seconds, 30)
+        second = self.container_id(c, key)
+        self.assertNotEqual(first, second)
+        docker("stop", "-t", "0", self.container(d, key))
+        self.ok(c, self.params(key, "four", "t4"), timeout=60)
+        self.assertNotEqual(self.container_id(c, key), second)
+        self.assertIn("docker events: following", d.read_log())
+
 
 class Semantics(TurnTest):
     """What bots written for PiSandboxRuntime 0.7.3 rely on."""
