@@ -4,6 +4,7 @@
  * start of the same profile queued last joins it instead.  Each step is a
  * request to the file guard or the Docker client, continued in its reply.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -76,10 +77,29 @@ static TAILQ_HEAD(, channel)	 channels = TAILQ_HEAD_INITIALIZER(channels);
 static int			 chan_events_live;
 static uint64_t			 chan_events_gen = 1;
 
+/*
+ * Channels whose container a removal could not remove (Docker was not
+ * there): removed again once the event stream is followed again, unless a
+ * start of the channel succeeded meanwhile.
+ */
+struct chan_pending {
+	TAILQ_ENTRY(chan_pending)	 p_entry;
+	char				*p_key;
+};
+static TAILQ_HEAD(, chan_pending) pending_removals =
+    TAILQ_HEAD_INITIALIZER(pending_removals);
+
+struct chan_kill_ctx {
+	char		*k_key;
+	chan_done_cb	 k_cb;
+	void		*k_arg;
+};
+
 static void	chan_op_run(struct chan_op *);
 static void	chan_step_ensure(struct chan_op *);
 static void	chan_wait_worker(struct chan_op *);
 static void	chan_freshened(struct child *, struct msg *, void *);
+static void	chan_pending_set(const char *, int);
 
 static struct channel *
 chan_find(const char *key)
@@ -165,6 +185,8 @@ chan_op_done(struct chan_op *op, cJSON *result, const char *err)
 	struct chan_waiter	*w;
 	cJSON			*copy;
 
+	if (op->op_kind == CHOP_START && err == NULL)
+		chan_pending_set(ch->ch_key, 0);
 	while ((w = TAILQ_FIRST(&op->op_waiters)) != NULL) {
 		TAILQ_REMOVE(&op->op_waiters, w, w_entry);
 		if (w->w_req == NULL) {
@@ -286,7 +308,11 @@ chan_broker_event(struct child *c, int ready, void *arg)
 	ch->ch_broker_wait = NULL;
 	/* Failing an operation may run the next one or forget ch. */
 	key = xstrdup(ch->ch_key);
-	if (wop != NULL)
+	if (c->c_spawn_errno != 0 && op != NULL)
+		chan_op_fail(op, "the broker could not be started: %s%s",
+		    strerror(c->c_spawn_errno), c->c_spawn_errno == EAGAIN ?
+		    " (the service user's process limit?)" : "");
+	else if (wop != NULL)
 		chan_op_fail(wop, "the broker stopped before the worker was "
 		    "ready");
 	else if (op != NULL)
@@ -680,11 +706,71 @@ chan_start(const char *key, const char *profile, chan_done_cb cb, void *arg)
 /* Remove the container and stop the broker: a turn that timed out or was
  * cancelled must not go on spending.  cb (if any) gets NULL or the error
  * once the container is gone, possibly before this returns. */
+static void
+chan_pending_set(const char *key, int on)
+{
+	struct chan_pending	*p;
+
+	TAILQ_FOREACH(p, &pending_removals, p_entry)
+		if (strcmp(p->p_key, key) == 0)
+			break;
+	if (on && p == NULL) {
+		if ((p = calloc(1, sizeof(*p))) == NULL)
+			fatal("%s", __func__);
+		p->p_key = xstrdup(key);
+		TAILQ_INSERT_TAIL(&pending_removals, p, p_entry);
+	} else if (!on && p != NULL) {
+		TAILQ_REMOVE(&pending_removals, p, p_entry);
+		free(p->p_key);
+		free(p);
+	}
+}
+
+static void
+chan_killed(const char *err, void *arg)
+{
+	struct chan_kill_ctx	*k = arg;
+
+	if (err != NULL)
+		log_warnx("channel %s: its container is removed again once "
+		    "Docker is back", k->k_key);
+	chan_pending_set(k->k_key, err != NULL);
+	if (k->k_cb != NULL)
+		k->k_cb(err, k->k_arg);
+	free(k->k_key);
+	free(k);
+}
+
 void
 chan_kill(const char *key, chan_done_cb cb, void *arg)
 {
+	struct chan_kill_ctx	*k;
+
 	log_info("channel %s: removing its container", key);
-	(void)chan_submit(NULL, key, CHOP_STOP, NULL, cb, arg);
+	if ((k = calloc(1, sizeof(*k))) == NULL)
+		fatal("%s", __func__);
+	k->k_key = xstrdup(key);
+	k->k_cb = cb;
+	k->k_arg = arg;
+	(void)chan_submit(NULL, key, CHOP_STOP, NULL, chan_killed, k);
+}
+
+/* Docker is back: the removals it missed. */
+static void
+chan_kill_pending(void)
+{
+	TAILQ_HEAD(, chan_pending)	 todo = TAILQ_HEAD_INITIALIZER(todo);
+	struct chan_pending		*p;
+
+	/* a removal that fails again at once puts its key back */
+	TAILQ_CONCAT(&todo, &pending_removals, p_entry);
+	while ((p = TAILQ_FIRST(&todo)) != NULL) {
+		TAILQ_REMOVE(&todo, p, p_entry);
+		if (!turn_busy(p->p_key))
+			chan_kill(p->p_key, NULL, NULL);
+		free(p->p_key);
+		free(p);
+	}
 }
 
 struct child *
@@ -1136,8 +1222,10 @@ chan_docker_msg(struct child *c, struct msg *m, void *arg)
 			return -1;
 		chan_events_gen++;
 		chan_events_live = news[1] == 'i';
-		if (chan_events_live)
+		if (chan_events_live) {
 			chan_recheck_busy();
+			chan_kill_pending();
+		}
 		return 0;
 	}
 	if ((strcmp(news, "die") != 0 && strcmp(news, "destroy") != 0 &&

@@ -598,6 +598,7 @@ child_spawn(struct child *c)
 	struct child	*eg;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) == -1) {
+		c->c_spawn_errno = errno;
 		log_warn("%s: socketpair for %s", __func__, child_label(c));
 		goto retry;
 	}
@@ -605,6 +606,7 @@ child_spawn(struct child *c)
 	if (c->c_role == PROC_BROKER || c->c_role == PROC_RESEARCH) {
 		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
 		    ep) == -1) {
+			c->c_spawn_errno = errno;
 			log_warn("%s: egress socketpair", __func__);
 			close(sp[0]);
 			close(sp[1]);
@@ -614,6 +616,7 @@ child_spawn(struct child *c)
 	}
 
 	c->c_pid = spawner_spawn(c->c_role, c->c_name, fds, nfds);
+	c->c_spawn_errno = c->c_pid == -1 ? errno : 0;
 	close(sp[1]);
 	if (ep[1] != -1)
 		close(ep[1]);

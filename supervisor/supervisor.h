@@ -92,6 +92,7 @@ struct child {
 	unsigned		 c_failures;	/* quick deaths in a row */
 	uint64_t		 c_restarts;
 	struct timespec		 c_started;
+	int			 c_spawn_errno;	/* why the last start failed */
 	struct event		*c_timer;	/* ready timeout or back-off */
 	uint64_t		 c_next_id;
 	TAILQ_HEAD(, child_req)	 c_reqs;

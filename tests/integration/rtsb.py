@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 
 BUILD = os.environ.get("RTSANDBOX_BUILD", os.path.join(
@@ -284,3 +285,86 @@ def wait_until(pred, timeout=10.0, step=0.05):
             return v
         time.sleep(step)
     return pred()
+
+
+class DockerProxy:
+    """A Unix socket forwarding bytes to Docker's: a Docker that answers
+    slowly (a request whose request line starts with one of self.slow is
+    held back self.delay s) or goes away (down(): every connection cut and
+    new ones refused, until up())."""
+
+    def __init__(self, path, upstream="/var/run/docker.sock"):
+        self.path, self.upstream = path, upstream
+        self.slow, self.delay = (), 0
+        self.conns = []
+        self.lock = threading.Lock()
+        self.srv = None
+        self.up()
+
+    def up(self):
+        if os.path.exists(self.path):
+            os.unlink(self.path)
+        self.srv = socket.socket(socket.AF_UNIX)
+        self.srv.bind(self.path)
+        self.srv.listen(16)
+        threading.Thread(target=self._accept, args=(self.srv,),
+                         daemon=True).start()
+
+    def down(self):
+        if self.srv is None:
+            return
+        self.srv.close()
+        self.srv = None
+        os.unlink(self.path)
+        with self.lock:
+            for s in self.conns:
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            self.conns = []
+
+    close = down
+
+    def _accept(self, srv):
+        while True:
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                return
+            u = socket.socket(socket.AF_UNIX)
+            try:
+                u.connect(self.upstream)
+            except OSError:
+                c.close()
+                continue
+            with self.lock:
+                self.conns += [c, u]
+            done = []
+            threading.Thread(target=self._pipe, args=(c, u, True, done),
+                             daemon=True).start()
+            threading.Thread(target=self._pipe, args=(u, c, False, done),
+                             daemon=True).start()
+
+    def _pipe(self, src, dst, requests, done):
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                if requests and self.slow and data.startswith(self.slow):
+                    time.sleep(self.delay)
+                dst.sendall(data)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        done.append(1)
+        if len(done) == 2:     # the last of the two closes both
+            with self.lock:
+                self.conns = [s for s in self.conns if s not in (src, dst)]
+            src.close()
+            dst.close()

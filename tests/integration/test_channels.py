@@ -10,6 +10,7 @@ import datetime
 import json
 import os
 import re
+import resource
 import shutil
 import socket
 import stat
@@ -517,6 +518,90 @@ class DockerTest(DaemonTest):
         """How many times the supervisor logged a creation for key."""
         return len(re.findall(r"channel %s: container [0-9a-f]{12} created" %
                               re.escape(segment_of(key)), d.read_log()))
+
+
+@needs_docker
+class SlowDocker(DockerTest):
+    """Docker answering slowly: every call is bounded by its 15 s
+    (PROTOCOL.md 7), the start says so, the Docker client is not restarted
+    for it, and the channel works once Docker answers again."""
+
+    def test_slow_create(self):
+        root = tempfile.mkdtemp(prefix="rtsb-sd-", dir="/tmp")
+        self.addCleanup(shutil.rmtree, root, True)
+        px = rtsb.DockerProxy(os.path.join(root, "slow-docker.sock"))
+        self.addCleanup(px.close)
+        d = self.daemon(conf=lambda c: c["docker"].update(socket=px.path))
+        c = self.client(d)
+        px.slow, px.delay = (b"POST /v1.41/containers/create",), 25
+        t0 = time.monotonic()
+        e = self.refused(c, "channel.start", {"channel": "slow:1",
+                                              "profile": "default"},
+                         "timed out after 15000 ms")
+        took = time.monotonic() - t0
+        self.assertGreater(took, 14, e.message)
+        self.assertLess(took, 22, e.message)
+        self.assertAlive(d)
+        px.slow = ()
+        # what Docker made once the held request reached it is replaced
+        self.start(c, "slow:1")
+        self.assertTrue(inspect(self.container(d, "slow:1"))["State"][
+            "Running"])
+        self.assertAlive(d)
+
+
+def tasks_of_user():
+    """What RLIMIT_NPROC counts: the tasks (threads too) of our real uid."""
+    n = 0
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open("/proc/%s/status" % p) as f:
+                st = dict(line.split(":", 1) for line in f if ":" in line)
+        except OSError:
+            continue
+        if int(st["Uid"].split()[0]) == os.getuid():
+            n += int(st["Threads"])
+    return n
+
+
+@needs_docker
+class ProcessLimit(DockerTest):
+    """The service user's process limit reached: a start fails saying so,
+    the daemon goes on, and the channel starts once processes are free."""
+
+    def test_broker_cannot_be_started(self):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+        limit = tasks_of_user() + 40
+        if hard != resource.RLIM_INFINITY and hard < limit + 60:
+            self.skipTest("hard RLIMIT_NPROC %d too low" % hard)
+        # the daemon inherits the limit; this process keeps its own
+        resource.setrlimit(resource.RLIMIT_NPROC, (limit, hard))
+        try:
+            d = self.daemon()
+        finally:
+            resource.setrlimit(resource.RLIMIT_NPROC, (soft, hard))
+        c = self.client(d)
+        fillers = []
+
+        def free():
+            for p in fillers:
+                p.kill()
+                p.wait()
+        self.addCleanup(free)
+        # past the limit, with room for other users' processes ending
+        while tasks_of_user() < limit + 30 and len(fillers) < 400:
+            fillers.append(subprocess.Popen(["sleep", "600"]))
+        self.refused(c, "channel.start", {"channel": "nproc:1",
+                                          "profile": "default"},
+                     "the broker could not be started",
+                     "process limit")
+        procs = self.assertAlive(d)
+        self.assertNotIn("broker", {p["role"] for p in procs.values()})
+        free()
+        fillers.clear()
+        self.start(c, "nproc:1")
 
 
 @needs_docker

@@ -917,6 +917,35 @@ class DeadProcesses(TurnTest):
         FU.reset()
         self.ok(c, self.params(key, "again", "t2"))
 
+    def test_docker_away_during_turn(self):
+        """Docker gone under a turn (its socket cut, as when dockerd
+        restarts): a cancelled turn is still answered, though its container
+        cannot be removed then; it is removed once Docker is back."""
+        root = tempfile.mkdtemp(prefix="rtsb-dp-", dir="/tmp")
+        self.addCleanup(shutil.rmtree, root, True)
+        px = rtsb.DockerProxy(os.path.join(root, "docker.sock"))
+        self.addCleanup(px.close)
+        d = self.daemon(lambda c: c["docker"].update(socket=px.path))
+        c = self.client(d)
+        key = "dead:docker"
+        rid = self.stalled_turn(c, key)
+        name = self.container(d, key)
+        self.assertTrue(wait_until(
+            lambda: "docker events: following" in d.read_log(), 10))
+        px.down()
+        self.assertTrue(wait_until(
+            lambda: "not following any more" in d.read_log(), 10))
+        self.assertEqual(c.call("turn.cancel", {"channel": key}),
+                         {"cancelled": True})
+        o = self.finish(c, rid, timeout=30)
+        self.assertEqual((o.result["ok"], o.result["reason"]),
+                         (False, "cancelled"), o.result)
+        self.assertTrue(inspect(name)["State"]["Running"])
+        px.up()
+        self.assertGone(d, key, timeout=20)
+        FU.reset()
+        self.ok(c, self.params(key, "again", "t2"))
+
     def test_container_removed_between_turns(self):
         """A warm start trusts the container it saw running only while
         Docker would have said it stopped: removed or stopped behind the
