@@ -20,6 +20,12 @@ What it measures (DESIGN.md section 12; PROTOCOL.md section 3):
   (f) PSS of idle brokers and of the whole daemon: one idle channel, then --channels idle
       channels (sleeper containers, each announced with POST /worker/ready), from daemon.stats
       pss_kib; extrapolated to 100 channels.
+  (g) system calls of broker and egress per MiB streamed, by process and by call, in one more
+      stream run with `strace -c -f -p` (or `perf stat` of the syscall tracepoints, where
+      perf may read them) attached to both: the figure to drive down on hosts where each
+      system call costs 10-20 us, and one that stays put from run to run far better than
+      times do (it still moves with the load: a busier host makes each wake-up carry more);
+  (h) the same per small call, over --syscall-calls calls.
 
 How it works: the in-process fake upstream (tests/fixtures/fake_upstream.py) and the real
 rtsandboxd (tests/integration/rtsb.py) start as the current user, with the image
@@ -37,6 +43,7 @@ Run (as the service user, which is in group docker; a few minutes at most):
     cd /tmp && setpriv --reuid=rtsandbox --regid=rtsandbox --init-groups \\
         env RTSANDBOX_BUILD=/work/main/build /usr/bin/python3 /work/main/bench/passthrough.py
 Options: --mib 48 --reps 5 --requests 300 --channels 20 --no-curl --skip-pss
+--syscalls auto|strace|perf|off --syscall-calls 200
 """
 
 import argparse
@@ -53,9 +60,13 @@ import benchlib as B  # noqa: E402
 # DESIGN.md 12: the TypeScript broker on this machine kind, and the targets.
 TS = {"mibs": 597.0, "direct_mibs": 1810.0, "ratio": 0.31, "cpu_gib": 1.83, "rss_mib": 108.0,
       "p50_us": 425.0, "p50_direct_us": 151.0, "p99_us": 2551.0, "p99_direct_us": 348.0,
-      "pss_100_mib": 30.6}
-TARGET = {"ratio": 0.8, "cpu_gib": 0.35, "rss_mib": 8.0, "added_p50_us": 50.0,
-          "broker_pss_kib": 250.0, "pss_100_mib": 30.0}
+      "pss_100_mib": 30.6, "sc_mib": 51.0, "sc_call": 25.0}
+# broker + egress as DESIGN.md 12 measured them (a973746), which the targets are set from:
+# half the CPU per GiB, under 60 system calls per MiB and 30 per small call.
+BEFORE = {"cpu_gib": 4.9, "sc_mib": 650.0, "sc_call": 46.0}
+TARGET = {"ratio": 0.8, "cpu_gib": BEFORE["cpu_gib"] / 2, "rss_mib": 8.0, "egress_rss_mib": 6.0,
+          "added_p50_us": 100.0, "broker_pss_kib": 250.0, "pss_100_mib": 30.0,
+          "sc_mib": 60.0, "sc_call": 30.0}
 
 SMALL = {"model": "claude-test", "max_tokens": 16,
          "messages": [{"role": "user", "content": "hi"}]}
@@ -208,6 +219,15 @@ def phase_throughput(setup, fw, args, res):
     sampler.stop()
     direct.close()
     hwm1 = {p: B.proc_status_kib(p, "VmHWM") for p in pids}
+    if args.syscalls:
+        # One more run, not timed: a tracer slows what it traces.
+        with B.SyscallCounter({"broker": broker_pid, "egress": egress_pid},
+                              args.syscalls) as sc:
+            stream_broker(fw.sock, fu, nbytes)
+        res["sc_mib"] = sc.total() / args.mib
+        res["sc_mib_egress"] = sc.total("egress") / args.mib
+        res["sc_mib_broker"] = sc.total("broker") / args.mib
+        res["sc_stream"] = sc
     gib = args.reps * nbytes / B.GIB
     b_mibs = args.mib / B.median(b_secs)
     d_mibs = args.mib / B.median(d_secs)
@@ -215,6 +235,8 @@ def phase_throughput(setup, fw, args, res):
     res["cpu_gib"] = sum(ticks.values()) / B.CLK_TCK / gib
     res["cpu_gib_sched"] = sum(sched.values()) / 1e9 / gib
     res["rss_peak_kib"] = sampler.peak_sum
+    res["egress_rss_kib"] = sampler.peak[egress_pid]
+    res["broker_rss_kib"] = sampler.peak[broker_pid]
     res["anon_peak_kib"] = sampler.peak_anon_sum
     B.say("  (a) through broker + egress: median %.1f MiB/s (best %.1f, worst %.1f)" % (
         b_mibs, args.mib / min(b_secs), args.mib / max(b_secs)))
@@ -254,6 +276,12 @@ def phase_throughput(setup, fw, args, res):
           "memory (RssAnon, heap and buffers) while streaming: broker %d KiB, egress %d KiB, "
           "sum %d KiB" % (rss0[broker_pid], rss0[egress_pid], sampler.peak_anon[broker_pid],
                           sampler.peak_anon[egress_pid], sampler.peak_anon_sum))
+    if "sc_stream" in res:
+        B.say("  (g) system calls per MiB streamed, one %d MiB run with %s attached "
+              "(TypeScript %.0f; before %.0f; target <= %.0f):" % (
+                  args.mib, args.syscalls, TS["sc_mib"], BEFORE["sc_mib"], TARGET["sc_mib"]))
+        for line in res["sc_stream"].report("MiB", args.mib):
+            B.say("      " + line)
     if args.curl:
         body = os.path.join(setup.tmp, "small.json")
         with open(body, "w") as f:
@@ -310,6 +338,18 @@ def phase_latency(setup, fw, args, res):
         bl.append((t1 - t0) / 1e3)
         dl.append((t2 - t1) / 1e3)
     direct.close()
+    if args.syscalls:
+        broker_pid = setup.pids("broker", B.segment_of(fw.channel))[0]
+        egress_pid = setup.pids("egress")[0]
+        k = args.syscall_calls
+        with B.SyscallCounter({"broker": broker_pid, "egress": egress_pid},
+                              args.syscalls) as sc:
+            for _ in range(k):
+                r = B.unix_request(fw.sock, "POST", "/anthropic/v1/messages", body)
+                if r.status != 200:
+                    raise RuntimeError("small call: %d %r" % (r.status, r.body[:200]))
+        res["sc_call"] = sc.total() / k
+        res["sc_small"] = sc
     res["p50"], res["p99"] = B.pct(bl, 50), B.pct(bl, 99)
     res["p50_direct"], res["p99_direct"] = B.pct(dl, 50), B.pct(dl, 99)
     B.say("  (e) %d tiny JSON model calls each way (interleaved; broker: new Unix connection "
@@ -328,6 +368,13 @@ def phase_latency(setup, fw, args, res):
                                        B.pct(d_out, 50)))
     B.say("      egress used %d upstream connection(s) for the %d calls through the broker" % (
         len(ports), n))
+    if "sc_small" in res:
+        B.say("  (h) system calls per small call, %d calls with %s attached (TypeScript %.0f; "
+              "before %.0f; target <= %.0f):" % (args.syscall_calls, args.syscalls,
+                                                 TS["sc_call"], BEFORE["sc_call"],
+                                                 TARGET["sc_call"]))
+        for line in res["sc_small"].report("call", args.syscall_calls):
+            B.say("      " + line)
 
 
 def start_idle(setup, client, channel):
@@ -421,9 +468,16 @@ def main():
     ap.add_argument("--channels", type=int, default=20, help="idle channels for (f)")
     ap.add_argument("--no-curl", dest="curl", action="store_false")
     ap.add_argument("--skip-pss", action="store_true")
+    ap.add_argument("--syscalls", choices=("auto", "strace", "perf", "off"), default="auto",
+                    help="count system calls of broker and egress in one extra stream run "
+                    "and --syscall-calls small calls (auto: perf when usable, else strace)")
+    ap.add_argument("--syscall-calls", type=int, default=200,
+                    help="small calls counted for (h)")
     args = ap.parse_args()
-    if args.requests + 40 > 1000:
-        ap.error("--requests: at most 960 (one turn, budgets.max_calls 1000)")
+    args.syscalls = B.syscall_method(args.syscalls)
+    if args.requests + 20 + (args.syscall_calls if args.syscalls else 0) > 1000:
+        ap.error("--requests + --syscall-calls: at most 980 (one turn, budgets.max_calls "
+                 "1000)")
     with open("/proc/loadavg") as f:
         load = f.read().split()[:3]
     B.say("rtsandbox passthrough benchmark: %d CPUs, load average %s, build %s, uid %d" % (
@@ -453,37 +507,66 @@ def main():
           "same fake upstream from the same client; TS = the TypeScript broker of DESIGN.md "
           "12)" % (time.monotonic() - t_start, " ".join(load)))
     rows = [
-        ("throughput, 48 MiB SSE (MiB/s)", "%.0f" % res["mibs"], "%.0f direct" %
-         res["direct_mibs"], "ratio %.2f (TS 0.31)" % (res["mibs"] / res["direct_mibs"]),
-         "ratio >= 0.8"),
+        ("throughput, %d MiB SSE (MiB/s)" % args.mib, "%.0f" % res["mibs"], "%.0f direct" %
+         res["direct_mibs"], "ratio %.2f (TS %.2f)" % (res["mibs"] / res["direct_mibs"],
+                                                       TS["ratio"]),
+         "ratio >= %.1f" % TARGET["ratio"]),
     ]
     if "curl_mibs" in res:
         rows.append(("  same, curl client (MiB/s)", "%.0f" % res["curl_mibs"],
                      "%.0f direct" % res["curl_direct_mibs"],
                      "ratio %.2f" % (res["curl_mibs"] / res["curl_direct_mibs"]),
-                     "ratio >= 0.8"))
+                     "ratio >= %.1f" % TARGET["ratio"]))
     rows += [
-        ("CPU broker+egress (s/GiB)", "%.3f" % res["cpu_gib"], "TS 1.83",
-         "%.2fx TS" % (res["cpu_gib"] / TS["cpu_gib"]), "<= 0.35"),
-        ("peak RSS broker+egress (MiB)", "%.2f" % (res["rss_peak_kib"] / 1024), "TS 108",
-         "%.3fx TS" % (res["rss_peak_kib"] / 1024 / TS["rss_mib"]), "<= 8"),
+        ("CPU broker+egress (s/GiB)", "%.3f" % res["cpu_gib"],
+         "before %.2f, TS %.2f" % (BEFORE["cpu_gib"], TS["cpu_gib"]),
+         "%.2fx before" % (res["cpu_gib"] / BEFORE["cpu_gib"]),
+         "<= %.2f" % TARGET["cpu_gib"]),
+    ]
+    if "sc_mib" in res:
+        rows += [
+            ("syscalls per MiB streamed", "%.1f" % res["sc_mib"],
+             "before %.0f, TS %.0f" % (BEFORE["sc_mib"], TS["sc_mib"]),
+             "egress %.1f, broker %.1f" % (res["sc_mib_egress"], res["sc_mib_broker"]),
+             "<= %.0f" % TARGET["sc_mib"]),
+        ]
+    rows += [
+        ("peak RSS broker+egress (MiB)", "%.2f" % (res["rss_peak_kib"] / 1024),
+         "TS %.0f" % TS["rss_mib"],
+         "%.3fx TS" % (res["rss_peak_kib"] / 1024 / TS["rss_mib"]),
+         "<= %.0f" % TARGET["rss_mib"]),
+        ("  egress alone (MiB)", "%.2f" % (res["egress_rss_kib"] / 1024), "-",
+         "broker %.2f" % (res["broker_rss_kib"] / 1024),
+         "<= %.0f" % TARGET["egress_rss_mib"]),
         ("  of which anonymous (MiB)", "%.2f" % (res["anon_peak_kib"] / 1024), "-", "-", "-"),
         ("small call p50 (us)", "%.0f" % res["p50"], "%.0f direct" % res["p50_direct"],
-         "+%.0f us" % (res["p50"] - res["p50_direct"]), "added <= 50 us"),
+         "+%.0f us" % (res["p50"] - res["p50_direct"]),
+         "added <= %.0f us" % TARGET["added_p50_us"]),
         ("small call p99 (us)", "%.0f" % res["p99"], "%.0f direct" % res["p99_direct"],
          "+%.0f us (%.1fx direct)" % (res["p99"] - res["p99_direct"],
                                       res["p99"] / res["p99_direct"]),
          "<= 2x direct p99"),
     ]
+    if "sc_call" in res:
+        rows += [
+            ("syscalls per small call", "%.1f" % res["sc_call"],
+             "before %.0f, TS %.0f" % (BEFORE["sc_call"], TS["sc_call"]),
+             "egress %.1f, broker %.1f" % (
+                 res["sc_small"].total("egress") / args.syscall_calls,
+                 res["sc_small"].total("broker") / args.syscall_calls),
+             "<= %.0f" % TARGET["sc_call"]),
+        ]
     if "broker_pss_1" in res:
         rows += [
             ("PSS one idle broker (KiB)", "%d" % res["broker_pss_1"], "-",
-             "mean %.0f with %d" % (res["broker_pss_n"], res["n"]), "<= 250"),
+             "mean %.0f with %d" % (res["broker_pss_n"], res["n"]),
+             "<= %.0f" % TARGET["broker_pss_kib"]),
             ("PSS daemon, %d idle channels (MiB)" % res["n"], "%.2f" % (res["total_n"] / 1024),
              "-", "-", "-"),
             ("PSS daemon, 100 channels (MiB)", "%.2f (extrapolated)" % (
                 res["extrap_100"] / 1024), "TS 30.6", "%.2fx TS" % (
-                res["extrap_100"] / 1024 / TS["pss_100_mib"]), "<= 30"),
+                res["extrap_100"] / 1024 / TS["pss_100_mib"]),
+             "<= %.0f" % TARGET["pss_100_mib"]),
         ]
     B.table(rows)
 
