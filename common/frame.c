@@ -53,11 +53,18 @@ struct frame_conn {
 	struct event		*c_rev;
 	struct event		*c_wev;
 
-	uint8_t			*c_rbuf;	/* current frame first */
+	/*
+	 * Bytes not yet delivered are c_rbuf[c_rstart..c_rstart + c_rlen),
+	 * the current frame first.  Delivered frames stay where they are
+	 * until the next read, so a receiver may point into them until its
+	 * batch callback has returned.
+	 */
+	uint8_t			*c_rbuf;
 	size_t			 c_rcap;
+	size_t			 c_rstart;
 	size_t			 c_rlen;
 	size_t			 c_rbase;
-	uint64_t		 c_roff;	/* stream offset of c_rbuf[0] */
+	uint64_t		 c_roff;	/* stream offset of c_rstart */
 
 	/*
 	 * Received descriptors, oldest first, each with the stream offset of
@@ -75,6 +82,10 @@ struct frame_conn {
 	size_t			 c_lowat;
 	int			 c_drain_armed;
 
+	void			(*c_batchcb)(struct frame_conn *, void *);
+	unsigned		 c_delivered;	/* frames this read */
+
+	int			 c_shrink;	/* free c_rbuf once empty */
 	int			 c_paused;
 	int			 c_failed;	/* err callback called */
 	enum frame_err		 c_werr;	/* for the loop */
@@ -314,6 +325,7 @@ conn_deliver_one(struct frame_conn *c, const uint8_t *p, uint32_t json_len,
 		    c->c_nfdq * sizeof(uint64_t));
 	}
 
+	c->c_delivered++;
 	c->c_cb(c, &f, c->c_arg);
 	fds_close(f.f_fds, f.f_nfds);
 	return 0;
@@ -332,8 +344,10 @@ conn_deliver(struct frame_conn *c)
 	size_t		 p = 0, total;
 	int		 rc = 0;
 
+	uint8_t		*b = c->c_rbuf + c->c_rstart;
+
 	while (c->c_rlen - p >= FRAME_HDR_LEN) {
-		err = frame_header_parse(c->c_rbuf + p, &c->c_in, &jl, &dl);
+		err = frame_header_parse(b + p, &c->c_in, &jl, &dl);
 		if (err != FRAME_OK) {
 			conn_fail(c, err);
 			return -1;
@@ -341,7 +355,7 @@ conn_deliver(struct frame_conn *c)
 		total = FRAME_HDR_LEN + (size_t)jl + dl;
 		if (c->c_rlen - p < total)
 			break;
-		if (conn_deliver_one(c, c->c_rbuf + p, jl, dl,
+		if (conn_deliver_one(c, b + p, jl, dl,
 		    c->c_roff + p + total) == -1)
 			return -1;
 		p += total;
@@ -352,17 +366,11 @@ conn_deliver(struct frame_conn *c)
 			break;
 		}
 	}
-	if (p > 0) {
-		memmove(c->c_rbuf, c->c_rbuf + p, c->c_rlen - p);
-		c->c_rlen -= p;
-		c->c_roff += p;
-	}
-	if (c->c_rlen == 0 && c->c_rcap > c->c_rbase) {
-		/* Give back what a large frame needed. */
-		free(c->c_rbuf);
-		c->c_rbuf = NULL;
-		c->c_rcap = 0;
-	}
+	c->c_rstart += p;
+	c->c_rlen -= p;
+	c->c_roff += p;
+	if (c->c_rlen == 0)
+		c->c_rstart = 0;
 	return rc;
 }
 
@@ -374,12 +382,27 @@ conn_rbuf_reserve(struct frame_conn *c)
 	size_t		 want = FRAME_HDR_LEN;
 	uint8_t		*p;
 
+	/* Frames delivered before are the receiver's no longer. */
+	if (c->c_rlen == 0 && c->c_rcap > c->c_rbase) {
+		/* Give back what a large frame needed. */
+		free(c->c_rbuf);
+		c->c_rbuf = NULL;
+		c->c_rcap = 0;
+	}
 	/* The header was checked by conn_deliver() already. */
 	if (c->c_rlen >= FRAME_HDR_LEN &&
-	    frame_header_parse(c->c_rbuf, &c->c_in, &jl, &dl) == FRAME_OK)
+	    frame_header_parse(c->c_rbuf + c->c_rstart, &c->c_in, &jl, &dl) ==
+	    FRAME_OK)
 		want = FRAME_HDR_LEN + (size_t)jl + dl;
 	if (want < c->c_rbase)
 		want = c->c_rbase;
+	/* The current frame moves to the front when what follows it has
+	 * less room than the rest of it, or than half the buffer. */
+	if (c->c_rstart > 0 && (c->c_rcap - c->c_rstart < want ||
+	    c->c_rcap - c->c_rstart - c->c_rlen < c->c_rbase / 2)) {
+		memmove(c->c_rbuf, c->c_rbuf + c->c_rstart, c->c_rlen);
+		c->c_rstart = 0;
+	}
 	if (c->c_rcap >= want)
 		return 0;
 	if ((p = realloc(c->c_rbuf, want)) == NULL) {
@@ -418,8 +441,8 @@ conn_read(struct frame_conn *c)
 
 	for (;;) {
 		memset(&msg, 0, sizeof(msg));
-		iov.iov_base = c->c_rbuf + c->c_rlen;
-		iov.iov_len = c->c_rcap - c->c_rlen;
+		iov.iov_base = c->c_rbuf + c->c_rstart + c->c_rlen;
+		iov.iov_len = c->c_rcap - c->c_rstart - c->c_rlen;
 		msg.msg_iov = &iov;
 		msg.msg_iovlen = 1;
 		msg.msg_control = cbuf.buf;
@@ -539,12 +562,30 @@ conn_check_drain(struct frame_conn *c)
 }
 
 static void
+conn_shrink_now(struct frame_conn *c)
+{
+	c->c_shrink = 0;
+	if (c->c_rlen > 0 || c->c_rbuf == NULL)
+		return;
+	free(c->c_rbuf);
+	c->c_rbuf = NULL;
+	c->c_rcap = c->c_rstart = 0;
+}
+
+static void
 conn_read_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct frame_conn	*c = arg;
 
 	c->c_busy++;
+	c->c_delivered = 0;
 	conn_read(c);
+	if (c->c_delivered > 0 && c->c_batchcb != NULL && !c->c_failed &&
+	    !c->c_freed)
+		c->c_batchcb(c, c->c_arg);
+	/* The frames of this read are no longer anybody's. */
+	if (c->c_shrink && !c->c_freed)
+		conn_shrink_now(c);
 	if (--c->c_busy == 0 && c->c_freed)
 		conn_destroy(c);
 }
@@ -665,6 +706,11 @@ frame_conn_send(struct frame_conn *c, const void *json, size_t json_len,
 			fd_close(fds[i]);
 		return err;
 	}
+	if (nfds == 0) {
+		struct frame_part	 fp = { json, json_len, data, data_len };
+
+		return frame_conn_sendv(c, &fp, 1);
+	}
 
 	/* Both lengths fit in 32 bits, so the sum cannot overflow. */
 	fo = malloc(sizeof(*fo) + FRAME_HDR_LEN + json_len + data_len);
@@ -705,6 +751,150 @@ frame_conn_send(struct frame_conn *c, const void *json, size_t json_len,
 	    c->c_pending >= c->c_lowat)
 		c->c_drain_armed = 1;
 	return FRAME_OK;
+}
+
+/* Bytes [from, from + n) of a frame seen as header, JSON and data in a
+ * row, into dst. */
+static void
+part_copy(uint8_t *dst, const uint8_t hdr[FRAME_HDR_LEN],
+    const struct frame_part *fp, size_t from, size_t n)
+{
+	const uint8_t	*seg[3] = { hdr, fp->fp_json, fp->fp_data };
+	size_t		 len[3] = { FRAME_HDR_LEN, fp->fp_json_len,
+	    fp->fp_data_len };
+	size_t		 i, k;
+
+	for (i = 0; i < 3 && n > 0; i++) {
+		if (from >= len[i]) {
+			from -= len[i];
+			continue;
+		}
+		k = len[i] - from < n ? len[i] - from : n;
+		memcpy(dst, seg[i] + from, k);
+		dst += k;
+		n -= k;
+		from = 0;
+	}
+}
+
+enum frame_err
+frame_conn_sendv(struct frame_conn *c, const struct frame_part *fp, int n)
+{
+	uint8_t			 hdr[FRAME_SENDV_MAX][FRAME_HDR_LEN];
+	struct iovec		 iov[3 * FRAME_SENDV_MAX];
+	struct frame_out	*fo[FRAME_SENDV_MAX];
+	struct msghdr		 msg;
+	size_t			 sent = 0, sent0, total, left;
+	ssize_t			 w;
+	int			 i, niov = 0;
+
+	if (n < 1 || n > FRAME_SENDV_MAX)
+		return FRAME_SEND_TOO_LONG;
+	if (c->c_failed || c->c_freed)
+		return FRAME_IO;
+	for (i = 0; i < n; i++) {
+		if (fp[i].fp_json_len < 2)
+			return FRAME_EMPTY_JSON;
+		if (fp[i].fp_json_len > c->c_out.fl_json_max ||
+		    fp[i].fp_data_len > c->c_out.fl_data_max)
+			return FRAME_SEND_TOO_LONG;
+		frame_header_write(hdr[i], fp[i].fp_json_len,
+		    fp[i].fp_data_len);
+		iov[niov].iov_base = hdr[i];
+		iov[niov++].iov_len = FRAME_HDR_LEN;
+		iov[niov].iov_base = (void *)fp[i].fp_json;
+		iov[niov++].iov_len = fp[i].fp_json_len;
+		if (fp[i].fp_data_len > 0) {
+			iov[niov].iov_base = (void *)fp[i].fp_data;
+			iov[niov++].iov_len = fp[i].fp_data_len;
+		}
+	}
+	/* On an idle socket: at once, and straight from the caller's
+	 * buffers; a failure is reported from the loop. */
+	if (TAILQ_EMPTY(&c->c_outq) && c->c_werr == FRAME_OK) {
+		memset(&msg, 0, sizeof(msg));
+		msg.msg_iov = iov;
+		msg.msg_iovlen = niov;
+		do
+			w = sendmsg(c->c_fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		while (w == -1 && errno == EINTR);
+		if (w >= 0)
+			sent = (size_t)w;
+		else if (errno != EAGAIN && errno != EWOULDBLOCK) {
+			log_warn("%s: sendmsg", __func__);
+			c->c_werr = FRAME_IO;
+		}
+	}
+	/* What is left is copied. */
+	sent0 = sent;
+	memset(fo, 0, sizeof(fo));
+	for (i = 0; i < n; i++) {
+		total = FRAME_HDR_LEN + fp[i].fp_json_len + fp[i].fp_data_len;
+		if (sent >= total) {
+			sent -= total;
+			continue;
+		}
+		left = total - sent;
+		if ((fo[i] = malloc(sizeof(*fo[i]) + left)) == NULL) {
+			log_warn("%s: malloc", __func__);
+			while (--i >= 0)
+				free(fo[i]);
+			/* The peer may have some of these frames: the edge
+			 * is broken. */
+			if (sent0 > 0)
+				c->c_werr = FRAME_IO;
+			if (c->c_werr != FRAME_OK)
+				event_active(c->c_wev, EV_WRITE, 1);
+			return FRAME_OUT_OF_MEMORY;
+		}
+		fo[i]->fo_len = left;
+		fo[i]->fo_off = 0;
+		fo[i]->fo_nfds = 0;
+		memset(fo[i]->fo_fds, -1, sizeof(fo[i]->fo_fds));
+		part_copy(fo[i]->fo_buf, hdr[i], &fp[i], sent, left);
+		sent = 0;
+	}
+	for (i = 0; i < n; i++)
+		if (fo[i] != NULL) {
+			TAILQ_INSERT_TAIL(&c->c_outq, fo[i], fo_entry);
+			c->c_pending += fo[i]->fo_len;
+		}
+	if (c->c_werr != FRAME_OK)
+		event_active(c->c_wev, EV_WRITE, 1);
+	else if (!TAILQ_EMPTY(&c->c_outq) && event_add(c->c_wev, NULL) == -1) {
+		log_warnx("%s: event_add failed", __func__);
+		c->c_werr = FRAME_IO;
+		event_active(c->c_wev, EV_WRITE, 1);
+	}
+	if (c->c_draincb != NULL && c->c_lowat > 0 &&
+	    c->c_pending >= c->c_lowat)
+		c->c_drain_armed = 1;
+	return FRAME_OK;
+}
+
+void
+frame_conn_set_read_size(struct frame_conn *c, size_t n)
+{
+	uint64_t	 most;
+
+	most = (uint64_t)FRAME_HDR_LEN + c->c_in.fl_json_max +
+	    c->c_in.fl_data_max;
+	c->c_rbase = n < most ? n : (size_t)most;
+}
+
+void
+frame_conn_shrink(struct frame_conn *c)
+{
+	c->c_shrink = 1;
+	if (c->c_busy == 0)
+		conn_shrink_now(c);
+}
+
+void
+frame_conn_set_batch_cb(struct frame_conn *c,
+    void (*cb)(struct frame_conn *, void *))
+{
+	c->c_batchcb = cb;
 }
 
 size_t

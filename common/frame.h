@@ -81,13 +81,46 @@ int		 frame_conn_fd(const struct frame_conn *);
 enum frame_err	 frame_conn_send(struct frame_conn *, const void *json,
 		    size_t json_len, const void *data, size_t data_len,
 		    const int *fds, int nfds);
+/* One frame of frame_conn_sendv(): no descriptors. */
+struct frame_part {
+	const void	*fp_json;
+	size_t		 fp_json_len;
+	const void	*fp_data;
+	size_t		 fp_data_len;
+};
+/* The most frames one frame_conn_sendv() takes. */
+#define FRAME_SENDV_MAX	8
+
+/*
+ * Queue n frames, in order, as frame_conn_send() would each, nothing
+ * queued if one is refused.  On an idle socket they go out in one
+ * sendmsg(), and only what it did not take is copied: the caller's buffers
+ * need to live only through the call.
+ */
+enum frame_err	 frame_conn_sendv(struct frame_conn *,
+		    const struct frame_part *, int n);
 /* Bytes queued and not yet written, for back-pressure. */
 size_t		 frame_conn_pending(const struct frame_conn *);
 /* Called when the queue drains below low-water (0 = disabled). */
 void		 frame_conn_set_drain_cb(struct frame_conn *,
 		    void (*)(struct frame_conn *, void *), size_t lowat);
+/*
+ * The read buffer kept between frames (the edge's largest frame at most):
+ * a receiver of a stream reads more per wake-up with a larger one.
+ */
+void		 frame_conn_set_read_size(struct frame_conn *, size_t);
+/* Give the read buffer back once nothing is left in it (after the read
+ * in progress, if any): an edge that goes quiet keeps no buffer. */
+void		 frame_conn_shrink(struct frame_conn *);
 /* Stop or resume reading frames (back-pressure from the receiver). */
 void		 frame_conn_pause(struct frame_conn *, int paused);
+/*
+ * Called after the frames one read brought have all been delivered (NULL:
+ * none): a receiver that holds back what those frames made it send sends
+ * it now, in one go.
+ */
+void		 frame_conn_set_batch_cb(struct frame_conn *,
+		    void (*)(struct frame_conn *, void *));
 
 /*
  * Blocking helpers for bring-up and for tests: send or receive exactly one

@@ -848,3 +848,38 @@ msg_send(struct frame_conn *c, struct msgb *mb)
 	msgb_free(mb);
 	return err == FRAME_OK ? 0 : -1;
 }
+
+int
+msg_sendv(struct frame_conn *c, struct msgb *const *mbs, int n)
+{
+	struct frame_part	 fp[FRAME_SENDV_MAX];
+	enum frame_err		 err = FRAME_OK;
+	char			*json[FRAME_SENDV_MAX];
+	int			 i, ok = 1;
+
+	if (n < 1 || n > FRAME_SENDV_MAX) {
+		for (i = 0; i < n; i++)
+			msgb_free(mbs[i]);
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		json[i] = NULL;
+		if (!ok || mbs[i]->mb_nfds > 0)
+			ok = 0;
+		else if ((json[i] = msgb_json(mbs[i], &fp[i].fp_json_len)) ==
+		    NULL)
+			ok = 0;
+		fp[i].fp_json = json[i];
+		fp[i].fp_data = mbs[i]->mb_data;
+		fp[i].fp_data_len = mbs[i]->mb_data_len;
+	}
+	if (ok && (err = frame_conn_sendv(c, fp, n)) != FRAME_OK)
+		log_warnx("%s: %s and %d more: %s", __func__,
+		    msg_type_name(mbs[0]->mb_type), n - 1,
+		    frame_err_to_string(err));
+	for (i = 0; i < n; i++) {
+		free(json[i]);
+		msgb_free(mbs[i]);
+	}
+	return ok && err == FRAME_OK ? 0 : -1;
+}

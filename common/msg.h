@@ -215,6 +215,12 @@ void	msgb_free(struct msgb *);
 struct frame_conn;
 /* 0 when queued; -1 when the builder failed or the frame was refused. */
 int	msg_send(struct frame_conn *, struct msgb *);
+/*
+ * Several messages without descriptors in one write (frame_conn_sendv()),
+ * at most FRAME_SENDV_MAX; each builder is freed.  -1 as msg_send(), and
+ * then none of them was queued.
+ */
+int	msg_sendv(struct frame_conn *, struct msgb *const *, int n);
 /* Serialise without sending (tests, blocking bring-up): malloc'd JSON. */
 char	*msgb_json(struct msgb *, size_t *len);
 

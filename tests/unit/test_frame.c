@@ -1103,6 +1103,205 @@ START_TEST(back_pressure)
 }
 END_TEST
 
+/*
+ * Several frames in one write, from the caller's buffers: what the socket
+ * does not take at once is copied, so the buffers may change as soon as
+ * the call returns.
+ */
+START_TEST(sendv_round_trip)
+{
+	struct event_base	*base = base_new();
+	struct rx		 a = { 0 }, b = { 0 };
+	uint8_t			*big = pattern(3u << 20, 11);
+	uint8_t			*copy = pattern(3u << 20, 11);
+	struct frame_part	 fp[3] = {
+		{ "{\"t\":\"a\"}", 9, "abc", 3 },
+		{ "{\"t\":\"big\"}", 11, big, 3u << 20 },
+		{ "{\"t\":\"c\"}", 9, NULL, 0 },
+	};
+	int			 sv[2];
+
+	pair(sv);
+	conn(base, sv[0], &lim_big, &lim_big, &a);
+	conn(base, sv[1], &lim_big, &lim_big, &b);
+	ck_assert_int_eq(frame_conn_sendv(a.conn, fp, 3), FRAME_OK);
+	/* More than a socket takes at once: the rest was copied. */
+	ck_assert_uint_gt(frame_conn_pending(a.conn), 0);
+	memset(big, 0, 3u << 20);
+	/* Queued behind them, in order. */
+	ck_assert_int_eq(frame_conn_send(a.conn, "{\"t\":\"d\"}", 9, "de",
+	    2, NULL, 0), FRAME_OK);
+	ck_assert_int_eq(frame_conn_sendv(a.conn, fp, 1), FRAME_OK);
+	RUN_UNTIL(base, b.nframes == 5);
+	ck_assert_str_eq(b.json[0], "{\"t\":\"a\"}");
+	ck_assert_mem_eq(b.data[0], "abc", 3);
+	ck_assert_str_eq(b.json[1], "{\"t\":\"big\"}");
+	ck_assert_uint_eq(b.data_len[1], 3u << 20);
+	ck_assert(memcmp(b.data[1], copy, 3u << 20) == 0);
+	ck_assert_str_eq(b.json[2], "{\"t\":\"c\"}");
+	ck_assert_uint_eq(b.data_len[2], 0);
+	ck_assert_str_eq(b.json[3], "{\"t\":\"d\"}");
+	ck_assert_str_eq(b.json[4], "{\"t\":\"a\"}");
+	ck_assert_int_eq(frame_conn_pending(a.conn), 0);
+	ck_assert_int_eq(a.nerr + b.nerr, 0);
+	rx_clear(&a);
+	rx_clear(&b);
+	free(big);
+	free(copy);
+	base_free(base);
+}
+END_TEST
+
+START_TEST(sendv_refused)
+{
+	struct event_base	*base = base_new();
+	struct rx		 a = { 0 };
+	struct frame_part	 fp[FRAME_SENDV_MAX + 1];
+	char			 json[200];
+	int			 sv[2], i;
+
+	pair(sv);
+	conn(base, sv[0], &lim_small, &lim_small, &a);
+	for (i = 0; i <= FRAME_SENDV_MAX; i++) {
+		fp[i].fp_json = "{}";
+		fp[i].fp_json_len = 2;
+		fp[i].fp_data = NULL;
+		fp[i].fp_data_len = 0;
+	}
+	ck_assert_int_eq(frame_conn_sendv(a.conn, fp, 0),
+	    FRAME_SEND_TOO_LONG);
+	ck_assert_int_eq(frame_conn_sendv(a.conn, fp, FRAME_SENDV_MAX + 1),
+	    FRAME_SEND_TOO_LONG);
+	/* One bad frame refuses them all: nothing is sent. */
+	memset(json, ' ', sizeof(json));
+	fp[2].fp_json = json;
+	fp[2].fp_json_len = sizeof(json);
+	ck_assert_int_eq(frame_conn_sendv(a.conn, fp, 3),
+	    FRAME_SEND_TOO_LONG);
+	fp[2].fp_json_len = 1;
+	ck_assert_int_eq(frame_conn_sendv(a.conn, fp, 3), FRAME_EMPTY_JSON);
+	fp[2].fp_json_len = 2;
+	fp[1].fp_data = json;
+	fp[1].fp_data_len = 51;
+	ck_assert_int_eq(frame_conn_sendv(a.conn, fp, 3),
+	    FRAME_SEND_TOO_LONG);
+	ck_assert_int_eq(fcntl(sv[1], F_SETFL, O_NONBLOCK), 0);
+	ck_assert_int_eq(read(sv[1], json, sizeof(json)), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	close(sv[1]);
+	rx_clear(&a);
+	base_free(base);
+}
+END_TEST
+
+/* The batch callback: once per read, after its frames, whose data is
+ * still where the frame callback saw it. */
+struct batch {
+	struct rx	 rx;
+	const uint8_t	*where[MAXREC];
+	int		 nbatch;
+	int		 seen;
+	int		 intact;
+};
+
+static void
+batch_frame(struct frame_conn *c, struct frame *f, void *arg)
+{
+	struct batch	*bt = arg;
+
+	bt->where[bt->rx.nframes] = f->f_data;
+	rx_frame(c, f, &bt->rx);
+}
+
+static void
+batch_end(struct frame_conn *c, void *arg)
+{
+	struct batch	*bt = arg;
+	int		 i;
+
+	bt->nbatch++;
+	for (; bt->seen < bt->rx.nframes; bt->seen++) {
+		i = bt->seen;
+		if (bt->rx.data_len[i] > 0 && memcmp(bt->where[i],
+		    bt->rx.data[i], bt->rx.data_len[i]) == 0)
+			bt->intact++;
+	}
+}
+
+START_TEST(batch_callback)
+{
+	struct event_base	*base = base_new();
+	struct batch		 bt;
+	uint8_t			 wire[4096], *p = wire;
+	char			 data[100];
+	int			 sv[2], i;
+
+	memset(&bt, 0, sizeof(bt));
+	pair(sv);
+	bt.rx.conn = frame_conn_new(base, sv[1], &lim_big, &lim_big,
+	    batch_frame, rx_err, &bt);
+	ck_assert_ptr_nonnull(bt.rx.conn);
+	frame_conn_set_batch_cb(bt.rx.conn, batch_end);
+	/* Three frames and half of a fourth in one write, then the rest. */
+	for (i = 0; i < 4; i++) {
+		memset(data, 'a' + i, sizeof(data));
+		p += mkframe(p, "{}", data, sizeof(data));
+	}
+	raw_send(sv[0], wire, (p - wire) - 50, NULL, 0);
+	RUN_UNTIL(base, bt.nbatch == 1);
+	ck_assert_int_eq(bt.rx.nframes, 3);
+	ck_assert_int_eq(bt.intact, 3);
+	raw_send(sv[0], p - 50, 50, NULL, 0);
+	RUN_UNTIL(base, bt.nbatch == 2);
+	ck_assert_int_eq(bt.rx.nframes, 4);
+	ck_assert_int_eq(bt.intact, 4);
+	close(sv[0]);
+	RUN_UNTIL(base, bt.rx.nerr == 1);
+	ck_assert_int_eq(bt.nbatch, 2);
+	rx_clear(&bt.rx);
+	base_free(base);
+}
+END_TEST
+
+/* Shrinking from inside the frame callback waits for the read to end;
+ * the buffer comes back for the next frames. */
+static void
+shrink_frame(struct frame_conn *c, struct frame *f, void *arg)
+{
+	rx_frame(c, f, arg);
+	frame_conn_shrink(c);
+}
+
+START_TEST(shrink_read_buffer)
+{
+	struct event_base	*base = base_new();
+	struct rx		 b = { 0 };
+	uint8_t			 wire[1024], *p = wire;
+	int			 sv[2];
+
+	pair(sv);
+	b.conn = frame_conn_new(base, sv[1], &lim_big, &lim_big,
+	    shrink_frame, rx_err, &b);
+	ck_assert_ptr_nonnull(b.conn);
+	frame_conn_set_read_size(b.conn, 64);
+	p += mkframe(p, "{\"n\":1}", "abc", 3);
+	p += mkframe(p, "{\"n\":2}", "defg", 4);
+	raw_send(sv[0], wire, p - wire, NULL, 0);
+	RUN_UNTIL(base, b.nframes == 2);
+	ck_assert_mem_eq(b.data[1], "defg", 4);
+	/* Between reads, at once. */
+	frame_conn_shrink(b.conn);
+	raw_send(sv[0], wire, p - wire, NULL, 0);
+	RUN_UNTIL(base, b.nframes == 4);
+	ck_assert_str_eq(b.json[3], "{\"n\":2}");
+	ck_assert_mem_eq(b.data[3], "defg", 4);
+	ck_assert_int_eq(b.nerr, 0);
+	close(sv[0]);
+	rx_clear(&b);
+	base_free(base);
+}
+END_TEST
+
 static void
 free_on_drain(struct frame_conn *c, void *arg)
 {
@@ -1375,6 +1574,10 @@ frame_suite(void)
 	tcase_add_test(tc, send_and_free_in_cb);
 	tcase_add_test(tc, pause_resume);
 	tcase_add_test(tc, back_pressure);
+	tcase_add_test(tc, sendv_round_trip);
+	tcase_add_test(tc, sendv_refused);
+	tcase_add_test(tc, batch_callback);
+	tcase_add_test(tc, shrink_read_buffer);
 	tcase_add_test(tc, free_in_drain_cb);
 	tcase_add_test(tc, write_error_deferred);
 	tcase_add_test(tc, free_with_queue);
