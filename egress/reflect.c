@@ -952,6 +952,52 @@ rf_reserve(struct reflect *r, size_t len)
 	return 0;
 }
 
+/*
+ * reflect_feed() when nothing is held back: the chunk is searched where it
+ * is, released from there, and only the tail it holds back is copied.
+ */
+static int
+rf_feed_direct(struct reflect *r, const uint8_t *in, size_t len,
+    const void **out, size_t *outlen)
+{
+	uint8_t	*buf = r->rf_buf;
+	size_t	 cap = r->rf_cap, budget, keep;
+	int	 hit;
+
+	hit = rf_fixed(r, in, len) || rf_escaped(r, in, len);
+	if (!hit) {
+		/* rf_tail() reads the stream from rf_buf. */
+		r->rf_buf = (uint8_t *)(uintptr_t)in;
+		r->rf_len = len;
+		budget = len < r->rf_tailmax ? RF_SCAN_MIN + 4 * len :
+		    r->rf_tailmax;
+		keep = rf_tail(r, budget);
+		r->rf_buf = buf;
+		r->rf_cap = cap;
+		r->rf_len = 0;
+	}
+	if (hit) {
+		r->rf_state = RF_FAILED;
+		return -1;
+	}
+	if (rf_reserve(r, keep) == -1) {
+		r->rf_state = RF_FAILED;
+		r->rf_nomem = 1;
+		errno = ENOMEM;
+		return -1;
+	}
+	if (keep > 0)
+		memcpy(r->rf_buf, in + len - keep, keep);
+	r->rf_len = keep;
+	r->rf_base += len - keep;
+	r->rf_out = 0;
+	if (len > keep) {
+		*out = in;
+		*outlen = len - keep;
+	}
+	return 0;
+}
+
 int
 reflect_feed(struct reflect *r, const void *in, size_t len,
     const void **out, size_t *outlen)
@@ -965,6 +1011,8 @@ reflect_feed(struct reflect *r, const void *in, size_t len,
 	if (len == 0)
 		return 0;
 	rf_compact(r);
+	if (r->rf_len == 0)
+		return rf_feed_direct(r, in, len, out, outlen);
 	if (rf_reserve(r, len) == -1) {
 		r->rf_state = RF_FAILED;
 		r->rf_nomem = 1;

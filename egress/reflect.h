@@ -43,8 +43,11 @@ struct reflect	*reflect_new(const char *secret, size_t len);
 
 /*
  * Feed the next chunk.  *out and *outlen receive the bytes that are safe to
- * pass on now (*outlen may be 0); the pointer is valid until the next call.
- * The filter's buffer holds the held-back bytes and the largest chunk.
+ * pass on now (*outlen may be 0); the pointer is valid until the next call,
+ * and may point into in, which must then stay as it is until that call.
+ * When nothing was held back, the chunk is searched where it is and only
+ * what it holds back is copied; else the filter's buffer holds the
+ * held-back bytes and the chunk.
  * Returns 0, or -1 once the secret was seen, memory ran out (errno ENOMEM)
  * or the stream was finished: -1 is sticky and nothing more is released.
  */

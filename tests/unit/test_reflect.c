@@ -809,22 +809,37 @@ now(clockid_t clock)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* 64 MiB of random printable bytes in 16 KiB chunks. */
-START_TEST(throughput)
+/* Server-sent events of 1024 bytes, as the benchmarks' fake upstream
+ * streams them. */
+static void
+sse_text(uint8_t *p, size_t n)
 {
-	const size_t	 n = 64u << 20, chunk = 16384;
+	static const char	 head[] = "event: content_block_delta\n"
+	    "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":"
+	    "{\"type\":\"text_delta\",\"text\":\"";
+	static const char	 tail[] = "\"}}\n\n";
+	uint8_t			 ev[1024];
+	size_t			 i, k = sizeof(head) - 1;
+
+	memcpy(ev, head, k);
+	for (i = k; i < sizeof(ev) - (sizeof(tail) - 1); i++)
+		ev[i] = "lorem ipsum dolor sit amet "[i % 27];
+	memcpy(ev + i, tail, sizeof(tail) - 1);
+	for (i = 0; i < n; i += sizeof(ev))
+		memcpy(p + i, ev, n - i < sizeof(ev) ? n - i : sizeof(ev));
+}
+
+/* The filter's cost, printed: 64 MiB in chunks of the given size. */
+static void
+throughput_of(const char *what, const uint8_t *body, size_t n, size_t chunk)
+{
 	struct reflect	*r;
 	const void	*out;
-	uint8_t		*body;
 	char		 sec[100];
 	size_t		 off, outlen, total = 0;
 	double		 t, c, best = 0, bestcpu = 0;
 	int		 rep;
 
-	body = malloc(n);
-	ck_assert_ptr_nonnull(body);
-	rng = 7;
-	random_printable(body, n);
 	random_printable((uint8_t *)sec, sizeof(sec));
 	for (rep = 0; rep < 3; rep++) {
 		r = reflect_new(sec, sizeof(sec));
@@ -851,9 +866,25 @@ START_TEST(throughput)
 			bestcpu = c;
 		reflect_free(r);
 	}
-	printf("reflect: 64 MiB random printable, 100-byte secret, 16 KiB "
-	    "chunks: %.0f MiB/s (%.0f MiB per CPU second)\n", 64 / best,
-	    64 / bestcpu);
+	printf("reflect: 64 MiB %s, 100-byte secret, %zu KiB chunks: %.0f "
+	    "MiB/s, %.3f CPU s per GiB\n", what, chunk / 1024, 64 / best,
+	    bestcpu * 16);
+}
+
+START_TEST(throughput)
+{
+	const size_t	 n = 64u << 20;
+	uint8_t		*body;
+
+	body = malloc(n);
+	ck_assert_ptr_nonnull(body);
+	rng = 7;
+	random_printable(body, n);
+	throughput_of("random printable", body, n, 16384);
+	/* What egress feeds it: one read's worth (UP_DATA_MAX) of events. */
+	sse_text(body, n);
+	throughput_of("server-sent events", body, n, 256 * 1024);
+	throughput_of("server-sent events", body, n, 16384);
 	free(body);
 }
 END_TEST
