@@ -663,7 +663,7 @@ sandbox_seccomp(const struct sandbox_syscall *table, size_t n)
 	if ((ctx = seccomp_init(SCMP_ACT_KILL_PROCESS)) == NULL)
 		fatalx("%s: seccomp_init", __func__);
 	/* A call through a foreign ABI (i386, x32) kills as well; every
-	 * thread gets the filter (libcurl's resolver runs in threads). */
+	 * thread gets the filter (egress resolves names in threads). */
 	if ((rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH,
 	    SCMP_ACT_KILL_PROCESS)) < 0 ||
 	    (rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1)) < 0)

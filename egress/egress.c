@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
-#include <curl/curl.h>
 #include <event2/event.h>
 #include <event2/util.h>
 
@@ -403,7 +402,7 @@ egress_on_end(struct up_call *up, enum up_result r, const char *detail,
 }
 
 static const struct up_callbacks egress_up_cbs = {
-	egress_on_head, egress_on_data, egress_on_end
+	egress_on_head, egress_on_data, egress_on_end, NULL
 };
 
 static const struct egress_mcp *
@@ -1373,9 +1372,8 @@ egress_main(int argc, char *argv[])
 	TAILQ_INIT(&eg.eg_fetches);
 	TAILQ_INIT(&eg.eg_profiles);
 
-	/* OpenSSL and the resolver load what they need before the sandbox. */
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-		fatalx("curl_global_init failed");
+	/* OpenSSL loads what it needs before the sandbox. */
+	upstream_init();
 	eg.eg_base = sandbox_egress(ra.ra_paths, ra.ra_npaths);
 	eg.eg_rp = role_parent_open(eg.eg_base, PROC_EGRESS,
 	    egress_dispatch_supervisor, egress_configured, &eg);

@@ -948,7 +948,7 @@ fetch_on_end(struct up_call *up, enum up_result r, const char *detail,
 }
 
 static const struct up_callbacks fetch_up_cbs = {
-	fetch_on_head, fetch_on_data, fetch_on_end
+	fetch_on_head, fetch_on_data, fetch_on_end, NULL
 };
 
 static void

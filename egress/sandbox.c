@@ -1,9 +1,10 @@
 /*
- * Egress is the only process with the network: libcurl over TCP and TLS,
- * glibc's resolver (UDP and TCP to the name servers, a routing netlink query
- * for AI_ADDRCONFIG), libevent's evdns for the controlled fetch (UDP to the
- * name servers: socket, sendto and recvfrom, no new call), and reading its
- * credential and CA files and the resolver's (sandbox_netconf_paths).
+ * Egress is the only process with the network: HTTP over TCP and TLS
+ * (upstream.c, OpenSSL), glibc's resolver in a thread (UDP and TCP to the
+ * name servers, a routing netlink query for AI_ADDRCONFIG), libevent's evdns
+ * for the controlled fetch (UDP to the name servers: socket, sendto and
+ * recvfrom, no new call), and reading its credential and CA files and the
+ * resolver's (sandbox_netconf_paths).
  */
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -31,16 +32,16 @@ static const struct sandbox_syscall sandbox_egress_table[] = {
 	SB_ALLOW(getpeername),
 	SB_ALLOW(sendmmsg),
 
-	/* libcurl's wake-up pairs. */
-	SB_ALLOW_ARG(socketpair, 0, AF_UNIX),
+	/* The resolver thread's answers come back through a pipe. */
 	SB_ALLOW(pipe2),
 
-	/* Credentials, CA bundle, resolver files: read only. */
+	/* Credentials (one stat per call while unchanged), CA files and
+	 * directory, resolver files: read only. */
 	SB_ALLOW_MASK(openat, 2, O_ACCMODE | O_CREAT | O_TRUNC, O_RDONLY),
 	SB_ALLOW(newfstatat),
 	SB_ALLOW(uname),		/* the resolver's gethostname() */
 
-	/* libcurl resolves in a thread: threads, never a process. */
+	/* Names resolve in a thread: threads, never a process. */
 	SB_ALLOW_MASK(clone, 0, CLONE_THREAD, CLONE_THREAD),
 	SB_ALLOW(set_robust_list),
 	SB_ALLOW(rseq),

@@ -1,117 +1,245 @@
 /*
- * Outbound calls: libcurl's multi socket API on the libevent loop.
+ * Outbound HTTP/1.1 calls on OpenSSL and the libevent loop (upstream.h).
  *
- * libcurl refuses curl_multi_add_handle() and curl_multi_remove_handle()
- * from inside its own callbacks, and curl_easy_pause(CURLPAUSE_CONT) hands
- * held bytes to the write callback before it returns.  So a start, cancel
- * or resume asked for while libcurl is on the stack (up_depth > 0) is queued
- * on up_work, and up_settle() does it once libcurl has returned; up_settle()
- * runs only from this file's event callbacks, never below a caller's frame.
+ * The costs are counted in system calls, which are dear on the hosts this
+ * runs on.  A wake-up of a connection costs one recv() into a buffer large
+ * enough for many TLS records; TLS reads that buffer through a BIO of ours,
+ * every record in it is decrypted and parsed (resp.c), and the body bytes
+ * found go to on_data at once, in one piece: nothing waits for more than has
+ * arrived.  What TLS writes collects in a buffer that one send() empties.
+ * A connection's read event stays registered for its whole life, idle in
+ * the pool too, so that a server closing it is seen at once and reusing it
+ * costs one peek; its write event is added only while bytes wait to go.
  *
- * Pausing: on_data has consumed its bytes whatever it answers, but the write
- * callback answers UP_PAUSE with CURL_WRITEFUNC_PAUSE, for which libcurl keeps
- * the chunk and hands it over again on CURLPAUSE_CONT.  uc_skip counts those
- * bytes the caller already has.  While paused libcurl does not read the
- * socket, so TCP pushes back on the upstream.
+ * Re-entrancy: callbacks run only from this file's event callbacks.  A
+ * start, cancel or resume asked for while a callback is on the stack
+ * (up_depth > 0) is queued on up_work, and up_settle() does it once the
+ * callback has returned; up_settle() runs only at the end of this file's
+ * event callbacks, never below a caller's frame.
+ *
+ * Pausing: on_data has consumed its bytes whatever it answers.  After
+ * UP_PAUSE the read event is removed, so TCP pushes back on the upstream;
+ * ciphertext already read stays in the connection's stash until the
+ * resume.
+ *
+ * Names are resolved by getaddrinfo(3) in a thread, as glibc's resolver
+ * blocks; the thread hands its answer back through a pipe.
  */
 #include <sys/queue.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <arpa/inet.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
+#include <unistd.h>
 
-#include <curl/curl.h>
 #include <event2/event.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #include "log.h"
+#include "resp.h"
 #include "upstream.h"
 
-/* libcurl reads up to this much per recv; on_data still gets at most
- * CURL_MAX_WRITE_SIZE (16 KiB) at a time. */
-#define UP_RECV_BUFFER		65536L
-#define UP_KEEPALIVE_IDLE_S	60L
-#define UP_KEEPALIVE_INTVL_S	30L
-#define UP_HBUF_INITIAL		1024
+_Static_assert(UP_RESP_HDRS_MAX == RESP_HDRS_MAX &&
+    UP_RESP_HDR_BYTES_MAX == RESP_HDR_BYTES_MAX, "the reader's bounds");
 
-struct up_sock {
-	TAILQ_ENTRY(up_sock)	 us_entry;
-	struct event		*us_ev;
-	short			 us_events;
+/* One wake-up reads at most this much, and its plaintext is at most this
+ * much: one on_data. */
+#define UP_RECV_BUF		(256 * 1024)
+#define UP_PLAIN_BUF		UP_DATA_MAX
+/* Request bodies up to this go out with the head in one write; larger
+ * ones in slices, while less than UP_OUT_HIGH waits to be sent. */
+#define UP_SMALL_BODY		(64 * 1024)
+#define UP_SLICE		(64 * 1024)
+#define UP_OUT_HIGH		(256 * 1024)
+/* Idle connections kept, and for how long: less than the common server
+ * idle limits, so that a connection is rarely reused as it is closed. */
+#define UP_POOL_PER_KEY		8
+#define UP_POOL_MAX		32
+#define UP_POOL_IDLE_MS		55000
+/* Resolved names kept, and for how long. */
+#define UP_DNS_CACHE		16
+#define UP_DNS_TTL_MS		60000
+#define UP_ADDRS_MAX		16
+#define UP_RESOLVE_STACK	(512 * 1024)
+#define UP_SESSIONS_MAX		32
+#define UP_KEEPALIVE_IDLE_S	60
+#define UP_KEEPALIVE_INTVL_S	30
+/* Reads in a row without going back to the loop, when each fills the
+ * buffer. */
+#define UP_READS_IN_A_ROW	4
+
+struct up_buf {
+	uint8_t			*ub_p;
+	size_t			 ub_off;	/* first byte not taken */
+	size_t			 ub_len;	/* bytes from ub_off */
+	size_t			 ub_cap;
 };
 
-/* A header line held as "name\0value\0" in uc_hbuf. */
-struct up_hdr_off {
-	size_t			 ho_name;
-	size_t			 ho_value;
+enum up_cstate {
+	CO_CONNECTING,
+	CO_HANDSHAKE,
+	CO_OPEN,
+};
+
+struct up_conn {
+	TAILQ_ENTRY(up_conn)	 co_entry;	/* up_conns */
+	TAILQ_ENTRY(up_conn)	 co_idle_entry;	/* up_idle, while idle */
+	struct upstream		*co_up;
+	struct up_call		*co_call;	/* NULL: idle */
+	int			 co_fd;
+	struct event		*co_rev;
+	struct event		*co_wev;
+	int			 co_rev_on;
+	int			 co_wev_on;
+	SSL			*co_ssl;	/* NULL: plain http */
+	enum up_cstate		 co_state;
+	char			*co_key;	/* NULL: never pooled */
+	/* Bytes received and not taken yet: first the stash kept from an
+	 * earlier wake-up, then this wake-up's window in up_rbuf. */
+	struct up_buf		 co_stash;
+	uint8_t			*co_win;
+	size_t			 co_winlen;
+	struct up_buf		 co_out;	/* to send */
+	int			 co_eof;
+	int			 co_tls_err;	/* TLS failed after the handshake */
+	int			 co_idle;	/* on up_idle */
+	uint64_t		 co_idle_ms;	/* when it went idle */
 };
 
 struct up_call {
 	TAILQ_ENTRY(up_call)	 uc_entry;
 	TAILQ_ENTRY(up_call)	 uc_work_entry;
+	TAILQ_ENTRY(up_call)	 uc_wait_entry;	/* on rs_waiting */
 	struct upstream		*uc_up;
-	CURL			*uc_easy;
-	struct curl_slist	*uc_req_hdrs;
 	struct up_callbacks	 uc_cb;
 	void			*uc_arg;
+	struct up_conn		*uc_conn;
+	struct up_resolve	*uc_res;
+	struct event		*uc_timer;	/* the connect deadline */
+	long			 uc_connect_ms;
+	/* where to */
+	int			 uc_tls;
+	char			*uc_host;	/* an IPv6 address unbracketed */
+	unsigned		 uc_port;
+	int			 uc_numeric;
+	char			*uc_key;	/* NULL: never pooled */
+	char			*uc_ca;
+	struct sockaddr_storage	 uc_addr[UP_ADDRS_MAX];
+	socklen_t		 uc_addrlen[UP_ADDRS_MAX];
+	size_t			 uc_naddr;
+	size_t			 uc_ai;
+	/* the request: its head and a small body, then a large body */
+	uint8_t			*uc_req;
+	size_t			 uc_req_len;
+	size_t			 uc_req_off;
+	const uint8_t		*uc_body;
+	size_t			 uc_body_len;
+	size_t			 uc_body_off;
+	int			 uc_sent;
+	/* the answer */
+	struct resp		 uc_resp;
 	size_t			 uc_max_body;
 	size_t			 uc_received;
-	size_t			 uc_skip;	/* held bytes on_data has had */
-	long			 uc_status;
-	char			*uc_hbuf;
-	size_t			 uc_hlen;
-	size_t			 uc_hcap;
-	struct up_hdr_off	 uc_hoff[UP_RESP_HDRS_MAX];
-	size_t			 uc_nhdrs;
-	enum up_result		 uc_fail;	/* why we stopped libcurl */
-	const char		*uc_fail_detail;
-	int			 uc_added;	/* in the multi handle */
-	int			 uc_queued;	/* on up_work */
-	int			 uc_in_block;	/* status line seen */
 	int			 uc_head_done;
-	int			 uc_in_data;
+	int			 uc_done;
+	int			 uc_flush;	/* on_flush is due */
+	/* the end */
+	enum up_result		 uc_fail;	/* UP_OK: not failed */
+	const char		*uc_fail_detail;
+	char			 uc_detail[256];
+	int			 uc_os_errno;
+	int			 uc_queued;
+	int			 uc_started;
 	int			 uc_paused;
 	int			 uc_resume;
 	int			 uc_cancelled;
-	int			 uc_ending;	/* on_end is running */
-	int			 uc_os_errno;	/* for on_end */
-	struct sockaddr_storage	 uc_pin;	/* connect_addr, if any */
-	socklen_t		 uc_pin_len;
-	struct curl_slist	*uc_connect_to;
-	const uint8_t		*uc_body;	/* a POST's body, not copied */
-	size_t			 uc_body_len;
-	size_t			 uc_body_off;
-	int			 uc_body_read;	/* libcurl has taken some */
-	char			 uc_errbuf[CURL_ERROR_SIZE];
+	int			 uc_ending;
+};
+
+/* A name being resolved by a thread, which frees it when the upstream is
+ * gone first. */
+struct up_resolve {
+	TAILQ_ENTRY(up_resolve)	 rs_entry;
+	pthread_mutex_t		 rs_lock;
+	int			 rs_abandoned;	/* the thread frees it */
+	int			 rs_written;	/* the answer is in the pipe */
+	int			 rs_wfd;
+	char			*rs_host;
+	int			 rs_gai;
+	struct addrinfo		*rs_res;
+	TAILQ_HEAD(, up_call)	 rs_waiting;
+};
+
+struct up_dns {
+	char			*dn_host;
+	uint64_t		 dn_until;	/* monotonic ms */
+	struct sockaddr_storage	 dn_addr[UP_ADDRS_MAX];
+	socklen_t		 dn_addrlen[UP_ADDRS_MAX];
+	size_t			 dn_naddr;
+};
+
+struct up_ctx {
+	TAILQ_ENTRY(up_ctx)	 cx_entry;
+	char			*cx_ca;		/* NULL: the system's */
+	SSL_CTX			*cx_ctx;
+};
+
+struct up_session {
+	char			*se_key;
+	SSL_SESSION		*se_sess;
 };
 
 struct upstream {
 	struct event_base	*up_base;
-	CURLM			*up_multi;
-	struct event		*up_timer;
 	struct event		*up_work_ev;
 	TAILQ_HEAD(, up_call)	 up_calls;
 	TAILQ_HEAD(, up_call)	 up_work;
-	TAILQ_HEAD(, up_sock)	 up_socks;
-	int			 up_depth;	/* libcurl calls on the stack */
+	TAILQ_HEAD(, up_conn)	 up_conns;
+	TAILQ_HEAD(up_idleq, up_conn) up_idle;	/* most recent first */
+	size_t			 up_nidle;
+	TAILQ_HEAD(, up_ctx)	 up_ctxs;
+	struct up_session	 up_sessions[UP_SESSIONS_MAX];
+	TAILQ_HEAD(, up_resolve) up_resolving;
+	int			 up_pipe[2];
+	struct event		*up_pipe_ev;
+	struct up_dns		 up_dns[UP_DNS_CACHE];
+	uint8_t			*up_rbuf;
+	uint8_t			*up_pbuf;
+	int			 up_depth;	/* callbacks on the stack */
 	int			 up_settling;
 };
 
-/* Headers that frame the message or the connection: libcurl's business. */
+/* Headers that frame the message or the connection: this file's. */
 static const char *const up_refused_hdrs[] = {
 	"host", "content-length", "transfer-encoding", "connection",
 	"expect", "te", "upgrade",
 };
 
+static BIO_METHOD	*up_bio_method;
+static int		 up_ssl_index = -1;
+
 static void	up_settle(struct upstream *);
-static int	up_slist_add(struct curl_slist **, const char *);
+static void	up_call_end(struct up_call *, enum up_result, const char *);
+static void	up_call_connect(struct up_call *);
+static void	up_call_send(struct up_call *);
+static void	up_conn_close(struct up_conn *);
+static int	up_conn_pass(struct up_conn *);
 
 const char *
 up_result_to_string(enum up_result r)
@@ -137,48 +265,256 @@ up_result_to_string(enum up_result r)
 	return "other error";
 }
 
-static enum up_result
-up_result_from_curl(CURLcode code)
+static uint64_t
+now_ms(void)
 {
-	switch (code) {
-	case CURLE_OK:
-		return UP_OK;
-	case CURLE_COULDNT_RESOLVE_HOST:
-	case CURLE_COULDNT_RESOLVE_PROXY:
-	case CURLE_COULDNT_CONNECT:
-		return UP_CONNECT_FAILED;
-	case CURLE_OPERATION_TIMEDOUT:
-		return UP_TIMEOUT;
-	case CURLE_SSL_CONNECT_ERROR:
-	case CURLE_SSL_ENGINE_NOTFOUND:
-	case CURLE_SSL_ENGINE_SETFAILED:
-	case CURLE_SSL_CERTPROBLEM:
-	case CURLE_SSL_CIPHER:
-	case CURLE_PEER_FAILED_VERIFICATION:
-	case CURLE_SSL_ENGINE_INITFAILED:
-	case CURLE_SSL_CACERT_BADFILE:
-	case CURLE_SSL_SHUTDOWN_FAILED:
-	case CURLE_SSL_CRL_BADFILE:
-	case CURLE_SSL_ISSUER_ERROR:
-	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
-	case CURLE_SSL_INVALIDCERTSTATUS:
-	case CURLE_SSL_CLIENTCERT:
-	case CURLE_USE_SSL_FAILED:
-		return UP_TLS_FAILED;
-	case CURLE_FILESIZE_EXCEEDED:
-		return UP_TOO_LARGE;
-	case CURLE_WEIRD_SERVER_REPLY:
-	case CURLE_HTTP2:
-	case CURLE_HTTP2_STREAM:
-	case CURLE_PARTIAL_FILE:
-	case CURLE_GOT_NOTHING:
-	case CURLE_SEND_ERROR:
-	case CURLE_RECV_ERROR:
-	case CURLE_BAD_CONTENT_ENCODING:
-		return UP_PROTOCOL;
-	default:
-		return UP_OTHER;
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static char *
+up_strdup(const char *s)
+{
+	char	*p;
+
+	if ((p = strdup(s)) == NULL)
+		fatal("%s", __func__);
+	return p;
+}
+
+/*
+ * Buffers.
+ */
+
+static void
+up_buf_take(struct up_buf *b, size_t n)
+{
+	b->ub_off += n;
+	b->ub_len -= n;
+	if (b->ub_len == 0)
+		b->ub_off = 0;
+}
+
+/* Append, moving what is left to the front first when that makes room. */
+static void
+up_buf_add(struct up_buf *b, const void *p, size_t n)
+{
+	size_t	 cap;
+	uint8_t	*q;
+
+	if (b->ub_off > 0 && b->ub_off + b->ub_len + n > b->ub_cap) {
+		memmove(b->ub_p, b->ub_p + b->ub_off, b->ub_len);
+		b->ub_off = 0;
 	}
+	if (b->ub_len + n > b->ub_cap) {
+		cap = b->ub_cap == 0 ? 4096 : b->ub_cap;
+		while (cap < b->ub_len + n)
+			cap *= 2;
+		if ((q = realloc(b->ub_p, cap)) == NULL)
+			fatal("%s", __func__);
+		b->ub_p = q;
+		b->ub_cap = cap;
+	}
+	memcpy(b->ub_p + b->ub_off + b->ub_len, p, n);
+	b->ub_len += n;
+}
+
+static void
+up_buf_free(struct up_buf *b)
+{
+	free(b->ub_p);
+	memset(b, 0, sizeof(*b));
+}
+
+/*
+ * TLS over the connection's buffers: reads take the stash, then the
+ * window; writes go to co_out.
+ */
+
+static int
+up_bio_write(BIO *b, const char *p, int n)
+{
+	struct up_conn	*co = BIO_get_data(b);
+
+	BIO_clear_retry_flags(b);
+	if (n <= 0)
+		return 0;
+	up_buf_add(&co->co_out, p, (size_t)n);
+	return n;
+}
+
+static int
+up_bio_read(BIO *b, char *p, int n)
+{
+	struct up_conn	*co = BIO_get_data(b);
+	size_t		 k;
+
+	BIO_clear_retry_flags(b);
+	if (n <= 0)
+		return 0;
+	if (co->co_stash.ub_len > 0) {
+		k = co->co_stash.ub_len < (size_t)n ? co->co_stash.ub_len :
+		    (size_t)n;
+		memcpy(p, co->co_stash.ub_p + co->co_stash.ub_off, k);
+		up_buf_take(&co->co_stash, k);
+		return (int)k;
+	}
+	if (co->co_winlen > 0) {
+		k = co->co_winlen < (size_t)n ? co->co_winlen : (size_t)n;
+		memcpy(p, co->co_win, k);
+		co->co_win += k;
+		co->co_winlen -= k;
+		return (int)k;
+	}
+	if (co->co_eof)
+		return 0;
+	BIO_set_retry_read(b);
+	return -1;
+}
+
+static long
+up_bio_ctrl(BIO *b, int cmd, long num, void *ptr)
+{
+	struct up_conn	*co = BIO_get_data(b);
+
+	switch (cmd) {
+	case BIO_CTRL_FLUSH:
+		return 1;
+	case BIO_CTRL_PENDING:
+		return (long)(co->co_stash.ub_len + co->co_winlen);
+	case BIO_CTRL_WPENDING:
+		return (long)co->co_out.ub_len;
+	case BIO_CTRL_EOF:
+		return co->co_eof && co->co_stash.ub_len + co->co_winlen == 0;
+	default:
+		return 0;
+	}
+}
+
+static int
+up_bio_create(BIO *b)
+{
+	BIO_set_init(b, 1);
+	return 1;
+}
+
+/*
+ * TLS contexts, one per CA file, and sessions to resume, one per pool key.
+ */
+
+static int
+up_new_session(SSL *ssl, SSL_SESSION *sess)
+{
+	struct up_conn		*co = SSL_get_ex_data(ssl, up_ssl_index);
+	struct up_session	*se, *slot = NULL;
+	size_t			 i;
+
+	if (co == NULL || co->co_key == NULL)
+		return 0;
+	for (i = 0; i < UP_SESSIONS_MAX; i++) {
+		se = &co->co_up->up_sessions[i];
+		if (se->se_key != NULL && strcmp(se->se_key, co->co_key) == 0) {
+			slot = se;
+			break;
+		}
+		if (se->se_key == NULL && slot == NULL)
+			slot = se;
+	}
+	if (slot == NULL)
+		slot = &co->co_up->up_sessions[0];
+	if (slot->se_sess != NULL)
+		SSL_SESSION_free(slot->se_sess);
+	if (slot->se_key == NULL || strcmp(slot->se_key, co->co_key) != 0) {
+		free(slot->se_key);
+		slot->se_key = up_strdup(co->co_key);
+	}
+	slot->se_sess = sess;
+	return 1;
+}
+
+static SSL_SESSION *
+up_session_find(struct upstream *up, const char *key)
+{
+	size_t	 i;
+
+	for (i = 0; i < UP_SESSIONS_MAX; i++)
+		if (up->up_sessions[i].se_key != NULL &&
+		    strcmp(up->up_sessions[i].se_key, key) == 0)
+			return up->up_sessions[i].se_sess;
+	return NULL;
+}
+
+/* The last OpenSSL error, for the host log. */
+static const char *
+up_ssl_error(char *buf, size_t len)
+{
+	unsigned long	 e = ERR_peek_last_error();
+
+	if (e == 0)
+		snprintf(buf, len, "TLS failed");
+	else
+		ERR_error_string_n(e, buf, len);
+	ERR_clear_error();
+	return buf;
+}
+
+/*
+ * The context for a CA file (NULL: the system's, by its hashed directory),
+ * made on first use.  XXX a CA file changed on disk counts once egress
+ * restarts.
+ */
+static SSL_CTX *
+up_ssl_ctx(struct upstream *up, const char *ca, char *err, size_t errlen)
+{
+	static const unsigned char alpn[] = "\x08http/1.1";
+	struct up_ctx	*cx;
+	struct stat	 st;
+	SSL_CTX		*ctx;
+	int		 ok;
+
+	TAILQ_FOREACH(cx, &up->up_ctxs, cx_entry)
+		if ((cx->cx_ca == NULL && ca == NULL) || (cx->cx_ca != NULL &&
+		    ca != NULL && strcmp(cx->cx_ca, ca) == 0))
+			return cx->cx_ctx;
+	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL) {
+		up_ssl_error(err, errlen);
+		return NULL;
+	}
+	ok = SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) == 1 &&
+	    SSL_CTX_set_alpn_protos(ctx, alpn, sizeof(alpn) - 1) == 0;
+	if (ok && ca != NULL)
+		ok = SSL_CTX_load_verify_file(ctx, ca) == 1;
+	else if (ok && stat(X509_get_default_cert_dir(), &st) == 0 &&
+	    S_ISDIR(st.st_mode))
+		/* The system's CAs looked up by name as needed: the whole
+		 * bundle parsed would take a megabyte or two for good. */
+		ok = SSL_CTX_load_verify_dir(ctx,
+		    X509_get_default_cert_dir()) == 1;
+	else if (ok)
+		ok = SSL_CTX_set_default_verify_paths(ctx) == 1;
+	if (!ok) {
+		up_ssl_error(err, errlen);
+		SSL_CTX_free(ctx);
+		return NULL;
+	}
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	/* Buffers of idle connections go back to the heap. */
+	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+	/* An end without close_notify is an end: the framing says whether
+	 * the answer was whole. */
+	SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF |
+	    SSL_OP_NO_RENEGOTIATION);
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT |
+	    SSL_SESS_CACHE_NO_INTERNAL_STORE);
+	SSL_CTX_sess_set_new_cb(ctx, up_new_session);
+	if ((cx = calloc(1, sizeof(*cx))) == NULL)
+		fatal("%s", __func__);
+	cx->cx_ca = ca != NULL ? up_strdup(ca) : NULL;
+	cx->cx_ctx = ctx;
+	TAILQ_INSERT_TAIL(&up->up_ctxs, cx, cx_entry);
+	return ctx;
 }
 
 /*
@@ -198,110 +534,1058 @@ up_work_push(struct up_call *c)
 }
 
 static void
-up_socket_action(struct upstream *up, curl_socket_t fd, int action)
-{
-	CURLMcode	 rc;
-	int		 running;
-
-	up->up_depth++;
-	rc = curl_multi_socket_action(up->up_multi, fd, action, &running);
-	up->up_depth--;
-	if (rc != CURLM_OK)
-		log_warnx("%s: %s", __func__, curl_multi_strerror(rc));
-}
-
-static void
-up_sock_event(evutil_socket_t fd, short events, void *arg)
-{
-	struct upstream	*up = arg;
-	int		 action = 0;
-
-	if (events & EV_READ)
-		action |= CURL_CSELECT_IN;
-	if (events & EV_WRITE)
-		action |= CURL_CSELECT_OUT;
-	up_socket_action(up, fd, action);
-	up_settle(up);
-}
-
-static void
-up_timer_event(evutil_socket_t fd, short events, void *arg)
-{
-	struct upstream	*up = arg;
-
-	up_socket_action(up, CURL_SOCKET_TIMEOUT, 0);
-	up_settle(up);
-}
-
-static void
 up_work_event(evutil_socket_t fd, short events, void *arg)
 {
 	up_settle(arg);
 }
 
 static void
-up_sock_free(struct upstream *up, struct up_sock *us)
+up_ev_add(struct event *ev, int *on)
 {
-	TAILQ_REMOVE(&up->up_socks, us, us_entry);
-	event_free(us->us_ev);
-	free(us);
+	if (*on)
+		return;
+	if (event_add(ev, NULL) == -1)
+		fatalx("%s: event_add", __func__);
+	*on = 1;
+}
+
+static void
+up_ev_del(struct event *ev, int *on)
+{
+	if (!*on)
+		return;
+	if (event_del(ev) == -1)
+		fatalx("%s: event_del", __func__);
+	*on = 0;
+}
+
+/*
+ * Callbacks, counted so that nothing below them frees what they may use.
+ */
+
+static int
+up_cb_head(struct up_call *c)
+{
+	struct upstream	*up = c->uc_up;
+	struct up_hdr	 hdrs[UP_RESP_HDRS_MAX];
+	struct resp_hdr	 rh[UP_RESP_HDRS_MAX];
+	size_t		 i, n;
+	int		 rv = 0;
+
+	c->uc_head_done = 1;
+	c->uc_flush = 1;
+	if (c->uc_cb.on_head == NULL)
+		return 0;
+	n = resp_headers(&c->uc_resp, rh, UP_RESP_HDRS_MAX);
+	for (i = 0; i < n; i++) {
+		hdrs[i].name = rh[i].name;
+		hdrs[i].value = rh[i].value;
+	}
+	up->up_depth++;
+	rv = c->uc_cb.on_head(c, c->uc_resp.rs_status, hdrs, n, c->uc_arg);
+	up->up_depth--;
+	return rv;
 }
 
 static int
-up_sock_cb(CURL *easy, curl_socket_t fd, int what, void *arg, void *sockp)
+up_cb_data(struct up_call *c, const uint8_t *p, size_t n)
 {
-	struct upstream	*up = arg;
-	struct up_sock	*us = sockp;
-	short		 events = EV_PERSIST;
+	struct upstream	*up = c->uc_up;
+	int		 rv;
 
-	if (what == CURL_POLL_REMOVE) {
-		/* libcurl drops its own entry for fd right after this. */
-		if (us != NULL)
-			up_sock_free(up, us);
+	c->uc_flush = 1;
+	if (c->uc_cb.on_data == NULL)
+		return 0;
+	c->uc_resume = 0;
+	up->up_depth++;
+	rv = c->uc_cb.on_data(c, p, n, c->uc_arg);
+	up->up_depth--;
+	return rv;
+}
+
+/* The pass is over: what on_head and on_data were given may go out. */
+static void
+up_cb_flush(struct up_call *c)
+{
+	struct upstream	*up = c->uc_up;
+
+	if (!c->uc_flush || c->uc_cancelled || c->uc_ending)
+		return;
+	c->uc_flush = 0;
+	if (c->uc_cb.on_flush == NULL)
+		return;
+	up->up_depth++;
+	c->uc_cb.on_flush(c, c->uc_arg);
+	up->up_depth--;
+}
+
+/*
+ * Connections.
+ */
+
+static void
+up_conn_unlink_idle(struct up_conn *co)
+{
+	if (co->co_idle) {
+		TAILQ_REMOVE(&co->co_up->up_idle, co, co_idle_entry);
+		co->co_up->up_nidle--;
+		co->co_idle = 0;
+	}
+}
+
+static void
+up_conn_close(struct up_conn *co)
+{
+	struct upstream	*up = co->co_up;
+
+	up_conn_unlink_idle(co);
+	if (co->co_call != NULL)
+		co->co_call->uc_conn = NULL;
+	TAILQ_REMOVE(&up->up_conns, co, co_entry);
+	event_free(co->co_rev);
+	event_free(co->co_wev);
+	if (co->co_ssl != NULL)
+		SSL_free(co->co_ssl);
+	/* On Linux the descriptor is gone even when close() says EINTR. */
+	if (close(co->co_fd) == -1 && errno != EINTR)
+		log_warn("%s: close", __func__);
+	up_buf_free(&co->co_stash);
+	up_buf_free(&co->co_out);
+	free(co->co_key);
+	free(co);
+}
+
+/* Send what waits; 0, or -1 with errno. */
+static int
+up_conn_flush(struct up_conn *co)
+{
+	struct up_buf	*b = &co->co_out;
+	ssize_t		 n;
+
+	while (b->ub_len > 0) {
+		n = send(co->co_fd, b->ub_p + b->ub_off, b->ub_len,
+		    MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				up_ev_add(co->co_wev, &co->co_wev_on);
+				return 0;
+			}
+			return -1;
+		}
+		up_buf_take(b, (size_t)n);
+	}
+	up_ev_del(co->co_wev, &co->co_wev_on);
+	return 0;
+}
+
+/* A call's connection failed: errno-style err, or 0. */
+static void
+up_call_fail_io(struct up_call *c, enum up_result r, int err,
+    const char *what)
+{
+	c->uc_os_errno = err;
+	if (err != 0)
+		snprintf(c->uc_detail, sizeof(c->uc_detail), "%s: %s", what,
+		    strerror(err));
+	else
+		snprintf(c->uc_detail, sizeof(c->uc_detail), "%s", what);
+	up_call_end(c, r, c->uc_detail);
+}
+
+/* Keep what the window still holds for the next pass. */
+static void
+up_conn_keep_window(struct up_conn *co)
+{
+	if (co->co_winlen > 0)
+		up_buf_add(&co->co_stash, co->co_win, co->co_winlen);
+	co->co_win = NULL;
+	co->co_winlen = 0;
+}
+
+/*
+ * Plaintext that has arrived, at most UP_PLAIN_BUF: TLS decrypts into
+ * up_pbuf; plain http hands over the stash, else the window.  *closed is
+ * set at the end of the stream; co_tls_err when TLS failed.
+ */
+static size_t
+up_conn_plain(struct up_conn *co, uint8_t **p, int *closed)
+{
+	struct upstream	*up = co->co_up;
+	size_t		 got = 0, k;
+	int		 r, e;
+
+	*closed = 0;
+	if (co->co_ssl == NULL) {
+		if (co->co_stash.ub_len > 0) {
+			*p = co->co_stash.ub_p + co->co_stash.ub_off;
+			got = co->co_stash.ub_len;
+			co->co_stash.ub_off = co->co_stash.ub_len = 0;
+		} else if (co->co_winlen > 0) {
+			*p = co->co_win;
+			got = co->co_winlen;
+			co->co_win = NULL;
+			co->co_winlen = 0;
+		} else
+			*closed = co->co_eof;
+		return got;
+	}
+	*p = up->up_pbuf;
+	while (got < UP_PLAIN_BUF) {
+		r = SSL_read_ex(co->co_ssl, up->up_pbuf + got,
+		    UP_PLAIN_BUF - got, &k);
+		if (r == 1) {
+			got += k;
+			continue;
+		}
+		e = SSL_get_error(co->co_ssl, r);
+		if (e == SSL_ERROR_ZERO_RETURN)
+			*closed = 1;
+		else if (e != SSL_ERROR_WANT_READ)
+			co->co_tls_err = 1;
+		break;
+	}
+	return got;
+}
+
+/* A connection done with its call: into the pool, or closed. */
+static void
+up_conn_release(struct up_conn *co, int reusable)
+{
+	struct upstream	*up = co->co_up;
+	struct up_conn	*old, *o;
+	size_t		 same = 0;
+
+	co->co_call = NULL;
+	if (!reusable || co->co_key == NULL || co->co_stash.ub_len > 0 ||
+	    co->co_winlen > 0 || co->co_out.ub_len > 0 || co->co_eof) {
+		up_conn_close(co);
+		return;
+	}
+	/* Pooled connections read, to see a close. */
+	up_ev_add(co->co_rev, &co->co_rev_on);
+	co->co_idle_ms = now_ms();
+	co->co_idle = 1;
+	TAILQ_INSERT_HEAD(&up->up_idle, co, co_idle_entry);
+	up->up_nidle++;
+	old = NULL;
+	TAILQ_FOREACH(o, &up->up_idle, co_idle_entry)
+		if (strcmp(o->co_key, co->co_key) == 0) {
+			same++;
+			old = o;
+		}
+	if (same > UP_POOL_PER_KEY)
+		up_conn_close(old);
+	else if (up->up_nidle > UP_POOL_MAX)
+		up_conn_close(TAILQ_LAST(&up->up_idle, up_idleq));
+}
+
+/*
+ * An idle connection has bytes or an end to show: a TLS session ticket
+ * keeps it; anything else, or the end, closes it.  0 when it is kept.
+ */
+static int
+up_conn_idle_read(struct up_conn *co)
+{
+	uint8_t	*p;
+	size_t	 n;
+	int	 closed;
+
+	n = up_conn_plain(co, &p, &closed);
+	if (n > 0 || closed || co->co_tls_err || co->co_eof ||
+	    (co->co_out.ub_len > 0 && up_conn_flush(co) == -1)) {
+		up_conn_close(co);
+		return -1;
+	}
+	up_conn_keep_window(co);
+	return 0;
+}
+
+/* One recv() into the window: >0 bytes, 0 at the end, -1 with errno. */
+static ssize_t
+up_conn_recv(struct up_conn *co)
+{
+	ssize_t	 n;
+
+	do
+		n = recv(co->co_fd, co->co_up->up_rbuf, UP_RECV_BUF,
+		    MSG_DONTWAIT);
+	while (n == -1 && errno == EINTR);
+	if (n > 0) {
+		co->co_win = co->co_up->up_rbuf;
+		co->co_winlen = (size_t)n;
+	} else if (n == 0)
+		co->co_eof = 1;
+	return n;
+}
+
+/* Take an idle connection for key: the newest that is still open. */
+static struct up_conn *
+up_pool_take(struct upstream *up, const char *key)
+{
+	struct up_conn	*co, *next;
+	uint64_t	 now = now_ms();
+	ssize_t		 n;
+	uint8_t		 b;
+
+	for (co = TAILQ_FIRST(&up->up_idle); co != NULL; co = next) {
+		next = TAILQ_NEXT(co, co_idle_entry);
+		if (strcmp(co->co_key, key) != 0)
+			continue;
+		if (now - co->co_idle_ms > UP_POOL_IDLE_MS) {
+			up_conn_close(co);
+			continue;
+		}
+		/* A close the loop has not been told of yet: the request
+		 * would be lost, and never sent again. */
+		do
+			n = recv(co->co_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+		while (n == -1 && errno == EINTR);
+		if (n > 0) {
+			/* A session ticket keeps it; anything else not. */
+			if (up_conn_recv(co) <= 0) {
+				up_conn_close(co);
+				continue;
+			}
+			if (up_conn_idle_read(co) == -1)
+				continue;
+		} else if (n == 0 || (errno != EAGAIN &&
+		    errno != EWOULDBLOCK)) {
+			up_conn_close(co);
+			continue;
+		}
+		up_conn_unlink_idle(co);
+		return co;
+	}
+	return NULL;
+}
+
+/*
+ * The answer.
+ */
+
+/* The whole answer is in; junk: bytes came after it. */
+static void
+up_call_done(struct up_call *c, int junk)
+{
+	struct up_conn	*co = c->uc_conn;
+	int		 reuse;
+
+	c->uc_done = 1;
+	reuse = c->uc_resp.rs_keep_alive && !junk && c->uc_sent &&
+	    co != NULL && co->co_out.ub_len == 0;
+	if (co != NULL) {
+		c->uc_conn = NULL;
+		up_conn_release(co, reuse);
+	}
+	up_call_end(c, UP_OK, "ok");
+}
+
+/*
+ * Hand over the answer bytes in p (moved about in place).  -1 when the
+ * call ended (it and its connection may be gone); 0 when every byte was
+ * taken, the call paused or cancelled or not.
+ */
+static int
+up_call_answer(struct up_call *c, uint8_t *p, size_t n)
+{
+	enum resp_status	 st;
+	size_t			 pos = 0, used, body;
+	int			 rv;
+
+	for (;;) {
+		st = resp_feed(&c->uc_resp, p + pos, n - pos, &used, &body);
+		if (st == RESP_ERROR) {
+			up_call_end(c, UP_PROTOCOL, c->uc_resp.rs_err);
+			return -1;
+		}
+		if (body > 0) {
+			if (c->uc_max_body > 0 &&
+			    body > c->uc_max_body - c->uc_received) {
+				up_call_end(c, UP_TOO_LARGE,
+				    "response body over the limit");
+				return -1;
+			}
+			c->uc_received += body;
+			rv = up_cb_data(c, p + pos, body);
+			if (c->uc_cancelled)
+				return 0;
+			if (rv == UP_PAUSE) {
+				/* Resumed inside on_data: not paused. */
+				if (!c->uc_resume)
+					c->uc_paused = 1;
+				c->uc_resume = 0;
+			} else if (rv != 0) {
+				up_call_end(c, UP_ABORTED, "refused by on_data");
+				return -1;
+			}
+		}
+		pos += used;
+		if (st == RESP_DONE) {
+			up_call_done(c, pos < n);
+			return -1;
+		}
+		if (st != RESP_HEAD)
+			return 0;
+		/* Refused before any body byte, and before the head. */
+		if (c->uc_resp.rs_has_length && c->uc_max_body > 0 &&
+		    c->uc_resp.rs_length > c->uc_max_body) {
+			up_call_end(c, UP_TOO_LARGE,
+			    "response body over the limit");
+			return -1;
+		}
+		rv = up_cb_head(c);
+		if (c->uc_cancelled)
+			return 0;
+		if (rv != 0) {
+			up_call_end(c, UP_ABORTED, "refused by on_head");
+			return -1;
+		}
+		/* The rest, even none: an answer without a body ends here. */
+	}
+}
+
+static void
+up_call_eof(struct up_call *c)
+{
+	if (resp_eof(&c->uc_resp) == RESP_DONE) {
+		up_call_done(c, 0);
+		return;
+	}
+	up_call_end(c, UP_PROTOCOL, c->uc_resp.rs_err);
+}
+
+/*
+ * Read what has arrived for the connection's call, and hand it on.  1 while
+ * the call goes on reading; 0 when it ended (the call and the connection
+ * may be gone), paused or was cancelled.
+ */
+static int
+up_conn_pass(struct up_conn *co)
+{
+	struct up_call	*c = co->co_call;
+	uint8_t		*p;
+	size_t		 n;
+	int		 closed, err;
+
+	for (;;) {
+		if (c->uc_paused || c->uc_cancelled)
+			break;
+		n = up_conn_plain(co, &p, &closed);
+		if (co->co_out.ub_len > 0 && up_conn_flush(co) == -1) {
+			err = errno;
+			up_call_fail_io(c, UP_PROTOCOL, err, "send");
+			return 0;
+		}
+		if (n > 0) {
+			if (up_call_answer(c, p, n) == -1)
+				return 0;
+			/* The next round reuses up_pbuf: this one goes first. */
+			up_cb_flush(c);
+			continue;
+		}
+		if (closed) {
+			up_call_eof(c);
+			return 0;
+		}
+		if (co->co_tls_err) {
+			up_call_end(c, UP_PROTOCOL, up_ssl_error(c->uc_detail,
+			    sizeof(c->uc_detail)));
+			return 0;
+		}
+		break;
+	}
+	up_conn_keep_window(co);
+	if (c->uc_paused)
+		up_ev_del(co->co_rev, &co->co_rev_on);
+	up_cb_flush(c);
+	return !c->uc_paused && !c->uc_cancelled;
+}
+
+/*
+ * The request.
+ */
+
+/* Hand bytes to the connection: encrypted, or as they are.  -1 when TLS
+ * cannot take them. */
+static int
+up_conn_put(struct up_conn *co, const uint8_t *p, size_t n)
+{
+	size_t	 w;
+
+	if (co->co_ssl == NULL) {
+		up_buf_add(&co->co_out, p, n);
 		return 0;
 	}
-	if (what & CURL_POLL_IN)
-		events |= EV_READ;
-	if (what & CURL_POLL_OUT)
-		events |= EV_WRITE;
-	if (us == NULL) {
-		if ((us = calloc(1, sizeof(*us))) == NULL)
-			fatal("%s", __func__);
-		us->us_ev = event_new(up->up_base, fd, events, up_sock_event,
-		    up);
-		if (us->us_ev == NULL)
+	/* The BIO takes every byte, so one write takes them all. */
+	if (SSL_write_ex(co->co_ssl, p, n, &w) != 1 || w != n)
+		return -1;
+	return 0;
+}
+
+/* Send the request, as far as less than UP_OUT_HIGH waits. */
+static void
+up_call_send(struct up_call *c)
+{
+	struct up_conn	*co = c->uc_conn;
+	const uint8_t	*p;
+	size_t		 n;
+	int		 err;
+
+	for (;;) {
+		if (c->uc_sent || co->co_out.ub_len >= UP_OUT_HIGH) {
+			if (up_conn_flush(co) == -1) {
+				err = errno;
+				up_call_fail_io(c, UP_PROTOCOL, err, "send");
+				return;
+			}
+			/* Done, or the socket is full: its event goes on. */
+			if (c->uc_sent || co->co_out.ub_len > 0)
+				return;
+		}
+		if (c->uc_req_off < c->uc_req_len) {
+			p = c->uc_req + c->uc_req_off;
+			n = c->uc_req_len - c->uc_req_off;
+			c->uc_req_off += n;
+		} else if (c->uc_body_off < c->uc_body_len) {
+			p = c->uc_body + c->uc_body_off;
+			n = c->uc_body_len - c->uc_body_off;
+			if (n > UP_SLICE)
+				n = UP_SLICE;
+			c->uc_body_off += n;
+		} else {
+			c->uc_sent = 1;
+			continue;
+		}
+		if (up_conn_put(co, p, n) == -1) {
+			up_call_end(c, UP_PROTOCOL, up_ssl_error(c->uc_detail,
+			    sizeof(c->uc_detail)));
+			return;
+		}
+	}
+}
+
+/*
+ * Connecting.
+ */
+
+static void	up_conn_revent(evutil_socket_t, short, void *);
+static void	up_conn_wevent(evutil_socket_t, short, void *);
+
+static void
+up_call_timer_off(struct up_call *c)
+{
+	if (c->uc_timer != NULL && evtimer_del(c->uc_timer) == -1)
+		log_warnx("%s: evtimer_del", __func__);
+}
+
+/* The connection is ready for the call's request. */
+static void
+up_conn_open(struct up_conn *co)
+{
+	struct up_call	*c = co->co_call;
+
+	co->co_state = CO_OPEN;
+	up_call_timer_off(c);
+	up_call_send(c);
+}
+
+static void
+up_conn_handshake(struct up_conn *co)
+{
+	struct up_call	*c = co->co_call;
+	long		 v;
+	int		 r, e, err;
+
+	ERR_clear_error();
+	r = SSL_connect(co->co_ssl);
+	if (co->co_out.ub_len > 0 && up_conn_flush(co) == -1) {
+		err = errno;
+		up_call_fail_io(c, UP_TLS_FAILED, err, "send");
+		return;
+	}
+	if (r == 1) {
+		up_conn_keep_window(co);
+		up_conn_open(co);
+		return;
+	}
+	e = SSL_get_error(co->co_ssl, r);
+	if (e == SSL_ERROR_WANT_READ && !co->co_eof) {
+		up_conn_keep_window(co);
+		return;
+	}
+	if ((v = SSL_get_verify_result(co->co_ssl)) != X509_V_OK)
+		snprintf(c->uc_detail, sizeof(c->uc_detail),
+		    "certificate: %s", X509_verify_cert_error_string(v));
+	else if (co->co_eof)
+		snprintf(c->uc_detail, sizeof(c->uc_detail),
+		    "connection closed in the TLS handshake");
+	else
+		up_ssl_error(c->uc_detail, sizeof(c->uc_detail));
+	ERR_clear_error();
+	up_call_end(c, UP_TLS_FAILED, c->uc_detail);
+}
+
+/* TLS for the call's host: its name (SNI and certificate) or address. */
+static int
+up_conn_tls(struct up_conn *co, struct up_call *c)
+{
+	X509_VERIFY_PARAM	*param;
+	SSL_SESSION		*sess;
+	SSL_CTX			*ctx;
+	BIO			*b;
+
+	if ((ctx = up_ssl_ctx(co->co_up, c->uc_ca, c->uc_detail,
+	    sizeof(c->uc_detail))) == NULL)
+		return -1;
+	if ((co->co_ssl = SSL_new(ctx)) == NULL ||
+	    (b = BIO_new(up_bio_method)) == NULL) {
+		up_ssl_error(c->uc_detail, sizeof(c->uc_detail));
+		return -1;
+	}
+	BIO_set_data(b, co);
+	SSL_set_bio(co->co_ssl, b, b);
+	param = SSL_get0_param(co->co_ssl);
+	X509_VERIFY_PARAM_set_hostflags(param,
+	    X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+	if (SSL_set_ex_data(co->co_ssl, up_ssl_index, co) != 1 ||
+	    (c->uc_numeric ? X509_VERIFY_PARAM_set1_ip_asc(param,
+	    c->uc_host) != 1 :
+	    (SSL_set_tlsext_host_name(co->co_ssl, c->uc_host) != 1 ||
+	    SSL_set1_host(co->co_ssl, c->uc_host) != 1))) {
+		up_ssl_error(c->uc_detail, sizeof(c->uc_detail));
+		return -1;
+	}
+	if (co->co_key != NULL &&
+	    (sess = up_session_find(co->co_up, co->co_key)) != NULL &&
+	    SSL_set_session(co->co_ssl, sess) != 1)
+		ERR_clear_error();
+	SSL_set_connect_state(co->co_ssl);
+	co->co_state = CO_HANDSHAKE;
+	return 0;
+}
+
+/* TCP is up (or failed): on to TLS, or to the next address. */
+static void
+up_conn_connected(struct up_conn *co)
+{
+	struct up_call	*c = co->co_call;
+	socklen_t	 len = sizeof(int);
+	int		 err = 0;
+
+	if (getsockopt(co->co_fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
+		err = errno;
+	if (err != 0) {
+		c->uc_os_errno = err;
+		up_conn_close(co);
+		c->uc_ai++;
+		up_call_connect(c);
+		return;
+	}
+	up_ev_del(co->co_wev, &co->co_wev_on);
+	up_ev_add(co->co_rev, &co->co_rev_on);
+	if (!c->uc_tls) {
+		up_conn_open(co);
+		return;
+	}
+	if (up_conn_tls(co, c) == -1) {
+		up_call_end(c, UP_TLS_FAILED, c->uc_detail);
+		return;
+	}
+	up_conn_handshake(co);
+}
+
+static void
+up_sockopt(int fd, int level, int name, int value)
+{
+	if (setsockopt(fd, level, name, &value, sizeof(value)) == -1)
+		log_warn("%s: setsockopt %d/%d", __func__, level, name);
+}
+
+/* Start a connection to the call's current address; -1 with errno. */
+static int
+up_conn_new(struct up_call *c)
+{
+	struct upstream		*up = c->uc_up;
+	struct sockaddr_storage	*ss = &c->uc_addr[c->uc_ai];
+	struct up_conn		*co;
+	int			 fd, rc;
+
+	if ((fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK |
+	    SOCK_CLOEXEC, IPPROTO_TCP)) == -1)
+		return -1;
+	/* Small requests go at once; a dead peer is found in minutes. */
+	up_sockopt(fd, IPPROTO_TCP, TCP_NODELAY, 1);
+	up_sockopt(fd, SOL_SOCKET, SO_KEEPALIVE, 1);
+	up_sockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, UP_KEEPALIVE_IDLE_S);
+	up_sockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, UP_KEEPALIVE_INTVL_S);
+	do
+		rc = connect(fd, (struct sockaddr *)ss, c->uc_addrlen[c->uc_ai]);
+	while (rc == -1 && errno == EINTR);
+	if (rc == -1 && errno != EINPROGRESS) {
+		rc = errno;
+		(void)close(fd);
+		errno = rc;
+		return -1;
+	}
+	if ((co = calloc(1, sizeof(*co))) == NULL)
+		fatal("%s", __func__);
+	co->co_up = up;
+	co->co_fd = fd;
+	co->co_state = CO_CONNECTING;
+	co->co_key = c->uc_key != NULL ? up_strdup(c->uc_key) : NULL;
+	if ((co->co_rev = event_new(up->up_base, fd, EV_READ | EV_PERSIST,
+	    up_conn_revent, co)) == NULL ||
+	    (co->co_wev = event_new(up->up_base, fd, EV_WRITE | EV_PERSIST,
+	    up_conn_wevent, co)) == NULL)
+		fatalx("%s: event_new", __func__);
+	TAILQ_INSERT_TAIL(&up->up_conns, co, co_entry);
+	co->co_call = c;
+	c->uc_conn = co;
+	/* connect() says when it is done by making the socket writable. */
+	up_ev_add(co->co_wev, &co->co_wev_on);
+	return 0;
+}
+
+/* Try the addresses from uc_ai on. */
+static void
+up_call_connect(struct up_call *c)
+{
+	char	 what[128];
+
+	for (; c->uc_ai < c->uc_naddr; c->uc_ai++) {
+		if (up_conn_new(c) == 0)
+			return;
+		c->uc_os_errno = errno;
+	}
+	snprintf(what, sizeof(what), "connect to %s port %u", c->uc_host,
+	    c->uc_port);
+	up_call_fail_io(c, UP_CONNECT_FAILED, c->uc_os_errno, what);
+}
+
+static void
+up_call_timeout(evutil_socket_t fd, short events, void *arg)
+{
+	struct up_call	*c = arg;
+	struct upstream	*up = c->uc_up;
+
+	c->uc_os_errno = ETIMEDOUT;
+	snprintf(c->uc_detail, sizeof(c->uc_detail),
+	    "no connection within %ld ms", c->uc_connect_ms);
+	up_call_end(c, UP_TIMEOUT, c->uc_detail);
+	up_settle(up);
+}
+
+/*
+ * The connection's events.
+ */
+
+static void
+up_conn_readable(struct up_conn *co)
+{
+	struct up_call	*c;
+	ssize_t		 n;
+	int		 i, err;
+
+	for (i = 0; i < UP_READS_IN_A_ROW; i++) {
+		if ((n = up_conn_recv(co)) == -1) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return;
+			err = errno;
+			if ((c = co->co_call) == NULL)
+				up_conn_close(co);
+			else
+				up_call_fail_io(c, co->co_state == CO_OPEN ?
+				    UP_PROTOCOL : UP_TLS_FAILED, err, "recv");
+			return;
+		}
+		if (co->co_call == NULL) {
+			(void)up_conn_idle_read(co);
+			return;
+		}
+		if (co->co_state == CO_HANDSHAKE) {
+			up_conn_handshake(co);
+			return;
+		}
+		if (co->co_state != CO_OPEN) {
+			/* Bytes before connect() said it was done. */
+			up_conn_keep_window(co);
+			return;
+		}
+		if (!up_conn_pass(co) || n < UP_RECV_BUF)
+			return;
+	}
+}
+
+static void
+up_conn_writable(struct up_conn *co)
+{
+	struct up_call	*c = co->co_call;
+	int		 err;
+
+	if (co->co_state == CO_CONNECTING) {
+		up_conn_connected(co);
+		return;
+	}
+	if (up_conn_flush(co) == -1) {
+		err = errno;
+		if (c == NULL)
+			up_conn_close(co);
+		else
+			up_call_fail_io(c, co->co_state == CO_OPEN ?
+			    UP_PROTOCOL : UP_TLS_FAILED, err, "send");
+		return;
+	}
+	if (c != NULL && co->co_state == CO_OPEN && !c->uc_sent &&
+	    co->co_out.ub_len == 0)
+		up_call_send(c);
+}
+
+static void
+up_conn_revent(evutil_socket_t fd, short events, void *arg)
+{
+	struct up_conn	*co = arg;
+	struct upstream	*up = co->co_up;
+
+	up_conn_readable(co);
+	up_settle(up);
+}
+
+static void
+up_conn_wevent(evutil_socket_t fd, short events, void *arg)
+{
+	struct up_conn	*co = arg;
+	struct upstream	*up = co->co_up;
+
+	up_conn_writable(co);
+	up_settle(up);
+}
+
+/*
+ * Names.
+ */
+
+static void
+up_resolve_free(struct up_resolve *rs)
+{
+	if (rs->rs_res != NULL)
+		freeaddrinfo(rs->rs_res);
+	pthread_mutex_destroy(&rs->rs_lock);
+	free(rs->rs_host);
+	free(rs);
+}
+
+/* getaddrinfo(3) off the loop; the answer goes back as a pointer written
+ * to the pipe, unless the upstream was freed meanwhile. */
+static void *
+up_resolve_thread(void *arg)
+{
+	struct up_resolve	*rs = arg;
+	struct addrinfo		 hints;
+	ssize_t			 n;
+	int			 abandoned;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_ADDRCONFIG;
+	rs->rs_gai = getaddrinfo(rs->rs_host, NULL, &hints, &rs->rs_res);
+	pthread_mutex_lock(&rs->rs_lock);
+	if (!(abandoned = rs->rs_abandoned)) {
+		do
+			n = write(rs->rs_wfd, &rs, sizeof(rs));
+		while (n == -1 && errno == EINTR);
+		/* XXX cannot fail while the read end is open: if it did, the
+		 * waiting calls would run out of time and this would leak. */
+		if (n == (ssize_t)sizeof(rs))
+			rs->rs_written = 1;
+		else
+			log_warn("%s: write", __func__);
+	}
+	pthread_mutex_unlock(&rs->rs_lock);
+	if (abandoned)
+		up_resolve_free(rs);
+	return NULL;
+}
+
+static int
+up_dns_find(struct upstream *up, struct up_call *c)
+{
+	struct up_dns	*dn;
+	uint64_t	 now = now_ms();
+	size_t		 i;
+
+	for (i = 0; i < UP_DNS_CACHE; i++) {
+		dn = &up->up_dns[i];
+		if (dn->dn_host == NULL || strcmp(dn->dn_host, c->uc_host) != 0)
+			continue;
+		if (now >= dn->dn_until)
+			return 0;
+		memcpy(c->uc_addr, dn->dn_addr, sizeof(c->uc_addr));
+		memcpy(c->uc_addrlen, dn->dn_addrlen, sizeof(c->uc_addrlen));
+		c->uc_naddr = dn->dn_naddr;
+		return 1;
+	}
+	return 0;
+}
+
+static void
+up_dns_put(struct upstream *up, const struct up_call *c)
+{
+	struct up_dns	*dn, *slot = NULL;
+	size_t		 i;
+
+	for (i = 0; i < UP_DNS_CACHE; i++) {
+		dn = &up->up_dns[i];
+		if (dn->dn_host != NULL && strcmp(dn->dn_host, c->uc_host) == 0) {
+			slot = dn;
+			break;
+		}
+		if (slot == NULL || slot->dn_until > dn->dn_until)
+			slot = dn;
+	}
+	if (slot->dn_host == NULL || strcmp(slot->dn_host, c->uc_host) != 0) {
+		free(slot->dn_host);
+		slot->dn_host = up_strdup(c->uc_host);
+	}
+	memcpy(slot->dn_addr, c->uc_addr, sizeof(slot->dn_addr));
+	memcpy(slot->dn_addrlen, c->uc_addrlen, sizeof(slot->dn_addrlen));
+	slot->dn_naddr = c->uc_naddr;
+	slot->dn_until = now_ms() + UP_DNS_TTL_MS;
+}
+
+/* The call's port into each address. */
+static void
+up_call_ports(struct up_call *c)
+{
+	size_t	 i;
+
+	for (i = 0; i < c->uc_naddr; i++)
+		if (c->uc_addr[i].ss_family == AF_INET)
+			((struct sockaddr_in *)(void *)&c->uc_addr[i])->sin_port =
+			    htons(c->uc_port);
+		else
+			((struct sockaddr_in6 *)(void *)
+			    &c->uc_addr[i])->sin6_port = htons(c->uc_port);
+}
+
+static void
+up_resolve_done(struct upstream *up, struct up_resolve *rs)
+{
+	struct up_call	*c, tmp;
+	struct addrinfo	*ai;
+	char		 what[256];
+
+	/* The thread wrote the pointer holding the lock: once it is ours
+	 * again, the thread is done with rs. */
+	pthread_mutex_lock(&rs->rs_lock);
+	pthread_mutex_unlock(&rs->rs_lock);
+	TAILQ_REMOVE(&up->up_resolving, rs, rs_entry);
+	memset(&tmp, 0, sizeof(tmp));
+	tmp.uc_host = rs->rs_host;
+	for (ai = rs->rs_gai == 0 ? rs->rs_res : NULL;
+	    ai != NULL && tmp.uc_naddr < UP_ADDRS_MAX; ai = ai->ai_next) {
+		if ((ai->ai_family != AF_INET && ai->ai_family != AF_INET6) ||
+		    ai->ai_addrlen > sizeof(tmp.uc_addr[0]))
+			continue;
+		memcpy(&tmp.uc_addr[tmp.uc_naddr], ai->ai_addr,
+		    ai->ai_addrlen);
+		tmp.uc_addrlen[tmp.uc_naddr++] = ai->ai_addrlen;
+	}
+	if (tmp.uc_naddr > 0)
+		up_dns_put(up, &tmp);
+	snprintf(what, sizeof(what), "cannot resolve %s: %s", rs->rs_host,
+	    rs->rs_gai != 0 ? gai_strerror(rs->rs_gai) : "no address");
+	/* Each waiting call leaves the list first: one that ends may cancel
+	 * another, which then must not start. */
+	while ((c = TAILQ_FIRST(&rs->rs_waiting)) != NULL) {
+		TAILQ_REMOVE(&rs->rs_waiting, c, uc_wait_entry);
+		c->uc_res = NULL;
+		if (c->uc_cancelled)
+			continue;
+		if (tmp.uc_naddr == 0) {
+			snprintf(c->uc_detail, sizeof(c->uc_detail), "%s", what);
+			up_call_end(c, UP_CONNECT_FAILED, c->uc_detail);
+			continue;
+		}
+		memcpy(c->uc_addr, tmp.uc_addr, sizeof(c->uc_addr));
+		memcpy(c->uc_addrlen, tmp.uc_addrlen, sizeof(c->uc_addrlen));
+		c->uc_naddr = tmp.uc_naddr;
+		up_call_ports(c);
+		up_call_connect(c);
+	}
+	up_resolve_free(rs);
+}
+
+static void
+up_resolve_event(evutil_socket_t fd, short events, void *arg)
+{
+	struct upstream		*up = arg;
+	struct up_resolve	*rs;
+	ssize_t			 n;
+
+	/* One answer per wake-up: the event stays ready while more wait. */
+	do
+		n = read(up->up_pipe[0], &rs, sizeof(rs));
+	while (n == -1 && errno == EINTR);
+	if (n == (ssize_t)sizeof(rs))
+		up_resolve_done(up, rs);
+	else if (n == -1 && errno != EAGAIN)
+		log_warn("%s: read", __func__);
+	if (TAILQ_EMPTY(&up->up_resolving) && event_del(up->up_pipe_ev) == -1)
+		log_warnx("%s: event_del", __func__);
+	up_settle(up);
+}
+
+static void
+up_resolve_start(struct up_call *c)
+{
+	struct upstream		*up = c->uc_up;
+	struct up_resolve	*rs;
+	pthread_attr_t		 attr;
+	pthread_t		 t;
+	int			 fl, rc;
+
+	TAILQ_FOREACH(rs, &up->up_resolving, rs_entry)
+		if (strcmp(rs->rs_host, c->uc_host) == 0)
+			goto wait;
+	if (up->up_pipe[0] == -1) {
+		if (pipe2(up->up_pipe, O_CLOEXEC) == -1 ||
+		    (fl = fcntl(up->up_pipe[0], F_GETFL)) == -1 ||
+		    fcntl(up->up_pipe[0], F_SETFL, fl | O_NONBLOCK) == -1) {
+			up_call_fail_io(c, UP_CONNECT_FAILED, errno,
+			    "resolver pipe");
+			return;
+		}
+		if ((up->up_pipe_ev = event_new(up->up_base, up->up_pipe[0],
+		    EV_READ | EV_PERSIST, up_resolve_event, up)) == NULL)
 			fatalx("%s: event_new", __func__);
-		TAILQ_INSERT_TAIL(&up->up_socks, us, us_entry);
-		if (curl_multi_assign(up->up_multi, fd, us) != CURLM_OK)
-			fatalx("%s: curl_multi_assign", __func__);
-	} else if (us->us_events != events) {
-		event_del(us->us_ev);
-		if (event_assign(us->us_ev, up->up_base, fd, events,
-		    up_sock_event, up) == -1)
-			fatalx("%s: event_assign", __func__);
-	} else
-		return 0;
-	us->us_events = events;
-	if (event_add(us->us_ev, NULL) == -1)
-		fatalx("%s: event_add", __func__);
-	return 0;
-}
-
-static int
-up_timer_cb(CURLM *multi, long timeout_ms, void *arg)
-{
-	struct upstream	*up = arg;
-	struct timeval	 tv;
-
-	if (timeout_ms < 0) {
-		event_del(up->up_timer);
-		return 0;
 	}
-	tv.tv_sec = timeout_ms / 1000;
-	tv.tv_usec = (timeout_ms % 1000) * 1000;
-	if (event_add(up->up_timer, &tv) == -1)
+	if ((rs = calloc(1, sizeof(*rs))) == NULL)
+		fatal("%s", __func__);
+	if (pthread_mutex_init(&rs->rs_lock, NULL) != 0)
+		fatalx("%s: pthread_mutex_init", __func__);
+	rs->rs_host = up_strdup(c->uc_host);
+	rs->rs_wfd = up->up_pipe[1];
+	TAILQ_INIT(&rs->rs_waiting);
+	if ((rc = pthread_attr_init(&attr)) != 0 ||
+	    (rc = pthread_attr_setdetachstate(&attr,
+	    PTHREAD_CREATE_DETACHED)) != 0 ||
+	    (rc = pthread_attr_setstacksize(&attr, UP_RESOLVE_STACK)) != 0 ||
+	    (rc = pthread_create(&t, &attr, up_resolve_thread, rs)) != 0) {
+		up_resolve_free(rs);
+		up_call_fail_io(c, UP_CONNECT_FAILED, rc, "resolver thread");
+		return;
+	}
+	pthread_attr_destroy(&attr);
+	if (TAILQ_EMPTY(&up->up_resolving) &&
+	    event_add(up->up_pipe_ev, NULL) == -1)
 		fatalx("%s: event_add", __func__);
-	return 0;
+	TAILQ_INSERT_TAIL(&up->up_resolving, rs, rs_entry);
+ wait:
+	TAILQ_INSERT_TAIL(&rs->rs_waiting, c, uc_wait_entry);
+	c->uc_res = rs;
 }
 
 /*
@@ -313,368 +1597,117 @@ up_call_free(struct up_call *c)
 {
 	struct upstream	*up = c->uc_up;
 
-	if (up->up_depth > 0)
-		fatalx("%s: inside libcurl", __func__);
 	if (c->uc_queued)
 		TAILQ_REMOVE(&up->up_work, c, uc_work_entry);
-	if (c->uc_added)
-		curl_multi_remove_handle(up->up_multi, c->uc_easy);
-	curl_easy_cleanup(c->uc_easy);
-	curl_slist_free_all(c->uc_req_hdrs);
-	curl_slist_free_all(c->uc_connect_to);
-	free(c->uc_hbuf);
+	if (c->uc_res != NULL)
+		TAILQ_REMOVE(&c->uc_res->rs_waiting, c, uc_wait_entry);
+	/* A connection still attached is in the middle of this call. */
+	if (c->uc_conn != NULL)
+		up_conn_close(c->uc_conn);
+	if (c->uc_timer != NULL)
+		event_free(c->uc_timer);
+	resp_free(&c->uc_resp);
 	TAILQ_REMOVE(&up->up_calls, c, uc_entry);
+	free(c->uc_host);
+	free(c->uc_key);
+	free(c->uc_ca);
+	free(c->uc_req);
 	free(c);
 }
 
-/* The transfer is over for libcurl: tell the caller, once, and forget. */
+/* The call is over: tell the caller, once, unless it cancelled, and
+ * forget it. */
 static void
-up_call_done(struct up_call *c, CURLcode code)
+up_call_end(struct up_call *c, enum up_result r, const char *detail)
 {
 	struct upstream	*up = c->uc_up;
-	enum up_result	 res;
-	const char	*detail;
-	long		 os_errno = 0;
 
-	if (curl_easy_getinfo(c->uc_easy, CURLINFO_OS_ERRNO, &os_errno) ==
-	    CURLE_OK)
-		c->uc_os_errno = (int)os_errno;
-	if (c->uc_fail != UP_OK) {
-		res = c->uc_fail;
-		detail = c->uc_fail_detail;
-	} else if (code != CURLE_OK) {
-		res = up_result_from_curl(code);
-		detail = c->uc_errbuf[0] != '\0' ? c->uc_errbuf :
-		    curl_easy_strerror(code);
-	} else if (!c->uc_head_done) {
-		res = UP_PROTOCOL;
-		detail = "no response header";
-	} else {
-		res = UP_OK;
-		detail = "ok";
-	}
-	if (c->uc_added) {
-		curl_multi_remove_handle(up->up_multi, c->uc_easy);
-		c->uc_added = 0;
-	}
+	if (up->up_depth > 0)
+		fatalx("%s: inside a callback", __func__);
+	if (c->uc_ending)
+		return;
+	c->uc_ending = 1;
+	up_call_timer_off(c);
 	if (!c->uc_cancelled) {
-		c->uc_ending = 1;
-		c->uc_cb.on_end(c, res, detail, c->uc_arg);
+		up->up_depth++;
+		c->uc_cb.on_end(c, r, detail != NULL && detail[0] != '\0' ?
+		    detail : up_result_to_string(r), c->uc_arg);
+		up->up_depth--;
 	}
 	up_call_free(c);
 }
 
 static void
-up_call_add(struct up_call *c)
+up_call_start(struct up_call *c)
 {
-	CURLMcode	 rc;
+	struct upstream	*up = c->uc_up;
+	struct up_conn	*co;
+	struct timeval	 tv;
 
-	if ((rc = curl_multi_add_handle(c->uc_up->up_multi, c->uc_easy)) !=
-	    CURLM_OK) {
-		c->uc_fail = UP_OTHER;
-		c->uc_fail_detail = curl_multi_strerror(rc);
-		up_call_done(c, CURLE_OK);
+	if (c->uc_fail != UP_OK) {
+		up_call_end(c, c->uc_fail, c->uc_fail_detail);
 		return;
 	}
-	c->uc_added = 1;
+	if (c->uc_key != NULL && (co = up_pool_take(up, c->uc_key)) != NULL) {
+		co->co_call = c;
+		c->uc_conn = co;
+		up_call_send(c);
+		return;
+	}
+	if ((c->uc_timer = evtimer_new(up->up_base, up_call_timeout, c)) ==
+	    NULL)
+		fatalx("%s: evtimer_new", __func__);
+	tv.tv_sec = c->uc_connect_ms / 1000;
+	tv.tv_usec = (c->uc_connect_ms % 1000) * 1000;
+	if (evtimer_add(c->uc_timer, &tv) == -1)
+		fatalx("%s: evtimer_add", __func__);
+	if (c->uc_naddr > 0 || up_dns_find(up, c)) {
+		up_call_ports(c);
+		up_call_connect(c);
+		return;
+	}
+	up_resolve_start(c);
 }
 
 static void
 up_call_unpause(struct up_call *c)
 {
-	struct upstream	*up = c->uc_up;
-	CURLcode	 code;
+	struct up_conn	*co = c->uc_conn;
 
 	c->uc_resume = 0;
-	if (!c->uc_paused)
+	if (!c->uc_paused || co == NULL)
 		return;
 	c->uc_paused = 0;
-	/* Held bytes reach on_data from in here. */
-	up->up_depth++;
-	code = curl_easy_pause(c->uc_easy, CURLPAUSE_CONT);
-	up->up_depth--;
-	if (c->uc_cancelled)
-		return;		/* queued, up_settle frees it */
-	/* A failure while handing held bytes over does not end the transfer
-	 * inside libcurl; end it here. */
-	if (code != CURLE_OK || c->uc_fail != UP_OK)
-		up_call_done(c, code);
+	/* What was read before the pause comes first. */
+	if (up_conn_pass(co))
+		up_ev_add(co->co_rev, &co->co_rev_on);
 }
 
 static void
 up_settle(struct upstream *up)
 {
 	struct up_call	*c;
-	CURLMsg		*msg;
-	CURLcode	 code;
-	char		*priv;
-	int		 left;
 
 	if (up->up_settling)
 		return;
 	up->up_settling = 1;
-	for (;;) {
-		if ((msg = curl_multi_info_read(up->up_multi, &left)) != NULL) {
-			if (msg->msg != CURLMSG_DONE)
-				continue;
-			code = msg->data.result;
-			if (curl_easy_getinfo(msg->easy_handle,
-			    CURLINFO_PRIVATE, &priv) != CURLE_OK ||
-			    priv == NULL)
-				fatalx("%s: transfer without a call", __func__);
-			up_call_done((struct up_call *)(void *)priv, code);
-			continue;
-		}
-		if ((c = TAILQ_FIRST(&up->up_work)) == NULL)
-			break;
+	while ((c = TAILQ_FIRST(&up->up_work)) != NULL) {
 		TAILQ_REMOVE(&up->up_work, c, uc_work_entry);
 		c->uc_queued = 0;
 		if (c->uc_cancelled)
 			up_call_free(c);
-		else if (!c->uc_added)
-			up_call_add(c);
-		else if (c->uc_resume)
+		else if (!c->uc_started) {
+			c->uc_started = 1;
+			up_call_start(c);
+		} else if (c->uc_resume)
 			up_call_unpause(c);
 	}
 	up->up_settling = 0;
 }
 
-/* Stop the transfer from inside a libcurl callback; libcurl then ends it
- * with an error that uc_fail overrides. */
-static size_t
-up_fail(struct up_call *c, enum up_result res, const char *detail)
-{
-	if (c->uc_fail == UP_OK) {
-		c->uc_fail = res;
-		c->uc_fail_detail = detail;
-	}
-	return 0;
-}
-
-/* "HTTP/1.1 200 OK": the version, one or more spaces, three digits. */
-static int
-up_status_line(struct up_call *c, const char *s, size_t n)
-{
-	size_t	 i = 5;
-
-	if (n < 5 || memcmp(s, "HTTP/", 5) != 0)
-		return -1;
-	while (i < n && s[i] != ' ')
-		i++;
-	while (i < n && s[i] == ' ')
-		i++;
-	if (n - i < 3 || (n - i > 3 && s[i + 3] != ' '))
-		return -1;
-	if (s[i] < '1' || s[i] > '9' || s[i + 1] < '0' || s[i + 1] > '9' ||
-	    s[i + 2] < '0' || s[i + 2] > '9')
-		return -1;
-	c->uc_status = (s[i] - '0') * 100 + (s[i + 1] - '0') * 10 +
-	    (s[i + 2] - '0');
-	c->uc_hlen = 0;
-	c->uc_nhdrs = 0;
-	return 0;
-}
-
-static int
-up_is_space(char ch)
-{
-	return ch == ' ' || ch == '\t';
-}
-
-static void
-up_trim(const char **s, size_t *n)
-{
-	while (*n > 0 && up_is_space(**s)) {
-		(*s)++;
-		(*n)--;
-	}
-	while (*n > 0 && up_is_space((*s)[*n - 1]))
-		(*n)--;
-}
-
-/* Room for need more bytes of header block, within the limit. */
-static int
-up_hbuf_reserve(struct up_call *c, size_t need)
-{
-	size_t	 cap;
-	char	*p;
-
-	if (need > UP_RESP_HDR_BYTES_MAX - c->uc_hlen)
-		return -1;
-	if (c->uc_hlen + need <= c->uc_hcap)
-		return 0;
-	cap = c->uc_hcap == 0 ? UP_HBUF_INITIAL : c->uc_hcap;
-	while (cap < c->uc_hlen + need)
-		cap *= 2;
-	if (cap > UP_RESP_HDR_BYTES_MAX)
-		cap = UP_RESP_HDR_BYTES_MAX;
-	if ((p = realloc(c->uc_hbuf, cap)) == NULL)
-		fatal("%s", __func__);
-	c->uc_hbuf = p;
-	c->uc_hcap = cap;
-	return 0;
-}
-
-static size_t
-up_header_line(struct up_call *c, const char *s, size_t n)
-{
-	const char	*colon, *v;
-	size_t		 i, namelen, vlen;
-	char		*d;
-
-	if (memchr(s, '\0', n) != NULL)
-		return up_fail(c, UP_PROTOCOL, "NUL in a response header");
-	if (up_is_space(s[0])) {
-		/* obs-fold: joins the previous value, stored last. */
-		if (c->uc_nhdrs == 0)
-			return up_fail(c, UP_PROTOCOL,
-			    "response header block starts folded");
-		v = s;
-		vlen = n;
-		up_trim(&v, &vlen);
-		if (up_hbuf_reserve(c, vlen + 1) == -1)
-			return up_fail(c, UP_PROTOCOL,
-			    "response headers too large");
-		if (vlen > 0) {
-			d = c->uc_hbuf + c->uc_hlen - 1;
-			/* No space after an empty value. */
-			if (c->uc_hoff[c->uc_nhdrs - 1].ho_value !=
-			    c->uc_hlen - 1) {
-				*d++ = ' ';
-				c->uc_hlen++;
-			}
-			memcpy(d, v, vlen);
-			d[vlen] = '\0';
-			c->uc_hlen += vlen;
-		}
-		return 1;
-	}
-	if ((colon = memchr(s, ':', n)) == NULL || colon == s)
-		return up_fail(c, UP_PROTOCOL, "malformed response header");
-	namelen = colon - s;
-	v = colon + 1;
-	vlen = n - namelen - 1;
-	up_trim(&v, &vlen);
-	if (c->uc_nhdrs == UP_RESP_HDRS_MAX ||
-	    up_hbuf_reserve(c, namelen + vlen + 2) == -1)
-		return up_fail(c, UP_PROTOCOL, "response headers too large");
-	c->uc_hoff[c->uc_nhdrs].ho_name = c->uc_hlen;
-	d = c->uc_hbuf + c->uc_hlen;
-	for (i = 0; i < namelen; i++)
-		d[i] = (s[i] >= 'A' && s[i] <= 'Z') ? s[i] - 'A' + 'a' : s[i];
-	d[namelen] = '\0';
-	c->uc_hoff[c->uc_nhdrs].ho_value = c->uc_hlen + namelen + 1;
-	memcpy(d + namelen + 1, v, vlen);
-	d[namelen + 1 + vlen] = '\0';
-	c->uc_hlen += namelen + vlen + 2;
-	c->uc_nhdrs++;
-	return 1;
-}
-
-static size_t
-up_deliver_head(struct up_call *c)
-{
-	struct up_hdr	 hdrs[UP_RESP_HDRS_MAX];
-	size_t		 i;
-	int		 rv = 0;
-
-	for (i = 0; i < c->uc_nhdrs; i++) {
-		hdrs[i].name = c->uc_hbuf + c->uc_hoff[i].ho_name;
-		hdrs[i].value = c->uc_hbuf + c->uc_hoff[i].ho_value;
-	}
-	if (c->uc_cb.on_head != NULL)
-		rv = c->uc_cb.on_head(c, c->uc_status, hdrs, c->uc_nhdrs,
-		    c->uc_arg);
-	free(c->uc_hbuf);
-	c->uc_hbuf = NULL;
-	c->uc_hlen = c->uc_hcap = c->uc_nhdrs = 0;
-	if (c->uc_cancelled)
-		return 0;
-	if (rv != 0)
-		return up_fail(c, UP_ABORTED, "refused by on_head");
-	return 1;
-}
-
-/* One line per call: the status line, header lines, then an empty line;
- * 1xx blocks other than 101 are dropped, and the trailers after the body
- * too. */
-static size_t
-up_header_cb(char *buf, size_t size, size_t nitems, void *arg)
-{
-	struct up_call	*c = arg;
-	size_t		 len = size * nitems, n = len;
-
-	if (c->uc_cancelled || c->uc_fail != UP_OK)
-		return 0;
-	if (c->uc_head_done)
-		return len;
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-		n--;
-	if (!c->uc_in_block) {
-		if (up_status_line(c, buf, n) == -1)
-			return up_fail(c, UP_PROTOCOL, "bad status line");
-		c->uc_in_block = 1;
-		return len;
-	}
-	if (n > 0)
-		return up_header_line(c, buf, n) == 0 ? 0 : len;
-	c->uc_in_block = 0;
-	/* Nothing here asks to switch protocols. */
-	if (c->uc_status == 101)
-		return up_fail(c, UP_PROTOCOL, "unexpected 101 answer");
-	if (c->uc_status < 200) {
-		c->uc_hlen = 0;
-		c->uc_nhdrs = 0;
-		return len;
-	}
-	c->uc_head_done = 1;
-	return up_deliver_head(c) == 0 ? 0 : len;
-}
-
-static size_t
-up_write_cb(char *buf, size_t size, size_t nmemb, void *arg)
-{
-	struct up_call	*c = arg;
-	size_t		 len = size * nmemb, off = 0, n;
-	int		 rv;
-
-	if (c->uc_cancelled || c->uc_fail != UP_OK)
-		return 0;
-	if (len == 0)
-		return 0;
-	if (!c->uc_head_done)
-		return up_fail(c, UP_PROTOCOL, "body before the header");
-	/* More held bytes: libcurl appends them to what it keeps. */
-	if (c->uc_paused)
-		return CURL_WRITEFUNC_PAUSE;
-	if (c->uc_skip > 0) {
-		off = c->uc_skip < len ? c->uc_skip : len;
-		c->uc_skip -= off;
-		if (off == len)
-			return len;
-	}
-	n = len - off;
-	if (c->uc_max_body > 0 && n > c->uc_max_body - c->uc_received)
-		return up_fail(c, UP_TOO_LARGE, "response body over the limit");
-	c->uc_received += n;
-	if (c->uc_cb.on_data == NULL)
-		return len;
-	c->uc_in_data = 1;
-	rv = c->uc_cb.on_data(c, buf + off, n, c->uc_arg);
-	c->uc_in_data = 0;
-	if (c->uc_cancelled)
-		return 0;
-	if (rv == UP_PAUSE) {
-		/* libcurl keeps this whole chunk, skipped part included. */
-		c->uc_paused = 1;
-		c->uc_skip = len;
-		return CURL_WRITEFUNC_PAUSE;
-	}
-	c->uc_resume = 0;
-	if (rv != 0)
-		return up_fail(c, UP_ABORTED, "refused by on_data");
-	return len;
-}
+/*
+ * Requests.
+ */
 
 static int
 up_is_tchar(unsigned char ch)
@@ -725,96 +1758,6 @@ up_pin_check(const struct sockaddr *sa, size_t len)
 	}
 }
 
-/* Whether libcurl is about to connect to exactly the pinned address. */
-static int
-up_pin_matches(const struct up_call *c, const struct sockaddr *sa,
-    size_t len)
-{
-	const struct sockaddr_in	*a4, *p4;
-	const struct sockaddr_in6	*a6, *p6;
-
-	if (sa->sa_family != c->uc_pin.ss_family)
-		return 0;
-	if (sa->sa_family == AF_INET && len >= sizeof(*a4)) {
-		a4 = (const struct sockaddr_in *)(const void *)sa;
-		p4 = (const struct sockaddr_in *)(const void *)&c->uc_pin;
-		return a4->sin_port == p4->sin_port &&
-		    a4->sin_addr.s_addr == p4->sin_addr.s_addr;
-	}
-	if (sa->sa_family == AF_INET6 && len >= sizeof(*a6)) {
-		a6 = (const struct sockaddr_in6 *)(const void *)sa;
-		p6 = (const struct sockaddr_in6 *)(const void *)&c->uc_pin;
-		return a6->sin6_port == p6->sin6_port &&
-		    a6->sin6_scope_id == p6->sin6_scope_id &&
-		    memcmp(&a6->sin6_addr, &p6->sin6_addr,
-		    sizeof(a6->sin6_addr)) == 0;
-	}
-	return 0;
-}
-
-/*
- * libcurl asks for every socket it connects: with a pinned address, only
- * that one is made, so neither a lookup nor a stale connect-to entry can
- * take the call elsewhere.
- */
-static curl_socket_t
-up_opensocket_cb(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
-{
-	struct up_call	*c = arg;
-	int		 fd;
-
-	if (purpose != CURLSOCKTYPE_IPCXN || a->socktype != SOCK_STREAM ||
-	    !up_pin_matches(c, &a->addr, a->addrlen)) {
-		up_fail(c, UP_OTHER, "connection to an address other than "
-		    "the pinned one refused");
-		return CURL_SOCKET_BAD;
-	}
-	fd = socket(a->family, a->socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-	    a->protocol);
-	return fd == -1 ? CURL_SOCKET_BAD : fd;
-}
-
-/* "::ADDR:PORT": any host and port of the URL goes to ADDR:PORT. */
-static int
-up_pin_setopts(struct up_call *c, const struct up_request *req)
-{
-	const struct sockaddr_in	*sin;
-	const struct sockaddr_in6	*sin6;
-	char				 addr[INET6_ADDRSTRLEN], line[96];
-	unsigned			 port;
-
-	memcpy(&c->uc_pin, req->connect_addr, req->connect_addr->sa_family ==
-	    AF_INET ? sizeof(*sin) : sizeof(*sin6));
-	c->uc_pin_len = req->connect_addr->sa_family == AF_INET ?
-	    sizeof(*sin) : sizeof(*sin6);
-	if (c->uc_pin.ss_family == AF_INET) {
-		sin = (const struct sockaddr_in *)(const void *)&c->uc_pin;
-		if (inet_ntop(AF_INET, &sin->sin_addr, addr, sizeof(addr)) ==
-		    NULL)
-			return -1;
-		port = ntohs(sin->sin_port);
-		snprintf(line, sizeof(line), "::%s:%u", addr, port);
-	} else {
-		sin6 = (const struct sockaddr_in6 *)(const void *)&c->uc_pin;
-		if (inet_ntop(AF_INET6, &sin6->sin6_addr, addr,
-		    sizeof(addr)) == NULL)
-			return -1;
-		port = ntohs(sin6->sin6_port);
-		snprintf(line, sizeof(line), "::[%s]:%u", addr, port);
-	}
-	if (up_slist_add(&c->uc_connect_to, line) == -1)
-		return -1;
-	if (curl_easy_setopt(c->uc_easy, CURLOPT_CONNECT_TO,
-	    c->uc_connect_to) != CURLE_OK ||
-	    curl_easy_setopt(c->uc_easy, CURLOPT_OPENSOCKETFUNCTION,
-	    up_opensocket_cb) != CURLE_OK ||
-	    curl_easy_setopt(c->uc_easy, CURLOPT_OPENSOCKETDATA, c) !=
-	    CURLE_OK ||
-	    curl_easy_setopt(c->uc_easy, CURLOPT_NOPROXY, "*") != CURLE_OK)
-		return -1;
-	return 0;
-}
-
 static int
 up_request_check(const struct up_request *req, const struct up_callbacks *cb)
 {
@@ -856,191 +1799,180 @@ up_request_check(const struct up_request *req, const struct up_callbacks *cb)
 }
 
 static int
-up_has_hdr(const struct up_request *req, const char *name)
+up_host_char(char ch)
 {
-	size_t	 i;
-
-	for (i = 0; i < req->nhdrs; i++)
-		if (strcasecmp(req->hdrs[i].name, name) == 0)
-			return 1;
-	return 0;
-}
-
-static int
-up_slist_add(struct curl_slist **list, const char *line)
-{
-	struct curl_slist	*l;
-
-	if ((l = curl_slist_append(*list, line)) == NULL)
-		return -1;
-	*list = l;
-	return 0;
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+	    (ch >= '0' && ch <= '9') || ch == '-' || ch == '.' || ch == '_';
 }
 
 /*
- * The caller's lines, then "Name:" for each header libcurl would add by
- * itself, which suppresses it ("Name;" is how libcurl sends an empty value).
- * The caller may not send Expect, so libcurl never waits for a 100.
+ * "http[s]://host[:port][/path][?query][#fragment]": the host (an IPv6
+ * address without its brackets), the port and the request target; the
+ * fragment is dropped.  NULL, or why the URL is refused.
  */
-static int
-up_build_hdrs(struct up_call *c, const struct up_request *req)
+static const char *
+up_url_parse(struct up_call *c, const char *url, char **target)
 {
-	char	*line;
-	size_t	 i;
-	int	 rv;
+	const char	*p, *a, *e, *h, *t;
+	struct in6_addr	 a6;
+	struct in_addr	 a4;
+	size_t		 hlen, tlen;
+	unsigned long	 port;
+	char		*end;
 
-	for (i = 0; i < req->nhdrs; i++) {
-		if (req->hdrs[i].value[0] == '\0')
-			rv = asprintf(&line, "%s;", req->hdrs[i].name);
-		else
-			rv = asprintf(&line, "%s: %s", req->hdrs[i].name,
-			    req->hdrs[i].value);
-		if (rv == -1)
-			fatal("%s", __func__);
-		rv = up_slist_add(&c->uc_req_hdrs, line);
-		free(line);
-		if (rv == -1)
-			return -1;
+	if (strncasecmp(url, "https://", 8) == 0) {
+		c->uc_tls = 1;
+		c->uc_port = 443;
+		a = url + 8;
+	} else if (strncasecmp(url, "http://", 7) == 0) {
+		c->uc_port = 80;
+		a = url + 7;
+	} else
+		return "not an http or https URL";
+	e = a + strcspn(a, "/?#");
+	if (memchr(a, '@', e - a) != NULL)
+		return "a user name in the URL";
+	if (*a == '[') {
+		h = a + 1;
+		if ((p = memchr(h, ']', e - h)) == NULL)
+			return "bad host in the URL";
+		hlen = p - h;
+		p++;
+	} else {
+		h = a;
+		p = memchr(a, ':', e - a);
+		hlen = (p != NULL ? p : e) - h;
+		if (p == NULL)
+			p = e;
+		for (t = h; t < h + hlen; t++)
+			if (!up_host_char(*t))
+				return "bad host in the URL";
 	}
-	if (up_slist_add(&c->uc_req_hdrs, "Expect:") == -1)
-		return -1;
-	if (!up_has_hdr(req, "Accept") &&
-	    up_slist_add(&c->uc_req_hdrs, "Accept:") == -1)
-		return -1;
-	if (req->body != NULL && !up_has_hdr(req, "Content-Type") &&
-	    up_slist_add(&c->uc_req_hdrs, "Content-Type:") == -1)
-		return -1;
-	return 0;
-}
-
-/* The body of a POST, handed to libcurl as it asks. */
-static size_t
-up_read_cb(char *buf, size_t size, size_t n, void *arg)
-{
-	struct up_call	*c = arg;
-	size_t		 len = size * n;
-
-	c->uc_body_read = 1;
-	if (len > c->uc_body_len - c->uc_body_off)
-		len = c->uc_body_len - c->uc_body_off;
-	memcpy(buf, c->uc_body + c->uc_body_off, len);
-	c->uc_body_off += len;
-	return len;
+	if (hlen == 0 || hlen > 255)
+		return "bad host in the URL";
+	if (p < e) {
+		if (*p != ':' || p + 1 == e || e - p > 6)
+			return "bad port in the URL";
+		port = strtoul(p + 1, &end, 10);
+		if (end != e || port == 0 || port > 65535 ||
+		    p[1] < '0' || p[1] > '9')
+			return "bad port in the URL";
+		c->uc_port = port;
+	}
+	if ((c->uc_host = strndup(h, hlen)) == NULL)
+		fatal("%s", __func__);
+	if (*a == '[') {
+		if (inet_pton(AF_INET6, c->uc_host, &a6) != 1)
+			return "bad host in the URL";
+		c->uc_numeric = 1;
+	} else
+		c->uc_numeric = inet_pton(AF_INET, c->uc_host, &a4) == 1;
+	tlen = strcspn(e, "#");
+	for (t = e; t < e + tlen; t++)
+		if ((unsigned char)*t <= 0x20 || (unsigned char)*t >= 0x7f)
+			return "bad character in the URL";
+	if (asprintf(target, "%s%.*s", *e == '/' ? "" : "/", (int)tlen, e) ==
+	    -1)
+		fatal("%s", __func__);
+	return NULL;
 }
 
 /*
- * libcurl sends a request again, on a new connection, when the reused one
- * it went out on died before any answer: for a model call that is a call
- * paid twice, outside every budget.  It rewinds the body first, so the body
- * may be rewound only before libcurl took any of it; after that the call
- * fails instead (CURLE_SEND_FAIL_REWIND) and the worker sees a 502.
+ * The request line and head: Host, the caller's headers in order, and with
+ * a body Content-Length; a small body after them.
  */
-static int
-up_seek_cb(void *arg, curl_off_t off, int origin)
+static void
+up_build_request(struct up_call *c, const struct up_request *req,
+    const char *target)
 {
-	struct up_call	*c = arg;
+	struct up_buf	 b;
+	char		 line[64];
+	size_t		 i;
+	int		 n;
 
-	if (c->uc_body_read || origin != SEEK_SET || off != 0)
-		return CURL_SEEKFUNC_CANTSEEK;
-	c->uc_body_off = 0;
-	return CURL_SEEKFUNC_OK;
-}
-
-static CURLcode
-up_setopts(struct up_call *c, const struct up_request *req)
-{
-	CURL		*e = c->uc_easy;
-	long		 cto, fresh;
-	CURLcode	 rc;
-
-	cto = req->connect_timeout_ms > 0 ? req->connect_timeout_ms :
-	    UP_CONNECT_TIMEOUT_MS_DEFAULT;
-	/* Pinned calls (the controlled fetch) never share a connection, nor
-	 * does a POST without a body (nothing to refuse to rewind). */
-	fresh = req->connect_addr != NULL ||
-	    (req->body != NULL && req->body_len == 0);
-	if ((rc = curl_easy_setopt(e, CURLOPT_PRIVATE, c)) != CURLE_OK ||
-	    (rc = curl_easy_setopt(e, CURLOPT_ERRORBUFFER, c->uc_errbuf)) !=
-	    CURLE_OK ||
-	    (rc = curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L)) != CURLE_OK ||
-	    (rc = curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, fresh)) !=
-	    CURLE_OK ||
-	    (rc = curl_easy_setopt(e, CURLOPT_FORBID_REUSE, fresh)) !=
-	    CURLE_OK ||
-	    (rc = curl_easy_setopt(e, CURLOPT_URL, req->url)) != CURLE_OK ||
-	    (rc = curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https")) !=
-	    CURLE_OK ||
-	    (rc = curl_easy_setopt(e, CURLOPT_DISALLOW_USERNAME_IN_URL, 1L)) !=
-	    CURLE_OK ||
-	    (rc = curl_easy_setopt(e, CURLOPT_NETRC,
-	    (long)CURL_NETRC_IGNORED)) != CURLE_OK ||
-	    /* "" ignores the *_proxy environment too. */
-	    (rc = curl_easy_setopt(e, CURLOPT_PROXY, "")) != CURLE_OK ||
-	    (rc = curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L)) !=
-	    CURLE_OK ||
-	    (rc = curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
-	    (long)CURL_HTTP_VERSION_1_1)) != CURLE_OK ||
-	    (rc = curl_easy_setopt(e, CURLOPT_HTTP_CONTENT_DECODING, 0L)) !=
-	    CURLE_OK ||
-	    (rc = curl_easy_setopt(e, CURLOPT_HTTPHEADER, c->uc_req_hdrs)) !=
-	    CURLE_OK ||
-	    (rc = curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L)) !=
-	    CURLE_OK ||
-	    (rc = curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L)) !=
-	    CURLE_OK ||
-	    (rc = curl_easy_setopt(e, CURLOPT_SSLVERSION,
-	    (long)CURL_SSLVERSION_TLSv1_2)) != CURLE_OK ||
-	    (rc = curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, cto)) !=
-	    CURLE_OK ||
-	    (rc = curl_easy_setopt(e, CURLOPT_BUFFERSIZE, UP_RECV_BUFFER)) !=
-	    CURLE_OK ||
-	    (rc = curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L)) !=
-	    CURLE_OK ||
-	    (rc = curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE,
-	    UP_KEEPALIVE_IDLE_S)) != CURLE_OK ||
-	    (rc = curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL,
-	    UP_KEEPALIVE_INTVL_S)) != CURLE_OK ||
-	    (rc = curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, up_header_cb)) !=
-	    CURLE_OK ||
-	    (rc = curl_easy_setopt(e, CURLOPT_HEADERDATA, c)) != CURLE_OK ||
-	    (rc = curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, up_write_cb)) !=
-	    CURLE_OK ||
-	    (rc = curl_easy_setopt(e, CURLOPT_WRITEDATA, c)) != CURLE_OK)
-		return rc;
-	/* Only the given CA, not the system directory besides it. */
-	if (req->ca_file != NULL &&
-	    ((rc = curl_easy_setopt(e, CURLOPT_CAINFO, req->ca_file)) !=
-	    CURLE_OK ||
-	    (rc = curl_easy_setopt(e, CURLOPT_CAPATH, NULL)) != CURLE_OK))
-		return rc;
-	/* Refuses a Content-Length past the limit before any body byte;
-	 * up_write_cb counts the rest. */
-	if (req->max_body > 0 &&
-	    (rc = curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE,
-	    (curl_off_t)req->max_body)) != CURLE_OK)
-		return rc;
-	if (req->body != NULL && req->body_len == 0 &&
-	    ((rc = curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
-	    (curl_off_t)0)) != CURLE_OK ||
-	    (rc = curl_easy_setopt(e, CURLOPT_POSTFIELDS, "")) != CURLE_OK))
-		return rc;
-	if (req->body != NULL && req->body_len > 0) {
+	memset(&b, 0, sizeof(b));
+	n = snprintf(line, sizeof(line), "%s ", req->body != NULL ? "POST" :
+	    "GET");
+	up_buf_add(&b, line, n);
+	up_buf_add(&b, target, strlen(target));
+	up_buf_add(&b, " HTTP/1.1\r\nHost: ", 17);
+	if (c->uc_numeric && strchr(c->uc_host, ':') != NULL) {
+		up_buf_add(&b, "[", 1);
+		up_buf_add(&b, c->uc_host, strlen(c->uc_host));
+		up_buf_add(&b, "]", 1);
+	} else
+		up_buf_add(&b, c->uc_host, strlen(c->uc_host));
+	if (c->uc_port != (c->uc_tls ? 443u : 80u)) {
+		n = snprintf(line, sizeof(line), ":%u", c->uc_port);
+		up_buf_add(&b, line, n);
+	}
+	up_buf_add(&b, "\r\n", 2);
+	for (i = 0; i < req->nhdrs; i++) {
+		up_buf_add(&b, req->hdrs[i].name, strlen(req->hdrs[i].name));
+		up_buf_add(&b, ":", 1);
+		if (req->hdrs[i].value[0] != '\0') {
+			up_buf_add(&b, " ", 1);
+			up_buf_add(&b, req->hdrs[i].value,
+			    strlen(req->hdrs[i].value));
+		}
+		up_buf_add(&b, "\r\n", 2);
+	}
+	if (req->body != NULL) {
+		n = snprintf(line, sizeof(line), "Content-Length: %zu\r\n",
+		    req->body_len);
+		up_buf_add(&b, line, n);
+	}
+	up_buf_add(&b, "\r\n", 2);
+	if (req->body != NULL && req->body_len <= UP_SMALL_BODY)
+		up_buf_add(&b, req->body, req->body_len);
+	else if (req->body != NULL) {
 		c->uc_body = req->body;
 		c->uc_body_len = req->body_len;
-		if ((rc = curl_easy_setopt(e, CURLOPT_POST, 1L)) != CURLE_OK ||
-		    (rc = curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
-		    (curl_off_t)req->body_len)) != CURLE_OK ||
-		    (rc = curl_easy_setopt(e, CURLOPT_READFUNCTION,
-		    up_read_cb)) != CURLE_OK ||
-		    (rc = curl_easy_setopt(e, CURLOPT_READDATA, c)) !=
-		    CURLE_OK ||
-		    (rc = curl_easy_setopt(e, CURLOPT_SEEKFUNCTION,
-		    up_seek_cb)) != CURLE_OK ||
-		    (rc = curl_easy_setopt(e, CURLOPT_SEEKDATA, c)) !=
-		    CURLE_OK)
-			return rc;
 	}
-	return CURLE_OK;
+	c->uc_req = b.ub_p;
+	c->uc_req_len = b.ub_len;
+}
+
+/* Where the call goes: a pinned address, an address in the URL, or a
+ * name to resolve.  A pinned call has a connection of its own. */
+static void
+up_call_target(struct up_call *c, const struct up_request *req)
+{
+	struct sockaddr_in	*sin;
+	struct sockaddr_in6	*sin6;
+
+	if (req->connect_addr != NULL) {
+		memcpy(&c->uc_addr[0], req->connect_addr,
+		    req->connect_addr->sa_family == AF_INET ? sizeof(*sin) :
+		    sizeof(*sin6));
+		c->uc_addrlen[0] = req->connect_addr->sa_family == AF_INET ?
+		    sizeof(*sin) : sizeof(*sin6);
+		c->uc_naddr = 1;
+		/* The pin's port, not the URL's. */
+		c->uc_port = ntohs(req->connect_addr->sa_family == AF_INET ?
+		    ((const struct sockaddr_in *)(const void *)
+		    req->connect_addr)->sin_port :
+		    ((const struct sockaddr_in6 *)(const void *)
+		    req->connect_addr)->sin6_port);
+		return;
+	}
+	if (c->uc_numeric) {
+		if (strchr(c->uc_host, ':') != NULL) {
+			sin6 = (struct sockaddr_in6 *)(void *)&c->uc_addr[0];
+			sin6->sin6_family = AF_INET6;
+			(void)inet_pton(AF_INET6, c->uc_host, &sin6->sin6_addr);
+			c->uc_addrlen[0] = sizeof(*sin6);
+		} else {
+			sin = (struct sockaddr_in *)(void *)&c->uc_addr[0];
+			sin->sin_family = AF_INET;
+			(void)inet_pton(AF_INET, c->uc_host, &sin->sin_addr);
+			c->uc_addrlen[0] = sizeof(*sin);
+		}
+		c->uc_naddr = 1;
+	}
+	if (asprintf(&c->uc_key, "%s://%s:%u %s", c->uc_tls ? "https" : "http",
+	    c->uc_host, c->uc_port, c->uc_ca != NULL ? c->uc_ca : "") == -1)
+		fatal("%s", __func__);
 }
 
 struct up_call *
@@ -1048,7 +1980,8 @@ upstream_call(struct upstream *up, const struct up_request *req,
     const struct up_callbacks *cb, void *arg)
 {
 	struct up_call	*c;
-	CURLcode	 rc;
+	const char	*why;
+	char		*target = NULL;
 
 	if (up_request_check(req, cb) == -1)
 		return NULL;
@@ -1058,41 +1991,23 @@ upstream_call(struct upstream *up, const struct up_request *req,
 	c->uc_cb = *cb;
 	c->uc_arg = arg;
 	c->uc_max_body = req->max_body;
-	if ((c->uc_easy = curl_easy_init()) == NULL) {
-		log_warnx("%s: curl_easy_init failed", __func__);
-		free(c);
-		return NULL;
+	c->uc_connect_ms = req->connect_timeout_ms > 0 ?
+	    req->connect_timeout_ms : UP_CONNECT_TIMEOUT_MS_DEFAULT;
+	resp_init(&c->uc_resp);
+	if (req->ca_file != NULL)
+		c->uc_ca = up_strdup(req->ca_file);
+	if ((why = up_url_parse(c, req->url, &target)) != NULL) {
+		/* Answered through on_end, as any other failure. */
+		c->uc_fail = UP_OTHER;
+		c->uc_fail_detail = why;
+	} else {
+		up_call_target(c, req);
+		up_build_request(c, req, target);
 	}
-	if (up_build_hdrs(c, req) == -1) {
-		log_warnx("%s: cannot build the request headers", __func__);
-		goto fail;
-	}
-	if ((rc = up_setopts(c, req)) != CURLE_OK) {
-		log_warnx("%s: %s", __func__, curl_easy_strerror(rc));
-		goto fail;
-	}
-	if (req->connect_addr != NULL && up_pin_setopts(c, req) == -1) {
-		log_warnx("%s: cannot pin the connect address", __func__);
-		goto fail;
-	}
+	free(target);
 	TAILQ_INSERT_TAIL(&up->up_calls, c, uc_entry);
-	if (up->up_depth > 0) {
-		up_work_push(c);
-		return c;
-	}
-	if (curl_multi_add_handle(up->up_multi, c->uc_easy) != CURLM_OK) {
-		log_warnx("%s: curl_multi_add_handle failed", __func__);
-		TAILQ_REMOVE(&up->up_calls, c, uc_entry);
-		goto fail;
-	}
-	c->uc_added = 1;
+	up_work_push(c);
 	return c;
- fail:
-	curl_easy_cleanup(c->uc_easy);
-	curl_slist_free_all(c->uc_req_hdrs);
-	curl_slist_free_all(c->uc_connect_to);
-	free(c);
-	return NULL;
 }
 
 int
@@ -1106,22 +2021,50 @@ upstream_resume(struct up_call *c)
 {
 	if (c == NULL || c->uc_cancelled || c->uc_ending)
 		return;
-	if (!c->uc_paused && !c->uc_in_data)
-		return;
 	c->uc_resume = 1;
-	up_work_push(c);
+	/* Inside on_data, the answer to it decides (up_call_answer()). */
+	if (c->uc_paused)
+		up_work_push(c);
 }
 
 void
 upstream_cancel(struct up_call *c)
 {
+	struct upstream	*up;
+
 	if (c == NULL || c->uc_cancelled || c->uc_ending)
 		return;
+	up = c->uc_up;
 	c->uc_cancelled = 1;
-	if (c->uc_up->up_depth > 0)
+	if (up->up_depth > 0 || up->up_settling) {
 		up_work_push(c);
-	else
-		up_call_free(c);
+		return;
+	}
+	up_call_free(c);
+	/* Nothing left for the work event to do. */
+	if (TAILQ_EMPTY(&up->up_work) && event_del(up->up_work_ev) == -1)
+		log_warnx("%s: event_del", __func__);
+}
+
+/* OpenSSL and its configuration are loaded before the sandbox. */
+void
+upstream_init(void)
+{
+	if (up_bio_method != NULL)
+		return;
+	if (OPENSSL_init_ssl(OPENSSL_INIT_LOAD_SSL_STRINGS |
+	    OPENSSL_INIT_LOAD_CONFIG, NULL) != 1)
+		fatalx("%s: OPENSSL_init_ssl", __func__);
+	if ((up_bio_method = BIO_meth_new(BIO_get_new_index() |
+	    BIO_TYPE_SOURCE_SINK, "rtsandbox upstream")) == NULL ||
+	    BIO_meth_set_write(up_bio_method, up_bio_write) != 1 ||
+	    BIO_meth_set_read(up_bio_method, up_bio_read) != 1 ||
+	    BIO_meth_set_ctrl(up_bio_method, up_bio_ctrl) != 1 ||
+	    BIO_meth_set_create(up_bio_method, up_bio_create) != 1)
+		fatalx("%s: BIO_meth_new", __func__);
+	if ((up_ssl_index = SSL_get_ex_new_index(0, NULL, NULL, NULL,
+	    NULL)) == -1)
+		fatalx("%s: SSL_get_ex_new_index", __func__);
 }
 
 struct upstream *
@@ -1129,36 +2072,36 @@ upstream_new(struct event_base *base)
 {
 	struct upstream	*up;
 
+	upstream_init();
 	if ((up = calloc(1, sizeof(*up))) == NULL)
 		fatal("%s", __func__);
 	up->up_base = base;
 	TAILQ_INIT(&up->up_calls);
 	TAILQ_INIT(&up->up_work);
-	TAILQ_INIT(&up->up_socks);
-	if ((up->up_timer = event_new(base, -1, 0, up_timer_event, up)) ==
-	    NULL ||
-	    (up->up_work_ev = event_new(base, -1, 0, up_work_event, up)) ==
+	TAILQ_INIT(&up->up_conns);
+	TAILQ_INIT(&up->up_idle);
+	TAILQ_INIT(&up->up_ctxs);
+	TAILQ_INIT(&up->up_resolving);
+	up->up_pipe[0] = up->up_pipe[1] = -1;
+	if ((up->up_work_ev = event_new(base, -1, 0, up_work_event, up)) ==
 	    NULL)
 		fatalx("%s: event_new", __func__);
-	if ((up->up_multi = curl_multi_init()) == NULL)
-		fatalx("%s: curl_multi_init", __func__);
-	if (curl_multi_setopt(up->up_multi, CURLMOPT_SOCKETFUNCTION,
-	    up_sock_cb) != CURLM_OK ||
-	    curl_multi_setopt(up->up_multi, CURLMOPT_SOCKETDATA, up) !=
-	    CURLM_OK ||
-	    curl_multi_setopt(up->up_multi, CURLMOPT_TIMERFUNCTION,
-	    up_timer_cb) != CURLM_OK ||
-	    curl_multi_setopt(up->up_multi, CURLMOPT_TIMERDATA, up) !=
-	    CURLM_OK)
-		fatalx("%s: curl_multi_setopt", __func__);
+	/* Pages are touched only as far as the largest read went. */
+	if ((up->up_rbuf = malloc(UP_RECV_BUF)) == NULL ||
+	    (up->up_pbuf = malloc(UP_PLAIN_BUF)) == NULL)
+		fatal("%s", __func__);
 	return up;
 }
 
 void
 upstream_free(struct upstream *up)
 {
-	struct up_call	*c;
-	struct up_sock	*us;
+	struct up_resolve	*rs;
+	struct up_ctx		*cx;
+	struct up_call		*c;
+	struct up_conn		*co;
+	size_t			 i;
+	int			 mine;
 
 	if (up == NULL)
 		return;
@@ -1168,11 +2111,40 @@ upstream_free(struct upstream *up)
 		c->uc_cancelled = 1;
 		up_call_free(c);
 	}
-	/* May still report sockets of cached connections as removed. */
-	curl_multi_cleanup(up->up_multi);
-	while ((us = TAILQ_FIRST(&up->up_socks)) != NULL)
-		up_sock_free(up, us);
-	event_free(up->up_timer);
+	while ((co = TAILQ_FIRST(&up->up_conns)) != NULL)
+		up_conn_close(co);
+	/* A thread still resolving frees its own; one whose answer is in
+	 * the pipe is ours. */
+	while ((rs = TAILQ_FIRST(&up->up_resolving)) != NULL) {
+		TAILQ_REMOVE(&up->up_resolving, rs, rs_entry);
+		pthread_mutex_lock(&rs->rs_lock);
+		mine = rs->rs_written;
+		rs->rs_abandoned = 1;
+		pthread_mutex_unlock(&rs->rs_lock);
+		if (mine)
+			up_resolve_free(rs);
+	}
+	if (up->up_pipe_ev != NULL)
+		event_free(up->up_pipe_ev);
+	for (i = 0; i < 2; i++)
+		if (up->up_pipe[i] != -1 && close(up->up_pipe[i]) == -1 &&
+		    errno != EINTR)
+			log_warn("%s: close", __func__);
+	while ((cx = TAILQ_FIRST(&up->up_ctxs)) != NULL) {
+		TAILQ_REMOVE(&up->up_ctxs, cx, cx_entry);
+		SSL_CTX_free(cx->cx_ctx);
+		free(cx->cx_ca);
+		free(cx);
+	}
+	for (i = 0; i < UP_SESSIONS_MAX; i++) {
+		if (up->up_sessions[i].se_sess != NULL)
+			SSL_SESSION_free(up->up_sessions[i].se_sess);
+		free(up->up_sessions[i].se_key);
+	}
+	for (i = 0; i < UP_DNS_CACHE; i++)
+		free(up->up_dns[i].dn_host);
 	event_free(up->up_work_ev);
+	free(up->up_rbuf);
+	free(up->up_pbuf);
 	free(up);
 }

@@ -1,8 +1,9 @@
 /*
- * Outbound HTTP(S) calls: one libcurl multi handle per egress process, driven
- * by libevent through the multi socket API.  The answer is handed over as it
+ * Outbound HTTP/1.1 calls over TCP and TLS (OpenSSL), on the libevent loop,
+ * with a pool of kept-alive connections.  The answer is handed over as it
  * arrives (PROTOCOL.md 3.2: "The body is streamed as it arrives ... with
- * back-pressure"); nothing here buffers a whole body.
+ * back-pressure"); nothing here buffers a whole body.  A request is sent
+ * once: a connection that fails is never tried again with it.
  *
  * Re-entrancy rules, for the callers:
  * - Callbacks run from the event loop, never from inside upstream_call(),
@@ -30,6 +31,8 @@ struct up_call;
 
 /* on_data's answer that stops the transfer until upstream_resume(). */
 #define UP_PAUSE			1
+/* The most body bytes one on_data is given. */
+#define UP_DATA_MAX			(256 * 1024)
 
 enum up_result {
 	UP_OK,
@@ -55,7 +58,7 @@ struct up_request {
 	const char		*url;
 	/*
 	 * Exactly the request headers sent, in this order, besides Host and,
-	 * with a body, Content-Length; libcurl adds nothing else (no Accept,
+	 * with a body, Content-Length; nothing else is added (no Accept,
 	 * Expect, Content-Type, Accept-Encoding, Cookie, User-Agent).  Names
 	 * are HTTP tokens and values hold no CR, LF or NUL; names that frame
 	 * the message (host, content-length, transfer-encoding, connection,
@@ -96,10 +99,12 @@ struct up_callbacks {
 	int	(*on_head)(struct up_call *, long status,
 		    const struct up_hdr *hdrs, size_t n, void *arg);
 	/*
-	 * Body bytes as they arrive (at most 16 KiB at a time, decoded from
-	 * chunked, never decompressed), only after on_head.  The bytes are
-	 * consumed whatever the answer: 0 to go on, UP_PAUSE to stop until
-	 * upstream_resume(), -1 to end the call with UP_ABORTED.
+	 * Body bytes as they arrive: all that one read brought, up to
+	 * UP_DATA_MAX at a time, decoded from chunked, never decompressed;
+	 * only after on_head.  The bytes are consumed whatever the answer: 0
+	 * to go on, UP_PAUSE to stop until upstream_resume(), -1 to end the
+	 * call with UP_ABORTED.  buf is valid until on_flush or on_end
+	 * returns, whichever comes first.
 	 */
 	int	(*on_data)(struct up_call *, const void *buf, size_t len,
 		    void *arg);
@@ -112,16 +117,27 @@ struct up_callbacks {
 	 */
 	void	(*on_end)(struct up_call *, enum up_result, const char *detail,
 		    void *arg);
+	/*
+	 * May be NULL.  After on_head or on_data, once what has arrived so
+	 * far has been handed over and the call goes on: what the caller
+	 * holds back to send along with more may go now.  Not called when
+	 * on_end follows in the same read, which is then the time.
+	 */
+	void	(*on_flush)(struct up_call *, void *arg);
 };
 
-/* Never returns NULL; a multi handle that cannot be made is fatal. */
+/* OpenSSL and its configuration, once, before a sandbox forbids reading
+ * them; upstream_new() does it too. */
+void		 upstream_init(void);
+/* Never returns NULL; what cannot be made is fatal. */
 struct upstream	*upstream_new(struct event_base *);
 /* Cancels every live call (no on_end) and frees all.  Not from a callback. */
 void		 upstream_free(struct upstream *);
 
 /*
  * Start a call; cb is copied.  NULL (logged, no callback ever) when the
- * request is refused or libcurl cannot take it.
+ * request is refused; a URL that cannot be used ends the call with
+ * UP_OTHER through on_end.
  */
 struct up_call	*upstream_call(struct upstream *, const struct up_request *,
 		    const struct up_callbacks *cb, void *arg);
@@ -140,7 +156,7 @@ void		 upstream_cancel(struct up_call *);
 
 /*
  * Inside on_end only: the errno of the last socket operation that failed
- * (libcurl's CURLINFO_OS_ERRNO, e.g. ECONNREFUSED), or 0.
+ * (e.g. ECONNREFUSED, or ETIMEDOUT when the connect deadline passed), or 0.
  */
 int		 upstream_os_errno(const struct up_call *);
 

@@ -59,6 +59,7 @@
 #include "../../broker/sandbox.h"
 #include "../../dockerd-client/sandbox.h"
 #include "../../egress/sandbox.h"
+#include "../../egress/upstream.h"
 #include "../../fsguard/sandbox.h"
 #include "../../research/agent.h"
 #include "../../research/sandbox.h"
@@ -313,28 +314,78 @@ probe_docker_version(struct event_base *base)
 	printf("docker: %.60s...\n", body.buf);
 }
 
+/* Egress's own client (egress/upstream.c) in egress's sandbox. */
+struct probe_up {
+	struct event_base	*base;
+	struct probe_body	 body;
+	long			 status;
+	enum up_result		 result;
+	char			 detail[256];
+	int			 done;
+};
+
+static int
+probe_up_head(struct up_call *c, long status, const struct up_hdr *h,
+    size_t n, void *arg)
+{
+	((struct probe_up *)arg)->status = status;
+	return 0;
+}
+
+static int
+probe_up_data(struct up_call *c, const void *p, size_t n, void *arg)
+{
+	probe_curl_write((char *)(uintptr_t)p, 1, n,
+	    &((struct probe_up *)arg)->body);
+	return 0;
+}
+
+static void
+probe_up_end(struct up_call *c, enum up_result r, const char *detail,
+    void *arg)
+{
+	struct probe_up	*pu = arg;
+
+	pu->result = r;
+	snprintf(pu->detail, sizeof(pu->detail), "%s", detail);
+	pu->done = 1;
+	event_base_loopbreak(pu->base);
+}
+
 static void
 probe_egress_https(struct event_base *base)
 {
-	struct probe_body	 body;
+	static const struct up_callbacks cbs = {
+		probe_up_head, probe_up_data, probe_up_end, NULL
+	};
+	struct probe_up		 pu;
+	struct up_request	 req;
+	struct upstream		*up;
 	char			 url[64];
-	CURL			*easy;
 
-	memset(&body, 0, sizeof(body));
-	/* A name, so that libcurl's threaded resolver runs. */
+	memset(&pu, 0, sizeof(pu));
+	pu.base = base;
+	/* A name, so that the resolver's thread runs. */
 	snprintf(url, sizeof(url), "https://localhost:%d/", env.tls_port);
-	if ((easy = curl_easy_init()) == NULL)
-		fatalx("curl_easy_init");
-	curl_easy_setopt(easy, CURLOPT_URL, url);
-	curl_easy_setopt(easy, CURLOPT_CAINFO, env.ca_file);
-	curl_easy_setopt(easy, CURLOPT_CAPATH, NULL);
-	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, probe_curl_write);
-	curl_easy_setopt(easy, CURLOPT_WRITEDATA, &body);
-	probe_curl_run(base, easy, "https");
-	curl_easy_cleanup(easy);
-	if (body.len == 0)
+	memset(&req, 0, sizeof(req));
+	req.url = url;
+	req.ca_file = env.ca_file;
+	req.connect_timeout_ms = 20000;
+	up = upstream_new(base);
+	if (upstream_call(up, &req, &cbs, &pu) == NULL)
+		fatalx("https: the call was refused");
+	if (event_base_dispatch(base) == -1)
+		fatalx("event_base_dispatch");
+	if (!pu.done)
+		fatalx("https: the loop ended before the call");
+	if (pu.result != UP_OK)
+		fatalx("https: %s", pu.detail);
+	if (pu.status != 200)
+		fatalx("https: HTTP status %ld", pu.status);
+	upstream_free(up);
+	if (pu.body.len == 0)
 		fatalx("https: empty answer");
-	printf("egress: %zu bytes over TLS from %s\n", body.len, url);
+	printf("egress: %zu bytes over TLS from %s\n", pu.body.len, url);
 }
 
 /*
@@ -575,16 +626,15 @@ probe_work_egress(int request)
 	int			 rc = -1;
 
 	probe_loop_prepare(&pl);
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-		fatalx("curl_global_init");
+	/* As egress_main(): OpenSSL before the sandbox. */
+	upstream_init();
 	if (env.ca_file[0] != '\0')
 		files[n++] = env.ca_file;
 	base = sandbox_egress(files, n);
 	probe_data_limit(EGRESS_DATA_MAX);
 
 	/* The resolver from /etc/hosts, with the netlink query, in a thread
-	 * (libcurl resolves "localhost" itself, so the request below does
-	 * not show that). */
+	 * (the request below resolves "localhost" in a thread too). */
 	if (pthread_create(&t, NULL, probe_resolve, &rc) != 0 ||
 	    pthread_join(t, NULL) != 0)
 		fatalx("resolver thread");

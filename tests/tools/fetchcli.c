@@ -19,7 +19,6 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
-#include <curl/curl.h>
 #include <event2/event.h>
 #include <openssl/evp.h>
 
@@ -188,8 +187,6 @@ main(int argc, char *argv[])
 		add_str(cli.out, "err",
 		    fetch_err_to_string(FETCH_BAD_OPTION));
 	} else {
-		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-			fatalx("curl_global_init");
 		if ((cli.base = event_base_new()) == NULL)
 			fatalx("event_base_new");
 		env.fe_base = cli.base;
@@ -203,7 +200,6 @@ main(int argc, char *argv[])
 		upstream_free(env.fe_up);
 		fetch_resolver_free(env.fe_resolver);
 		event_base_free(cli.base);
-		curl_global_cleanup();
 	}
 	if ((text = cJSON_PrintUnformatted(cli.out)) == NULL)
 		fatalx("cJSON_PrintUnformatted");

@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include <brotli/encode.h>
-#include <curl/curl.h>
 #include <event2/event.h>
 #include <zlib.h>
 
@@ -507,7 +506,6 @@ START_TEST(start_refusals)
 	struct outcome		 o[sizeof(t) / sizeof(t[0])];
 	size_t			 i;
 
-	ck_assert_int_eq(curl_global_init(CURL_GLOBAL_DEFAULT), CURLE_OK);
 	ck_assert_ptr_nonnull(base = event_base_new());
 	memset(&env, 0, sizeof(env));
 	env.fe_base = base;
