@@ -33,11 +33,15 @@
  * the rest of the broker goes on. */
 #define BROKER_BUSY		"Broker busy"
 /* Bytes are acknowledged to egress while at most LOWAT wait for the
- * worker, in batches of at least BATCH: one ack per frame would wake
- * egress for every 16 KiB.  BATCH is below egress's window, so egress
- * never waits for an ack that is not coming. */
+ * worker, in batches of at least BATCH: each ack is a write here, and a
+ * read and often a wake-up in egress.  BATCH is half of egress's window,
+ * where egress resumes, so egress never waits for an ack that is not
+ * coming. */
 #define BROKER_ACK_LOWAT	(256u * 1024)
-#define BROKER_ACK_BATCH	(128u * 1024)
+#define BROKER_ACK_BATCH	(512u * 1024)
+/* What one read from egress takes at most: a streamed answer comes in
+ * frames of 64 KiB, several to a write. */
+#define BROKER_EGRESS_READ	(256u * 1024)
 
 struct scope {
 	int		 sc_refs;	/* the broker's, and each call's */
@@ -74,6 +78,8 @@ struct call {
 	int			 cl_nobody;	/* 204/205: head only */
 	uint64_t		 cl_unacked;	/* bytes egress sent, not acked */
 	struct timespec		 cl_start;
+	TAILQ_ENTRY(call)	 cl_batch_entry;	/* data in this read */
+	int			 cl_in_batch;
 };
 
 /* What a connection is doing, for on_close. */
@@ -122,6 +128,7 @@ struct broker {
 	/* calls to egress and to the supervisor */
 	TAILQ_HEAD(, call)	 br_calls;
 	uint64_t		 br_next_id;
+	TAILQ_HEAD(, call)	 br_batch;	/* got data from this read */
 };
 
 static uint64_t
@@ -517,7 +524,12 @@ call_free(struct call *cl)
 	cl->cl_scope->sc_inflight--;
 	scope_unref(cl->cl_scope);
 	TAILQ_REMOVE(&br->br_calls, cl, cl_entry);
+	if (cl->cl_in_batch)
+		TAILQ_REMOVE(&br->br_batch, cl, cl_batch_entry);
 	free(cl);
+	/* A broker between calls keeps no read buffer for egress. */
+	if (TAILQ_EMPTY(&br->br_calls))
+		frame_conn_shrink(br->br_egress);
 }
 
 static struct call *
@@ -1017,6 +1029,10 @@ broker_dispatch_egress(struct frame_conn *fc, struct frame *f, void *arg)
 	if (msg_parse(&m, PROC_EGRESS, PROC_BROKER, f) == -1 ||
 	    msg_get_uint(&m, "call", 1, UINT64_C(1) << 53, &id) == -1)
 		fatalx("protocol violation from egress: %s", m.m_err);
+	/* What the frames of one read make the broker write goes out at
+	 * its end (broker_egress_batch), one write per connection. */
+	if (br->br_http != NULL)
+		http_server_cork(br->br_http);
 	if ((cl = call_find(br, id)) == NULL || cl->cl_kind == CALL_TOOL) {
 		/* cancelled meanwhile: what was in flight is dropped */
 		msg_free(&m);
@@ -1037,11 +1053,11 @@ broker_dispatch_egress(struct frame_conn *fc, struct frame *f, void *arg)
 		if (cl->cl_streaming && cl->cl_conn != NULL &&
 		    http_stream_write(cl->cl_conn, data, len) == -1)
 			http_conn_kill(cl->cl_conn);
-		/* Bytes no worker reads are acked at once. */
-		if (cl->cl_conn == NULL || !cl->cl_streaming ||
-		    (cl->cl_unacked >= BROKER_ACK_BATCH &&
-		    http_conn_pending(cl->cl_conn) <= BROKER_ACK_LOWAT))
-			call_ack(br, cl);
+		/* Acked, if at all, once what this read brought is written. */
+		if (!cl->cl_in_batch) {
+			TAILQ_INSERT_TAIL(&br->br_batch, cl, cl_batch_entry);
+			cl->cl_in_batch = 1;
+		}
 		break;
 	case MSG_EGR_END:
 		if (msg_get_bool(&m, "ok", &ok) == -1 ||
@@ -1063,6 +1079,29 @@ broker_dispatch_egress(struct frame_conn *fc, struct frame *f, void *arg)
 		    msg_type_name(m.m_type));
 	}
 	msg_free(&m);
+}
+
+/*
+ * The frames of one read are in: write what they made, then ack what went
+ * to the worker, or went nowhere.  Bytes no worker reads are acked at
+ * once.
+ */
+static void
+broker_egress_batch(struct frame_conn *fc, void *arg)
+{
+	struct broker	*br = arg;
+	struct call	*cl;
+
+	if (br->br_http != NULL)
+		http_server_uncork(br->br_http);
+	while ((cl = TAILQ_FIRST(&br->br_batch)) != NULL) {
+		TAILQ_REMOVE(&br->br_batch, cl, cl_batch_entry);
+		cl->cl_in_batch = 0;
+		if (cl->cl_conn == NULL || !cl->cl_streaming ||
+		    (cl->cl_unacked >= BROKER_ACK_BATCH &&
+		    http_conn_pending(cl->cl_conn) <= BROKER_ACK_LOWAT))
+			call_ack(br, cl);
+	}
 }
 
 static void
@@ -1335,6 +1374,7 @@ broker_start(struct event_base *base, int egress_fd)
 		fatal("%s", __func__);
 	br->br_listen_fd = -1;
 	TAILQ_INIT(&br->br_calls);
+	TAILQ_INIT(&br->br_batch);
 	br->br_base = base;
 	br->br_parent = role_parent_open(base, PROC_BROKER,
 	    broker_dispatch_supervisor, broker_configured, br);
@@ -1344,5 +1384,8 @@ broker_start(struct event_base *base, int egress_fd)
 	    broker_dispatch_egress, broker_egress_err, br);
 	if (br->br_egress == NULL)
 		fatalx("cannot watch the egress pipe");
+	frame_conn_set_batch_cb(br->br_egress, broker_egress_batch);
+	/* Room for the rest of a frame and the next few besides. */
+	frame_conn_set_read_size(br->br_egress, BROKER_EGRESS_READ);
 	return br;
 }

@@ -4,7 +4,12 @@
  * A connection carries one request: the head is collected (bounded by the
  * read high-water mark) and parsed once its empty line is seen, the body is
  * read only when the router asks and into one flat buffer, and the answer is
- * queued on the output evbuffer and followed by a close.  The timers of
+ * queued on the output evbuffer and followed by a close.
+ *
+ * Writes go out at once, in one writev(2) of whatever is queued (or, while
+ * the server is corked, once it is uncorked): the bufferevent's write event
+ * is enabled only when the socket did not take everything, so a connection
+ * whose client keeps up costs no epoll_ctl(2) for its writes.  The timers of
  * PROTOCOL.md 3.5 are one event per connection (the 10 s head limit, later
  * the router's timer) and the bufferevent's own read and write timeouts,
  * which libevent re-arms on every byte: they are the silence limits.
@@ -15,6 +20,7 @@
 #include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/uio.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,13 +40,17 @@
 #include "limits.h"
 #include "log.h"
 
-/* Connections taken per wake-up of the listener. */
-#define HTTP_ACCEPT_BURST	32
+/* Connections taken per wake-up of the listener: one, as the listener
+ * stays ready while more wait, and trying for a second that is not there
+ * is one more system call per call. */
+#define HTTP_ACCEPT_BURST	1
 /* How long the listener rests when descriptors or memory run out. */
 #define HTTP_ACCEPT_PAUSE_MS	1000
 /* Bytes per read and per writev: fewer wake-ups on large bodies. */
 #define HTTP_READ_MAX		65536
 #define HTTP_WRITE_MAX		262144
+/* Stream writes kept by reference while corked: three pieces each. */
+#define HTTP_PIOV_MAX		24
 /* First allocation of a chunked body, which then doubles. */
 #define HTTP_BODY_MIN		16384
 /*
@@ -79,6 +89,19 @@ struct http_conn {
 	int			 c_paused;
 	int			 c_chunked_out;
 	int			 c_nobody;	/* answer without body bytes */
+	int			 c_wev_on;	/* the bufferevent writes */
+	int			 c_dirty;	/* on s_dirty */
+	TAILQ_ENTRY(http_conn)	 c_dirty_entry;
+	/*
+	 * While corked, stream bytes are not copied: they go out from the
+	 * caller's buffers, after what the output holds, at the uncork, and
+	 * only what the socket does not take is copied then.  Nothing is
+	 * added to the output while c_npiov > 0.
+	 */
+	struct iovec		 c_piov[HTTP_PIOV_MAX];
+	int			 c_npiov;
+	char			 c_psize[HTTP_PIOV_MAX / 3][2 * sizeof(size_t) + 2];
+	int			 c_npsize;
 
 	char			*c_body;
 	size_t			 c_body_len;
@@ -106,10 +129,14 @@ struct http_server {
 	unsigned		 s_nconn;
 	struct http_connq	 s_conns;
 	size_t			 s_moved;	/* bytes since the last trim */
+	int			 s_corked;
+	TAILQ_HEAD(, http_conn)	 s_dirty;	/* to write when uncorked */
 };
 
 static void	conn_input(struct http_conn *);
 static void	conn_close(struct http_conn *);
+static void	conn_kick(struct http_conn *);
+static void	conn_flush_done(struct http_conn *);
 
 void
 http_limits_default(struct http_limits *lim)
@@ -250,6 +277,11 @@ conn_close(struct http_conn *c)
 {
 	if (c->c_state == C_CLOSED)
 		return;
+	if (c->c_dirty) {
+		TAILQ_REMOVE(&c->c_srv->s_dirty, c, c_dirty_entry);
+		c->c_dirty = 0;
+	}
+	c->c_npiov = c->c_npsize = 0;
 	c->c_state = C_CLOSED;
 	bufferevent_free(c->c_bev);
 	c->c_bev = NULL;
@@ -258,6 +290,155 @@ conn_close(struct http_conn *c)
 	c->c_body = NULL;
 	evtimer_del(c->c_timer);
 	event_active(c->c_timer, EV_TIMEOUT, 1);
+}
+
+static void
+conn_arm_drain(struct http_conn *c)
+{
+	if (c->c_state == C_STREAM && c->c_on_drain != NULL &&
+	    evbuffer_get_length(conn_out(c)) > c->c_lowat)
+		c->c_drain_armed = 1;
+}
+
+/* The socket took all that was queued. */
+static void
+conn_written(struct http_conn *c)
+{
+	if (c->c_state == C_FLUSH)
+		conn_flush_done(c);
+}
+
+/* Copy the bytes kept by reference into the output, in order. */
+static int
+conn_take_refs(struct http_conn *c, size_t skip)
+{
+	struct evbuffer	*out = conn_out(c);
+	size_t		 k;
+	int		 i, rv = 0;
+
+	for (i = 0; i < c->c_npiov; i++) {
+		k = c->c_piov[i].iov_len;
+		if (skip >= k) {
+			skip -= k;
+			continue;
+		}
+		rv |= evbuffer_add(out, (uint8_t *)c->c_piov[i].iov_base + skip,
+		    k - skip);
+		skip = 0;
+	}
+	c->c_npiov = c->c_npsize = 0;
+	if (rv != 0) {
+		log_warnx("%s: out of memory", __func__);
+		conn_close(c);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Write what the output holds and then the bytes kept by reference, in one
+ * writev(2), and copy what is left of the latter.  0 when written (or
+ * tried), 1 when the output was too fragmented and took the references
+ * unwritten, -1 when the connection was closed.
+ */
+static int
+conn_write_refs(struct http_conn *c)
+{
+	struct evbuffer		*out = conn_out(c);
+	struct evbuffer_iovec	 ev[4];
+	struct iovec		 iov[4 + HTTP_PIOV_MAX];
+	size_t			 evlen = evbuffer_get_length(out), k;
+	ssize_t			 n;
+	int			 nev = 0, i;
+
+	if (evlen > 0 && (nev = evbuffer_peek(out, -1, NULL, ev, 4)) > 4)
+		return conn_take_refs(c, 0) == -1 ? -1 : 1;
+	for (i = 0; i < nev; i++) {
+		iov[i].iov_base = ev[i].iov_base;
+		iov[i].iov_len = ev[i].iov_len;
+	}
+	memcpy(iov + nev, c->c_piov, c->c_npiov * sizeof(iov[0]));
+	do
+		n = writev(bufferevent_getfd(c->c_bev), iov, nev + c->c_npiov);
+	while (n == -1 && errno == EINTR);
+	if (n == -1 && errno != EAGAIN && errno != EWOULDBLOCK) {
+		log_debug("%s: writev: %s", __func__, strerror(errno));
+		conn_close(c);
+		return -1;
+	}
+	if (n <= 0)
+		n = 0;
+	k = (size_t)n < evlen ? (size_t)n : evlen;
+	if (k > 0) {
+		evbuffer_unfreeze(out, 1);
+		(void)evbuffer_drain(out, k);
+		evbuffer_freeze(out, 1);
+	}
+	return conn_take_refs(c, (size_t)n - k);
+}
+
+/*
+ * Write what is queued, in one writev(2); what the socket does not take is
+ * left to the bufferevent, whose write event (and silence limit) runs until
+ * it is all written.
+ */
+static void
+conn_flush(struct http_conn *c)
+{
+	struct evbuffer	*out;
+	int		 n, rc = 1;
+
+	if (c->c_state == C_CLOSED)
+		return;
+	if (c->c_wev_on) {
+		conn_arm_drain(c);
+		return;
+	}
+	out = conn_out(c);
+	/* Kept references go out with what the output holds. */
+	if (c->c_npiov > 0 && (rc = conn_write_refs(c)) == -1)
+		return;
+	if (rc == 1 && evbuffer_get_length(out) > 0) {
+		/* The bufferevent keeps its output's front frozen, and
+		 * thaws it the same way to write. */
+		evbuffer_unfreeze(out, 1);
+		n = evbuffer_write(out, bufferevent_getfd(c->c_bev));
+		evbuffer_freeze(out, 1);
+		if (n == -1 && errno != EAGAIN && errno != EWOULDBLOCK &&
+		    errno != EINTR) {
+			log_debug("%s: writev: %s", __func__, strerror(errno));
+			conn_close(c);
+			return;
+		}
+	}
+	if (evbuffer_get_length(out) == 0) {
+		conn_written(c);
+		return;
+	}
+	if (bufferevent_enable(c->c_bev, EV_WRITE) == -1) {
+		log_warnx("%s: bufferevent_enable", __func__);
+		conn_close(c);
+		return;
+	}
+	c->c_wev_on = 1;
+	/* The drain callback counts from what the socket did not take. */
+	conn_arm_drain(c);
+}
+
+/* Write now, or when the server is uncorked. */
+static void
+conn_kick(struct http_conn *c)
+{
+	if (c->c_state == C_CLOSED)
+		return;
+	if (!c->c_srv->s_corked) {
+		conn_flush(c);
+		return;
+	}
+	if (!c->c_dirty) {
+		TAILQ_INSERT_TAIL(&c->c_srv->s_dirty, c, c_dirty_entry);
+		c->c_dirty = 1;
+	}
 }
 
 /* Everything is written: close, or first let an unread request drain. */
@@ -290,8 +471,7 @@ conn_enter_flush(struct http_conn *c)
 	if (c->c_paused && !c->c_eof)
 		bufferevent_enable(c->c_bev, EV_READ);
 	c->c_paused = 0;
-	if (evbuffer_get_length(conn_out(c)) == 0)
-		conn_flush_done(c);
+	conn_kick(c);
 }
 
 static int
@@ -434,14 +614,6 @@ conn_bad_request(struct http_conn *c)
 		conn_close(c);
 }
 
-static void
-conn_arm_drain(struct http_conn *c)
-{
-	if (c->c_on_drain != NULL &&
-	    evbuffer_get_length(conn_out(c)) > c->c_lowat)
-		c->c_drain_armed = 1;
-}
-
 int
 http_stream_start(struct http_conn *c, int status, const struct http_hdr *hdrs,
     size_t n)
@@ -470,28 +642,49 @@ http_stream_start(struct http_conn *c, int status, const struct http_hdr *hdrs,
 	c->c_state = C_STREAM;
 	conn_set_timeouts(c);
 	bufferevent_setwatermark(c->c_bev, EV_WRITE, c->c_lowat, 0);
+	conn_kick(c);
 	return 0;
+}
+
+/* "<hex>\r\n" at the front of b (2 * sizeof(size_t) + 2 bytes); its
+ * length. */
+static size_t
+chunk_size_line(char *b, size_t n)
+{
+	char	 t[2 * sizeof(size_t) + 2];
+	size_t	 i = sizeof(t);
+
+	t[--i] = '\n';
+	t[--i] = '\r';
+	do {
+		t[--i] = "0123456789abcdef"[n & 15];
+		n >>= 4;
+	} while (n != 0);
+	memcpy(b, t + i, sizeof(t) - i);
+	return sizeof(t) - i;
 }
 
 static int
 put_chunk_size(struct evbuffer *out, size_t n)
 {
 	char	 b[2 * sizeof(size_t) + 2];
-	size_t	 i = sizeof(b);
 
-	b[--i] = '\n';
-	b[--i] = '\r';
-	do {
-		b[--i] = "0123456789abcdef"[n & 15];
-		n >>= 4;
-	} while (n != 0);
-	return evbuffer_add(out, b + i, sizeof(b) - i);
+	return evbuffer_add(out, b, chunk_size_line(b, n));
+}
+
+/* Keep len bytes at p by reference, for conn_write_refs(). */
+static void
+conn_ref(struct http_conn *c, const void *p, size_t len)
+{
+	c->c_piov[c->c_npiov].iov_base = (void *)(uintptr_t)p;
+	c->c_piov[c->c_npiov++].iov_len = len;
 }
 
 int
 http_stream_write(struct http_conn *c, const void *data, size_t len)
 {
 	struct evbuffer	*out;
+	char		*line;
 	int		 rv = 0;
 
 	if (c->c_state != C_STREAM)
@@ -499,18 +692,32 @@ http_stream_write(struct http_conn *c, const void *data, size_t len)
 	if (len == 0 || c->c_nobody)
 		return 0;
 	out = conn_out(c);
+	c->c_srv->s_moved += len;
+	if (c->c_srv->s_corked && !c->c_wev_on &&
+	    c->c_npiov + 3 <= HTTP_PIOV_MAX) {
+		if (c->c_chunked_out) {
+			line = c->c_psize[c->c_npsize++];
+			conn_ref(c, line, chunk_size_line(line, len));
+		}
+		conn_ref(c, data, len);
+		if (c->c_chunked_out)
+			conn_ref(c, "\r\n", 2);
+		conn_kick(c);
+		return 0;
+	}
+	if (c->c_npiov > 0 && conn_take_refs(c, 0) == -1)
+		return -1;
 	if (c->c_chunked_out)
 		rv |= put_chunk_size(out, len);
 	rv |= evbuffer_add(out, data, len);
 	if (c->c_chunked_out)
 		rv |= evbuffer_add(out, "\r\n", 2);
-	c->c_srv->s_moved += len;
 	if (rv != 0) {
 		log_warnx("%s: out of memory", __func__);
 		conn_close(c);
 		return -1;
 	}
-	conn_arm_drain(c);
+	conn_kick(c);
 	return 0;
 }
 
@@ -525,6 +732,8 @@ http_stream_write_buffer(struct http_conn *c, struct evbuffer *buf)
 		return -1;
 	if (len == 0 || c->c_nobody)
 		return evbuffer_drain(buf, len);
+	if (c->c_npiov > 0 && conn_take_refs(c, 0) == -1)
+		return -1;
 	out = conn_out(c);
 	if (c->c_chunked_out)
 		rv |= put_chunk_size(out, len);
@@ -537,7 +746,7 @@ http_stream_write_buffer(struct http_conn *c, struct evbuffer *buf)
 		conn_close(c);
 		return -1;
 	}
-	conn_arm_drain(c);
+	conn_kick(c);
 	return 0;
 }
 
@@ -545,6 +754,14 @@ int
 http_stream_end(struct http_conn *c)
 {
 	if (c->c_state != C_STREAM)
+		return -1;
+	if (c->c_chunked_out && c->c_npiov > 0 &&
+	    c->c_npiov < HTTP_PIOV_MAX) {
+		conn_ref(c, "0\r\n\r\n", 5);
+		conn_enter_flush(c);
+		return 0;
+	}
+	if (c->c_npiov > 0 && conn_take_refs(c, 0) == -1)
 		return -1;
 	if (c->c_chunked_out &&
 	    evbuffer_add(conn_out(c), "0\r\n\r\n", 5) != 0) {
@@ -723,8 +940,9 @@ conn_body_begin(struct http_conn *c)
 	expect = http_head_get(h, "expect");
 	if (expect != NULL && strcasecmp(expect, "100-continue") == 0 &&
 	    h->h_minor == 1 &&
-	    evbuffer_get_length(bufferevent_get_input(c->c_bev)) == 0)
-		(void)put_str(conn_out(c), "HTTP/1.1 100 Continue\r\n\r\n");
+	    evbuffer_get_length(bufferevent_get_input(c->c_bev)) == 0 &&
+	    put_str(conn_out(c), "HTTP/1.1 100 Continue\r\n\r\n") == 0)
+		conn_kick(c);
 }
 
 static int
@@ -909,6 +1127,12 @@ conn_writecb(struct bufferevent *bev, void *arg)
 	struct http_conn	*c = arg;
 	size_t			 len = evbuffer_get_length(conn_out(c));
 
+	/* All out: the next writes go straight to the socket again. */
+	if (len == 0 && c->c_wev_on) {
+		if (bufferevent_disable(c->c_bev, EV_WRITE) == -1)
+			log_warnx("%s: bufferevent_disable", __func__);
+		c->c_wev_on = 0;
+	}
 	if (c->c_state == C_FLUSH && len == 0)
 		conn_flush_done(c);
 	else if (c->c_state == C_STREAM && c->c_drain_armed &&
@@ -1024,8 +1248,10 @@ conn_new(struct http_server *srv, int fd)
 	    bufferevent_set_max_single_write(c->c_bev, HTTP_WRITE_MAX) == -1)
 		log_warnx("%s: bufferevent_set_max_single", __func__);
 	bufferevent_setwatermark(c->c_bev, EV_READ, 0, HTTP_HEAD_MAX + 1);
-	/* Writing is enabled from the start; its event waits for data. */
-	if (bufferevent_enable(c->c_bev, EV_READ) == -1 ||
+	/* Writes go out from conn_flush(); the bufferevent writes only what
+	 * the socket did not take at once. */
+	if (bufferevent_disable(c->c_bev, EV_WRITE) == -1 ||
+	    bufferevent_enable(c->c_bev, EV_READ) == -1 ||
 	    conn_timer_add(c, srv->s_lim.hl_head_ms) == -1) {
 		log_warnx("%s: cannot watch the connection", __func__);
 		bufferevent_free(c->c_bev);	/* closes fd */
@@ -1159,6 +1385,7 @@ http_server_new(struct event_base *base, int fd,
 	else
 		http_limits_default(&srv->s_lim);
 	TAILQ_INIT(&srv->s_conns);
+	TAILQ_INIT(&srv->s_dirty);
 	if ((srv->s_ev = event_new(base, fd, EV_READ | EV_PERSIST,
 	    http_accept, srv)) == NULL ||
 	    (srv->s_pause = evtimer_new(base, http_accept_resume, srv)) ==
@@ -1192,4 +1419,23 @@ unsigned
 http_server_nconn(const struct http_server *srv)
 {
 	return srv->s_nconn;
+}
+
+void
+http_server_cork(struct http_server *srv)
+{
+	srv->s_corked = 1;
+}
+
+void
+http_server_uncork(struct http_server *srv)
+{
+	struct http_conn	*c;
+
+	srv->s_corked = 0;
+	while ((c = TAILQ_FIRST(&srv->s_dirty)) != NULL) {
+		TAILQ_REMOVE(&srv->s_dirty, c, c_dirty_entry);
+		c->c_dirty = 0;
+		conn_flush(c);
+	}
 }

@@ -84,6 +84,14 @@ struct http_server *http_server_new(struct event_base *, int listen_fd,
 void		 http_server_free(struct http_server *);
 /* Open connections (the refused ones are never counted). */
 unsigned	 http_server_nconn(const struct http_server *);
+/*
+ * While corked, what is queued on any connection waits, and uncorking
+ * writes it, one writev(2) per connection: a router that answers several
+ * frames of one read sends them together.  Uncork before returning to the
+ * loop.
+ */
+void		 http_server_cork(struct http_server *);
+void		 http_server_uncork(struct http_server *);
 
 /*
  * Read the body, from inside on_head only (-1 otherwise).  Exactly one of

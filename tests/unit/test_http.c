@@ -1376,6 +1376,68 @@ START_TEST(test_backpressure)
 }
 END_TEST
 
+/*
+ * Corked: a stream's writes wait for the uncork and go out from the
+ * caller's buffers, and what the socket did not take is copied then, so
+ * the buffers may change once the uncork returns.
+ */
+#define CORK_BYTES	(2 * MIB_)
+
+static void
+router_cork(struct t *t, struct http_conn *c, const struct http_head *h)
+{
+	uint8_t	*buf;
+	size_t	 i;
+
+	ck_assert_ptr_nonnull(buf = malloc(CORK_BYTES));
+	for (i = 0; i < CORK_BYTES; i++)
+		buf[i] = pattern(i);
+	http_server_cork(t->srv);
+	ck_assert_int_eq(http_stream_start(c, 200, NULL, 0), 0);
+	for (i = 0; i < CORK_BYTES; i += CORK_BYTES / 4)
+		ck_assert_int_eq(http_stream_write(c, buf + i,
+		    CORK_BYTES / 4), 0);
+	ck_assert_int_eq(http_stream_end(c), 0);
+	/* Nothing left yet, and only the head was copied. */
+	ck_assert_uint_lt(http_conn_pending(c), 256);
+	http_server_uncork(t->srv);
+	memset(buf, 0, CORK_BYTES);
+	free(buf);
+}
+
+static void
+client_cork(struct t *t)
+{
+	struct resp	 r;
+	size_t		 i;
+	int		 fd;
+
+	fd = cl_connect(t);
+	cl_sends(fd, "GET /s HTTP/1.1\r\nHost: b\r\n\r\n");
+	/* A slow reader: most of it is copied at the uncork. */
+	msleep(100);
+	cl_read(fd, &r);
+	close(fd);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert(r.chunked_done);
+	ck_assert_uint_eq(r.dechunked_len, CORK_BYTES);
+	for (i = 0; i < r.dechunked_len; i++)
+		if ((uint8_t)r.dechunked[i] != pattern(i))
+			ck_abort_msg("byte %zu differs", i);
+	resp_free(&r);
+}
+
+START_TEST(test_corked_stream)
+{
+	struct t	 t;
+
+	t_init(&t, router_cork, client_cork);
+	t.want_closes = 1;
+	t_run(&t);
+	t_free(&t);
+}
+END_TEST
+
 static void
 kill_tick(struct http_conn *c, void *arg)
 {
@@ -1739,6 +1801,7 @@ http_suite(void)
 	tcase_add_test(tc, test_stream);
 	tcase_add_test(tc, test_backpressure);
 	tcase_add_test(tc, test_kill);
+	tcase_add_test(tc, test_corked_stream);
 	tcase_add_test(tc, test_write_silence);
 	tcase_add_test(tc, test_respond_checks);
 	tcase_add_test(tc, test_no_body_statuses);
