@@ -543,14 +543,20 @@ call_find(struct broker *br, uint64_t id)
 	return NULL;
 }
 
+/*
+ * A call egress could not complete.  A head of its that never reached the
+ * worker (it came in the same read as this end) gives way to an answer of
+ * the broker's own; once some of it went out, the body is cut (PROTOCOL.md
+ * 3.2).
+ */
 static void
 call_fail(struct call *cl, int status, const char *text)
 {
 	if (cl->cl_conn != NULL) {
-		if (cl->cl_streaming)
-			http_conn_kill(cl->cl_conn);
-		else
+		if (!cl->cl_streaming)
 			respond_text(cl->cl_conn, status, text);
+		else if (http_stream_fail(cl->cl_conn, status, text) == -1)
+			http_conn_kill(cl->cl_conn);
 	}
 	call_free(cl);
 }

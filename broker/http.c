@@ -90,6 +90,7 @@ struct http_conn {
 	int			 c_chunked_out;
 	int			 c_nobody;	/* answer without body bytes */
 	int			 c_wev_on;	/* the bufferevent writes */
+	int			 c_sent;	/* some of the answer left */
 	int			 c_dirty;	/* on s_dirty */
 	TAILQ_ENTRY(http_conn)	 c_dirty_entry;
 	/*
@@ -368,6 +369,8 @@ conn_write_refs(struct http_conn *c)
 	}
 	if (n <= 0)
 		n = 0;
+	else
+		c->c_sent = 1;
 	k = (size_t)n < evlen ? (size_t)n : evlen;
 	if (k > 0) {
 		evbuffer_unfreeze(out, 1);
@@ -404,6 +407,8 @@ conn_flush(struct http_conn *c)
 		evbuffer_unfreeze(out, 1);
 		n = evbuffer_write(out, bufferevent_getfd(c->c_bev));
 		evbuffer_freeze(out, 1);
+		if (n > 0)
+			c->c_sent = 1;
 		if (n == -1 && errno != EAGAIN && errno != EWOULDBLOCK &&
 		    errno != EINTR) {
 			log_debug("%s: writev: %s", __func__, strerror(errno));
@@ -421,6 +426,7 @@ conn_flush(struct http_conn *c)
 		return;
 	}
 	c->c_wev_on = 1;
+	c->c_sent = 1;	/* from now on the bufferevent may write any time */
 	/* The drain callback counts from what the socket did not take. */
 	conn_arm_drain(c);
 }
@@ -770,6 +776,29 @@ http_stream_end(struct http_conn *c)
 		return -1;
 	}
 	conn_enter_flush(c);
+	return 0;
+}
+
+int
+http_stream_fail(struct http_conn *c, int status, const char *text)
+{
+	struct evbuffer	*out;
+
+	if (c->c_state != C_STREAM || c->c_sent)
+		return -1;
+	/* Nothing left: the head and what followed are dropped. */
+	out = conn_out(c);
+	evbuffer_unfreeze(out, 1);
+	(void)evbuffer_drain(out, evbuffer_get_length(out));
+	evbuffer_freeze(out, 1);
+	c->c_npiov = c->c_npsize = 0;
+	c->c_chunked_out = 0;
+	c->c_nobody = strcmp(c->c_head.h_method, "HEAD") == 0;
+	c->c_on_drain = NULL;
+	c->c_drain_armed = 0;
+	c->c_state = C_WAIT;
+	if (http_respond_text(c, status, text) == -1)
+		return -1;
 	return 0;
 }
 

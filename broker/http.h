@@ -139,6 +139,15 @@ int		 http_stream_write_buffer(struct http_conn *,
 		    struct evbuffer *);
 int		 http_stream_end(struct http_conn *);
 
+/*
+ * A streamed answer that failed: while nothing of it has reached the
+ * socket (the head waits for a write, or for the uncork), it is replaced by
+ * a whole answer of status and text, and 0; else -1, and the caller cuts
+ * the connection so that the client sees a truncated body.
+ */
+int		 http_stream_fail(struct http_conn *, int status,
+		    const char *text);
+
 /* Close now, dropping what was not written; on_close follows. */
 void		 http_conn_kill(struct http_conn *);
 

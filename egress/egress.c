@@ -125,6 +125,11 @@ struct egress_call {
 	int				 ec_head_sent;
 	int				 ec_refused;	/* status outside 200-599 */
 	int				 ec_paused;
+	/* Held until the bytes that came with them were filtered: */
+	struct msgb			 ec_head;
+	int				 ec_head_held;
+	const void			*ec_out;	/* the filter's, released */
+	size_t				 ec_outlen;
 	uint64_t			 ec_unacked;
 	uint64_t			 ec_bytes;
 	struct timespec			 ec_start;
@@ -234,6 +239,11 @@ egress_peer_err(struct frame_conn *fc, enum frame_err err, void *arg)
 #define EGRESS_RESP_HDRS	32
 /* Egress runs this far ahead of what the broker acknowledged. */
 #define EGRESS_WINDOW		(1024u * 1024)
+/* Body bytes per frame: a few fit in the broker's read buffer together,
+ * and it never has to grow it for one. */
+#define EGRESS_FRAME_DATA	(64u * 1024)
+_Static_assert((UP_DATA_MAX + EGRESS_FRAME_DATA - 1) / EGRESS_FRAME_DATA + 2 <=
+    FRAME_SENDV_MAX, "the frames of one flush");
 
 static void
 egress_call_free(struct egress_call *ec)
@@ -244,6 +254,8 @@ egress_call_free(struct egress_call *ec)
 	ec->ec_peer->ep_ncalls--;
 	eg->eg_ncalls--;
 	eg->eg_body_bytes -= ec->ec_body_len;
+	if (ec->ec_head_held)
+		msgb_free(&ec->ec_head);
 	reflect_free(ec->ec_reflect);
 	explicit_bzero(ec->ec_secret, sizeof(ec->ec_secret));
 	free(ec->ec_body);
@@ -279,8 +291,48 @@ ms_since(const struct timespec *t)
 	    (now.tv_nsec - t->tv_nsec) / 1000000;
 }
 
-/* The end of a call: logged with its channel, route, status and latency,
- * never a credential or a body. */
+/*
+ * What a call holds back goes out now, in one write: the head, the bytes
+ * the filter released, then end (may be NULL).
+ */
+static void
+egress_flush(struct egress_call *ec, struct msgb *end)
+{
+	struct msgb	 data[FRAME_SENDV_MAX], *mbs[FRAME_SENDV_MAX];
+	const uint8_t	*p = ec->ec_out;
+	size_t		 k;
+	int		 n = 0;
+
+	if (ec->ec_head_held) {
+		mbs[n++] = &ec->ec_head;
+		ec->ec_head_held = 0;
+		ec->ec_head_sent = 1;
+	}
+	while (ec->ec_outlen > 0) {
+		k = ec->ec_outlen < EGRESS_FRAME_DATA ? ec->ec_outlen :
+		    EGRESS_FRAME_DATA;
+		msgb_init(&data[n], MSG_EGR_DATA, 0);
+		msg_add_uint(&data[n], "call", ec->ec_id);
+		msg_add_data(&data[n], p, k);
+		mbs[n] = &data[n];
+		n++;
+		p += k;
+		ec->ec_unacked += k;
+		ec->ec_outlen -= k;
+	}
+	if (end != NULL)
+		mbs[n++] = end;
+	if (n > 0 && msg_sendv(ec->ec_peer->ep_conn, mbs, n) == -1)
+		log_warnx("%s: cannot queue an answer", ec->ec_peer->ep_name);
+}
+
+/*
+ * The end of a call: logged with its channel, route, status and latency,
+ * never a credential or a body.  A failure before the head went out drops
+ * it and what was held with it, so the worker gets an answer of the
+ * broker's own (PROTOCOL.md 3.2: "Any other failure → 502"); after the
+ * head, the broker cuts the body.
+ */
 static void
 egress_end(struct egress_call *ec, int ok, int status, const char *why)
 {
@@ -294,6 +346,11 @@ egress_end(struct egress_call *ec, int ok, int status, const char *why)
 		log_warnx("%s %s: failed after %ld ms: %s",
 		    ec->ec_peer->ep_name, ec->ec_route,
 		    ms_since(&ec->ec_start), why);
+	if (!ok && ec->ec_head_held) {
+		msgb_free(&ec->ec_head);
+		ec->ec_head_held = 0;
+		ec->ec_outlen = 0;
+	}
 	msgb_init(&mb, MSG_EGR_END, 0);
 	msg_add_uint(&mb, "call", ec->ec_id);
 	msg_add_bool(&mb, "ok", ok);
@@ -302,23 +359,11 @@ egress_end(struct egress_call *ec, int ok, int status, const char *why)
 	/* The worker learns this much and nothing of the upstream's detail. */
 	if (!ok && ec->ec_refused)
 		msg_add_str(&mb, "error", "upstream_refused");
-	egress_send(ec->ec_peer, &mb);
+	egress_flush(ec, &mb);
 }
 
-static void
-egress_data(struct egress_call *ec, const void *buf, size_t len)
-{
-	struct msgb	 mb;
-
-	if (len == 0)
-		return;
-	msgb_init(&mb, MSG_EGR_DATA, 0);
-	msg_add_uint(&mb, "call", ec->ec_id);
-	msg_add_data(&mb, buf, len);
-	egress_send(ec->ec_peer, &mb);
-	ec->ec_unacked += len;
-}
-
+/* The head waits for the body bytes that came with it, so that a secret
+ * among the first of them is found before the head goes out. */
 static int
 egress_on_head(struct up_call *up, long status, const struct up_hdr *hdrs,
     size_t n, void *arg)
@@ -326,7 +371,6 @@ egress_on_head(struct up_call *up, long status, const struct up_hdr *hdrs,
 	struct egress_call	*ec = arg;
 	const char		*hn[EGRESS_RESP_HDRS], *hv[EGRESS_RESP_HDRS];
 	size_t			 i, k = 0;
-	struct msgb		 mb;
 
 	ec->ec_status = status;
 	/* Anything outside 200-599 is refused; redirects are errors. */
@@ -343,13 +387,12 @@ egress_on_head(struct up_call *up, long status, const struct up_hdr *hdrs,
 			hn[k] = hdrs[i].name;
 			hv[k++] = hdrs[i].value;
 		}
-	msgb_init(&mb, MSG_EGR_HEAD, 0);
-	msg_add_uint(&mb, "call", ec->ec_id);
-	msg_add_uint(&mb, "status", status);
-	msg_add_strv(&mb, "hnames", hn, k);
-	msg_add_strv(&mb, "hvalues", hv, k);
-	egress_send(ec->ec_peer, &mb);
-	ec->ec_head_sent = 1;
+	msgb_init(&ec->ec_head, MSG_EGR_HEAD, 0);
+	msg_add_uint(&ec->ec_head, "call", ec->ec_id);
+	msg_add_uint(&ec->ec_head, "status", status);
+	msg_add_strv(&ec->ec_head, "hnames", hn, k);
+	msg_add_strv(&ec->ec_head, "hvalues", hv, k);
+	ec->ec_head_held = 1;
 	return 0;
 }
 
@@ -360,18 +403,31 @@ egress_on_data(struct up_call *up, const void *buf, size_t len, void *arg)
 	const void		*out;
 	size_t			 outlen;
 
+	/* The filter's last output dies with the next feed. */
+	if (ec->ec_outlen > 0)
+		egress_flush(ec, NULL);
 	ec->ec_bytes += len;
 	if (reflect_feed(ec->ec_reflect, buf, len, &out, &outlen) == -1) {
 		log_warnx("%s %s: the credential came back in the "
 		    "answer; call cut", ec->ec_peer->ep_name, ec->ec_route);
 		return -1;
 	}
-	egress_data(ec, out, outlen);
-	if (ec->ec_unacked > EGRESS_WINDOW) {
+	ec->ec_out = out;
+	ec->ec_outlen = outlen;
+	/* Ahead of the broker's acks, or its pipe full: what is not read
+	 * stays with TCP, not here. */
+	if (ec->ec_unacked + outlen > EGRESS_WINDOW ||
+	    frame_conn_pending(ec->ec_peer->ep_conn) > 0) {
 		ec->ec_paused = 1;
 		return UP_PAUSE;
 	}
 	return 0;
+}
+
+static void
+egress_on_flush(struct up_call *up, void *arg)
+{
+	egress_flush(arg, NULL);
 }
 
 static void
@@ -381,28 +437,31 @@ egress_on_end(struct up_call *up, enum up_result r, const char *detail,
 	struct egress_call	*ec = arg;
 	const void		*out;
 	size_t			 outlen;
+	char			 why[300];
 
 	ec->ec_up = NULL;
-	if (r == UP_OK) {
+	if (r != UP_OK) {
+		snprintf(why, sizeof(why), "%s: %s", up_result_to_string(r),
+		    detail);
+		egress_end(ec, 0, 502, why);
+	} else if (reflect_holdback(ec->ec_reflect) == 0)
+		egress_end(ec, 1, 0, NULL);
+	else {
+		/* What was released goes before the tail replaces it. */
+		egress_flush(ec, NULL);
 		if (reflect_finish(ec->ec_reflect, &out, &outlen) == -1)
 			egress_end(ec, 0, 502, "credential in the answer");
 		else {
-			egress_data(ec, out, outlen);
+			ec->ec_out = out;
+			ec->ec_outlen = outlen;
 			egress_end(ec, 1, 0, NULL);
 		}
-	} else {
-		char	 why[300];
-
-		snprintf(why, sizeof(why), "%s: %s", up_result_to_string(r),
-		    detail);
-		egress_end(ec, 0, r == UP_ABORTED && ec->ec_status >= 300 &&
-		    ec->ec_status < 400 ? 502 : 502, why);
 	}
 	egress_call_free(ec);
 }
 
 static const struct up_callbacks egress_up_cbs = {
-	egress_on_head, egress_on_data, egress_on_end, NULL
+	egress_on_head, egress_on_data, egress_on_end, egress_on_flush
 };
 
 static const struct egress_mcp *
@@ -791,6 +850,28 @@ egress_call(struct egress_peer *ep, struct msg *m)
 	return 0;
 }
 
+static void
+egress_call_resume(struct egress_call *ec)
+{
+	if (ec->ec_paused && ec->ec_unacked <= EGRESS_WINDOW / 2 &&
+	    frame_conn_pending(ec->ec_peer->ep_conn) == 0 &&
+	    ec->ec_up != NULL) {
+		ec->ec_paused = 0;
+		upstream_resume(ec->ec_up);
+	}
+}
+
+/* The pipe to the peer has room again. */
+static void
+egress_peer_drained(struct frame_conn *fc, void *arg)
+{
+	struct egress_peer	*ep = arg;
+	struct egress_call	*ec;
+
+	TAILQ_FOREACH(ec, &ep->ep_calls, ec_entry)
+		egress_call_resume(ec);
+}
+
 static int
 egress_ack(struct egress_peer *ep, struct msg *m)
 {
@@ -804,11 +885,7 @@ egress_ack(struct egress_peer *ep, struct msg *m)
 	if ((ec = egress_call_find(ep, id)) == NULL)
 		return 0;	/* ended meanwhile */
 	ec->ec_unacked = bytes > ec->ec_unacked ? 0 : ec->ec_unacked - bytes;
-	if (ec->ec_paused && ec->ec_unacked <= EGRESS_WINDOW / 2 &&
-	    ec->ec_up != NULL) {
-		ec->ec_paused = 0;
-		upstream_resume(ec->ec_up);
-	}
+	egress_call_resume(ec);
 	return 0;
 }
 
@@ -1165,6 +1242,21 @@ egress_peer_find(struct egress *eg, uint64_t id)
 }
 
 /*
+ * The kernel's buffer of a peer's pipe, as large as the window the peer
+ * acks, where net.core.wmem_max allows: a window in flight then waits in
+ * the pipe, not in egress's heap, and never stops the upstream read while
+ * the peer keeps up.  Elsewhere egress pauses the read (egress_on_data).
+ */
+static void
+egress_pipe_size(int fd)
+{
+	int	 size = EGRESS_WINDOW;
+
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size)) == -1)
+		log_warn("%s: SO_SNDBUF", __func__);
+}
+
+/*
  * A broker's edge with its profile, or a research job's ("role":
  * "research") with the research model, its thinking level and its budget.
  */
@@ -1221,11 +1313,14 @@ egress_attach(struct egress *eg, struct msg *m)
 		fatal("%s", __func__);
 	TAILQ_INIT(&ep->ep_calls);
 	TAILQ_INIT(&ep->ep_fetches);
+	egress_pipe_size(fd);
 	ep->ep_conn = frame_conn_new(eg->eg_base, fd,
 	    edge_limits(r, PROC_EGRESS), edge_limits(PROC_EGRESS, r),
 	    egress_dispatch_peer, egress_peer_err, ep);
 	if (ep->ep_conn == NULL)
 		fatalx("%s: cannot watch the %s edge", __func__, ep->ep_name);
+	/* Called once all that was queued is written. */
+	frame_conn_set_drain_cb(ep->ep_conn, egress_peer_drained, 1);
 	TAILQ_INSERT_TAIL(&eg->eg_peers, ep, ep_entry);
 	log_debug("%s attached (peer %llu)", ep->ep_name,
 	    (unsigned long long)id);

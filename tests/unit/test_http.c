@@ -1438,6 +1438,61 @@ START_TEST(test_corked_stream)
 }
 END_TEST
 
+/*
+ * A stream that fails before any of it left is answered whole instead;
+ * once some of it left, the caller has to cut it.
+ */
+static void
+router_stream_fail(struct t *t, struct http_conn *c,
+    const struct http_head *h)
+{
+	int	 early = strcmp(h->h_path, "/early") == 0;
+
+	if (early)
+		http_server_cork(t->srv);
+	ck_assert_int_eq(http_stream_start(c, 529, NULL, 0), 0);
+	ck_assert_int_eq(http_stream_write(c, "partial", 7), 0);
+	if (early) {
+		ck_assert_int_eq(http_stream_fail(c, 502,
+		    "Broker call failed"), 0);
+		ck_assert_int_eq(http_stream_write(c, "more", 4), -1);
+		http_server_uncork(t->srv);
+		return;
+	}
+	ck_assert_int_eq(http_stream_fail(c, 502, "Broker call failed"), -1);
+	http_conn_kill(c);
+}
+
+static void
+client_stream_fail(struct t *t)
+{
+	struct resp	 r;
+
+	cl_exchange(t, "POST /early HTTP/1.1\r\nHost: b\r\n"
+	    "Content-Length: 0\r\n\r\n", &r);
+	ck_assert_int_eq(r.status, 502);
+	ck_assert(resp_has(&r, "content-length: 18"));
+	ck_assert_str_eq(r.body, "Broker call failed");
+	resp_free(&r);
+	cl_exchange(t, "POST /late HTTP/1.1\r\nHost: b\r\n"
+	    "Content-Length: 0\r\n\r\n", &r);
+	ck_assert_int_eq(r.status, 529);
+	ck_assert(!r.chunked_done);
+	ck_assert_str_eq(r.dechunked, "partial");
+	resp_free(&r);
+}
+
+START_TEST(test_stream_fail)
+{
+	struct t	 t;
+
+	t_init(&t, router_stream_fail, client_stream_fail);
+	t.want_closes = 2;
+	t_run(&t);
+	t_free(&t);
+}
+END_TEST
+
 static void
 kill_tick(struct http_conn *c, void *arg)
 {
@@ -1802,6 +1857,7 @@ http_suite(void)
 	tcase_add_test(tc, test_backpressure);
 	tcase_add_test(tc, test_kill);
 	tcase_add_test(tc, test_corked_stream);
+	tcase_add_test(tc, test_stream_fail);
 	tcase_add_test(tc, test_write_silence);
 	tcase_add_test(tc, test_respond_checks);
 	tcase_add_test(tc, test_no_body_statuses);
