@@ -129,15 +129,17 @@ cred_close(int fd)
 	errno = saved;
 }
 
-enum cred_err
-cred_read(int dirfd, const char *path, uid_t owner, char *buf, size_t bufsz,
-    size_t *lenp, char *err, size_t errlen)
+/* cred_read(), and what the file was when it was read, in *stp. */
+static enum cred_err
+cred_read_st(int dirfd, const char *path, uid_t owner, char *buf,
+    size_t bufsz, size_t *lenp, char *err, size_t errlen, struct stat *stp)
 {
 	struct stat	 st;
 	enum cred_err	 e = CRED_OK;
 	size_t		 got = 0, len, max;
 	int		 fd, over;
 
+	memset(&st, 0, sizeof(st));
 	*lenp = 0;
 	if (errlen > 0)
 		err[0] = '\0';
@@ -208,5 +210,86 @@ cred_read(int dirfd, const char *path, uid_t owner, char *buf, size_t bufsz,
 	explicit_bzero(buf + len, got - len);
 	buf[len] = '\0';
 	*lenp = len;
+	if (stp != NULL)
+		*stp = st;
 	return e;
+}
+
+enum cred_err
+cred_read(int dirfd, const char *path, uid_t owner, char *buf, size_t bufsz,
+    size_t *lenp, char *err, size_t errlen)
+{
+	return cred_read_st(dirfd, path, owner, buf, bufsz, lenp, err, errlen,
+	    NULL);
+}
+
+void
+cred_cache_clear(struct cred_cache *cc)
+{
+	explicit_bzero(cc->cc_token, sizeof(cc->cc_token));
+	cc->cc_len = 0;
+	cc->cc_trusted = 0;
+}
+
+static int
+ts_eq(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+/* Whether st is still the file the kept token came from (cred.h). */
+static int
+cred_same(const struct cred_cache *cc, const struct stat *st, uid_t owner)
+{
+	return cc->cc_trusted && S_ISREG(st->st_mode) &&
+	    st->st_uid == owner && (st->st_mode & (S_IRWXG | S_IRWXO)) == 0 &&
+	    st->st_dev == cc->cc_dev && st->st_ino == cc->cc_ino &&
+	    st->st_size == cc->cc_size && ts_eq(&st->st_mtim, &cc->cc_mtim) &&
+	    ts_eq(&st->st_ctim, &cc->cc_ctim);
+}
+
+enum cred_err
+cred_get(struct cred_cache *cc, int dirfd, const char *path, uid_t owner,
+    char *buf, size_t bufsz, size_t *lenp, char *err, size_t errlen)
+{
+	struct stat	 st;
+	struct timespec	 before;
+	enum cred_err	 e;
+	long long	 changed, began;
+
+	/* One system call when nothing changed; a failure is told by the
+	 * read that follows. */
+	if (cc->cc_trusted && bufsz > cc->cc_len &&
+	    fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    cred_same(cc, &st, owner)) {
+		memcpy(buf, cc->cc_token, cc->cc_len);
+		buf[cc->cc_len] = '\0';
+		*lenp = cc->cc_len;
+		if (errlen > 0)
+			err[0] = '\0';
+		return CRED_OK;
+	}
+	if (clock_gettime(CLOCK_REALTIME, &before) == -1) {
+		before.tv_sec = 0;
+		before.tv_nsec = 0;
+	}
+	e = cred_read_st(dirfd, path, owner, buf, bufsz, lenp, err, errlen,
+	    &st);
+	cc->cc_reads++;
+	cred_cache_clear(cc);
+	if (e != CRED_OK || *lenp >= sizeof(cc->cc_token))
+		return e;
+	memcpy(cc->cc_token, buf, *lenp);
+	cc->cc_len = *lenp;
+	cc->cc_dev = st.st_dev;
+	cc->cc_ino = st.st_ino;
+	cc->cc_size = st.st_size;
+	cc->cc_mtim = st.st_mtim;
+	cc->cc_ctim = st.st_ctim;
+	/* A change in the same clock tick as the read would not show. */
+	changed = (long long)st.st_ctim.tv_sec * 1000000000LL +
+	    st.st_ctim.tv_nsec;
+	began = (long long)before.tv_sec * 1000000000LL + before.tv_nsec;
+	cc->cc_trusted = changed + CRED_SETTLE_NS <= began;
+	return CRED_OK;
 }

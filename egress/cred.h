@@ -1,6 +1,7 @@
 /*
- * Credential files (DESIGN.md 7, PROTOCOL.md 3.2): read at every call, so a
- * refresher can replace them atomically (rename) at any time; a regular file
+ * Credential files (DESIGN.md 7, PROTOCOL.md 3.2): current at every call, so
+ * a refresher can replace them (rename, or write in place) at any time,
+ * without being read again while they have not changed; a regular file
  * owned by the service user with no group or other bits, never followed
  * through a symbolic link, never logged.
  */
@@ -10,6 +11,8 @@
 #include <sys/types.h>
 
 #include <stddef.h>
+#include <stdint.h>
+#include <time.h>
 
 /*
  * The largest credential file, trailing newline included.  XXX not in
@@ -51,5 +54,44 @@ enum cred_err	 cred_read(int dirfd, const char *path, uid_t owner,
  * visible ASCII characters (0x21-0x7e: no space, control, CR, LF or NUL).
  */
 int		 cred_token_valid(const char *s, size_t len);
+
+/*
+ * The last token read from one credential file, and what the file was
+ * then.  Every call looks at the path (one fstatat(2), not following a
+ * link) and uses the token kept when the file is the same inode, regular,
+ * owned by the owner, without group or other bits, of the same size, mtime
+ * and ctime (nanoseconds) as when it was read; else it reads the file
+ * again, with every check of cred_read().  Replacing the file (rename) makes
+ * a new inode; writing it in place moves its mtime and ctime.  Timestamps
+ * come from a clock that may tick only every few milliseconds (or seconds,
+ * on some file systems), so a write in the same tick as the read would
+ * leave them as they were: a read is trusted only when the file's ctime
+ * was CRED_SETTLE_NS older than the moment the read began, and until then
+ * every call reads the file again (the rule git uses for "racily clean"
+ * index entries).
+ */
+#define CRED_SETTLE_NS	1000000000LL
+
+struct cred_cache {
+	char		 cc_token[CRED_FILE_MAX];
+	size_t		 cc_len;
+	int		 cc_trusted;	/* the fields below may stand for it */
+	dev_t		 cc_dev;
+	ino_t		 cc_ino;
+	off_t		 cc_size;
+	struct timespec	 cc_mtim;
+	struct timespec	 cc_ctim;
+	uint64_t	 cc_reads;	/* times the file was read */
+};
+
+/*
+ * As cred_read(), through the cache: the file is read only when it
+ * changed, or when it is too new to tell.  The cache is wiped when a read
+ * fails.
+ */
+enum cred_err	 cred_get(struct cred_cache *, int dirfd, const char *path,
+		    uid_t owner, char *buf, size_t bufsz, size_t *len,
+		    char *err, size_t errlen);
+void		 cred_cache_clear(struct cred_cache *);
 
 #endif

@@ -143,6 +143,8 @@ struct egress {
 	char				*eg_credential_file;
 	char				*eg_ca_file;
 	char				*eg_mcp_credential_file;
+	struct cred_cache		 eg_cred;	/* what they held */
+	struct cred_cache		 eg_mcp_cred;
 	int				 eg_allow_http;
 	uint64_t			 eg_max_output_tokens;
 	struct egress_mcp		 eg_mcp[MCP_SERVERS_MAX];
@@ -710,6 +712,7 @@ egress_call(struct egress_peer *ep, struct msg *m)
 	const char		*kind, *path, *query = NULL, *server = NULL;
 	const char		*turn_id = NULL;
 	const char		**hn, **hv, *credfile, *url_base;
+	struct cred_cache	*cache;
 	const uint8_t		*data;
 	size_t			 n, nv, len;
 	uint64_t		 id;
@@ -793,9 +796,11 @@ egress_call(struct egress_peer *ep, struct msg *m)
 		}
 		url_base = ea.ea_server->em_url;
 		credfile = eg->eg_mcp_credential_file;
+		cache = &eg->eg_mcp_cred;
 		rc = snprintf(url, sizeof(url), "%s", url_base);
 	} else {
 		credfile = eg->eg_credential_file;
+		cache = &eg->eg_cred;
 		rc = snprintf(url, sizeof(url), "%s%s%s%s",
 		    eg->eg_upstream_url, path, query ? "?" : "",
 		    query ? query : "");
@@ -805,7 +810,8 @@ egress_call(struct egress_peer *ep, struct msg *m)
 		egress_call_free(ec);
 		return 0;
 	}
-	if (cred_read(AT_FDCWD, credfile, eg->eg_uid, ec->ec_secret,
+	/* Current at this call, read again only when it changed (cred.h). */
+	if (cred_get(cache, AT_FDCWD, credfile, eg->eg_uid, ec->ec_secret,
 	    sizeof(ec->ec_secret), &ec->ec_secret_len, err, sizeof(err)) !=
 	    CRED_OK) {
 		log_warnx("%s %s: credential %s: %s", ep->ep_name,

@@ -1,10 +1,12 @@
 """The data path from the model service through egress and the broker to
 the worker (PROTOCOL.md 3.2) where timing decides: the reflection filter
-against an echo that comes with the head.  The real rtsandboxd as an
-unprivileged user, the real Docker daemon and the fake upstream, with the
-classes and helpers of test_broker.py."""
+against an echo that comes with the head, and a credential file rewritten
+in place between calls.  The real rtsandboxd as an unprivileged user, the
+real Docker daemon and the fake upstream, with the classes and helpers of
+test_broker.py."""
 import os
 import sys
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -84,6 +86,45 @@ class EchoWithTheHead(tb.BrokerCase):
                     self.assertTrue(r.body.startswith(b"{\"padding\": 1"),
                                     r.body[:60])
                     self.assertNoSecret(r)
+
+
+class CredentialRewrittenInPlace(tb.BrokerCase):
+    """A refresher that writes the credential file in place, with a token
+    of the same length: the next call carries the new one, whether the
+    file changed a moment ago or long after it was last read."""
+
+    CHANNEL = "brk-cred"
+
+    def setUp(self):
+        super().setUp()
+        self.start_channel()
+        self.cred = self.d.config["upstream"]["credential_file"]
+
+    def tearDown(self):
+        tb.write_secret(self.cred, tb.REAL_TOKEN + "\n")
+
+    def rewrite(self, token):
+        with open(self.cred, "r+") as f:
+            f.truncate(0)
+            f.write(token + "\n")
+
+    def test_same_length_token_in_place(self):
+        tokens = ["sk-test-AAAA-token", "sk-test-BBBB-token",
+                  "sk-test-CCCC-token"]
+        with self.in_turn() as (w, tr, turn):
+            for i, token in enumerate(tokens):
+                self.rewrite(token)
+                if i == 2:
+                    # Long enough for egress to trust what it reads,
+                    # then a rewrite: the timestamps must tell.
+                    self.assertAnswer(w.model(CALL), 200)
+                    self.assertEqual(self.fu.last()["token"], token)
+                    time.sleep(1.2)
+                    self.assertAnswer(w.model(CALL), 200)
+                    token = "sk-test-DDDD-token"
+                    self.rewrite(token)
+                self.assertAnswer(w.model(CALL), 200)
+                self.assertEqual(self.fu.last()["token"], token)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cred.h"
@@ -315,6 +316,130 @@ START_TEST(absolute_path)
 }
 END_TEST
 
+/*
+ * The cache: one fstatat(2) while the file has not changed, a read when it
+ * has or is too new to tell (cred.h).
+ */
+
+static struct cred_cache	cc;
+
+static enum cred_err
+get(const char *name)
+{
+	memset(buf, 'Z', sizeof(buf));
+	len = 12345;
+	return cred_get(&cc, dfd, name, getuid(), buf, sizeof(buf), &len, err,
+	    sizeof(err));
+}
+
+static void
+gets(const char *name, const char *want, uint64_t reads)
+{
+	enum cred_err	 e;
+
+	e = get(name);
+	ck_assert_msg(e == CRED_OK, "%s: %s (%s)", name,
+	    cred_err_to_string(e), err);
+	ck_assert_str_eq(buf, want);
+	ck_assert_uint_eq(len, strlen(want));
+	ck_assert_uint_eq(cc.cc_reads, reads);
+}
+
+/* Older than CRED_SETTLE_NS: a change from now on moves its ctime. */
+static void
+settle(void)
+{
+	struct timespec	 ts = { 1, 100000000 };
+
+	ck_assert_int_eq(nanosleep(&ts, NULL), 0);
+}
+
+/* Same length, same inode: only the timestamps tell. */
+static void
+rewrite(const char *name, const char *text)
+{
+	int	 fd;
+
+	fd = openat(dfd, name, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	ck_assert_int_ne(fd, -1);
+	ck_assert_int_eq(write(fd, text, strlen(text)),
+	    (ssize_t)strlen(text));
+	ck_assert_int_eq(close(fd), 0);
+}
+
+static void
+cache_setup(void)
+{
+	setup();
+	memset(&cc, 0, sizeof(cc));
+}
+
+START_TEST(cache_reused)
+{
+	put("t", S("kept-token\n"), 0600);
+	settle();
+	gets("t", "kept-token", 1);
+	gets("t", "kept-token", 1);
+	gets("t", "kept-token", 1);
+}
+END_TEST
+
+START_TEST(cache_rewritten_in_place)
+{
+	put("t", S("token-AAAA\n"), 0600);
+	settle();
+	gets("t", "token-AAAA", 1);
+	rewrite("t", "token-BBBB\n");
+	gets("t", "token-BBBB", 2);
+	gets("t", "token-BBBB", 3);	/* new again: read until settled */
+}
+END_TEST
+
+/* A file younger than CRED_SETTLE_NS is read at every call: a rewrite in
+ * the same clock tick would leave its timestamps as they were. */
+START_TEST(cache_new_file_read_each_time)
+{
+	put("t", S("token-AAAA\n"), 0600);
+	gets("t", "token-AAAA", 1);
+	ck_assert_int_eq(cc.cc_trusted, 0);
+	rewrite("t", "token-BBBB\n");
+	gets("t", "token-BBBB", 2);
+	gets("t", "token-BBBB", 3);
+}
+END_TEST
+
+START_TEST(cache_replaced_by_rename)
+{
+	put("t", S("token-AAAA\n"), 0600);
+	settle();
+	gets("t", "token-AAAA", 1);
+	put("t.new", S("token-BBBB\n"), 0600);
+	ck_assert_int_eq(renameat(dfd, "t.new", dfd, "t"), 0);
+	gets("t", "token-BBBB", 2);
+}
+END_TEST
+
+START_TEST(cache_refusals_still_apply)
+{
+	put("t", S("token-AAAA\n"), 0600);
+	settle();
+	gets("t", "token-AAAA", 1);
+	ck_assert_int_eq(fchmodat(dfd, "t", 0640, 0), 0);
+	ck_assert_int_eq(get("t"), CRED_MODE);
+	ck_assert_uint_eq(len, 0);
+	ck_assert_int_eq(cc.cc_trusted, 0);
+	ck_assert_int_eq(cc.cc_len, 0);
+	ck_assert_int_eq(fchmodat(dfd, "t", 0600, 0), 0);
+	gets("t", "token-AAAA", 3);
+	ck_assert_int_eq(unlinkat(dfd, "t", 0), 0);
+	ck_assert_int_eq(symlinkat("/etc/passwd", dfd, "t"), 0);
+	ck_assert_int_eq(get("t"), CRED_SYMLINK);
+	ck_assert_int_eq(unlinkat(dfd, "t", 0), 0);
+	ck_assert_int_eq(get("t"), CRED_MISSING);
+	ck_assert_uint_eq(len, 0);
+}
+END_TEST
+
 START_TEST(err_strings)
 {
 	enum cred_err	 e, f;
@@ -356,6 +481,15 @@ cred_suite(void)
 	tcase_add_test(tc, owner_refused);
 	tcase_add_test(tc, size_limit);
 	tcase_add_test(tc, err_strings);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("cache");
+	tcase_add_checked_fixture(tc, cache_setup, teardown);
+	tcase_add_test(tc, cache_reused);
+	tcase_add_test(tc, cache_rewritten_in_place);
+	tcase_add_test(tc, cache_new_file_read_each_time);
+	tcase_add_test(tc, cache_replaced_by_rename);
+	tcase_add_test(tc, cache_refusals_still_apply);
 	suite_add_tcase(s, tc);
 
 	return s;
