@@ -441,7 +441,7 @@ body_image(const cJSON *img, const char *what, size_t *bytes, char *err,
 {
 	static const char *const	 keys[] = { "data", "mimeType", NULL };
 	const cJSON			*mt;
-	char				 sub[64];
+	char				 sub[64 + sizeof(".data")];
 	size_t				 k, n;
 	enum body_err			 e;
 
@@ -485,7 +485,7 @@ body_images(const cJSON *arr, const char *what, char *err, size_t errlen)
 {
 	const cJSON	*it;
 	char		 sub[64];
-	size_t		 i = 0, n, total = 0;
+	size_t		 i = 0, n = 0, total = 0;
 	enum body_err	 e;
 
 	if (arr == NULL)

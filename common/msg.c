@@ -431,7 +431,7 @@ int
 msg_get_uint(struct msg *m, const char *key, uint64_t min, uint64_t max,
     uint64_t *out)
 {
-	int64_t	 v;
+	int64_t	 v = 0;
 
 	if (msg_get_num(m, key, &v) == -1)
 		return -1;
@@ -463,7 +463,7 @@ int
 msg_get_int(struct msg *m, const char *key, int64_t min, int64_t max,
     int64_t *out)
 {
-	int64_t	 v;
+	int64_t	 v = 0;
 
 	if (msg_get_num(m, key, &v) == -1)
 		return -1;

@@ -166,9 +166,9 @@ research_search_done(cJSON *result, const char *error, void *arg)
 
 	rs->rs_call = NULL;
 	if (result == NULL) {
-		research_search_answer(rs, 0, NULL, "the search failed");
 		log_info("channel %s: search.query failed: %.200s",
 		    rs->rs_job->rj_key, error ? error : "?");
+		research_search_answer(rs, 0, NULL, "the search failed");
 		return;
 	}
 	text = cJSON_GetObjectItemCaseSensitive(result, "text");

@@ -478,8 +478,8 @@ fd_count(const char *json, enum proc_role from, enum proc_role to,
 	struct msg	 m;
 	int		 fds[FRAME_MAXFDS], i, rc;
 
-	for (i = 0; i < nfds; i++)
-		fds[i] = memfd("count");
+	for (i = 0; i < FRAME_MAXFDS; i++)
+		fds[i] = i < nfds ? memfd("count") : -1;
 	rc = parse_len(&m, from, to, json, 0, fds, nfds, NULL, 0);
 	if (why == NULL)
 		ck_assert_msg(rc == 0, "%s", m.m_err);
