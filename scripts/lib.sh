@@ -15,7 +15,7 @@ need_root() {
 # Debian packages the build, the tests and the demo need.
 RTSB_PACKAGES="meson ninja-build pkg-config gcc clang libclang-rt-14-dev
  libevent-dev libcjson-dev libcap-dev libseccomp-dev libcurl4-openssl-dev
- zlib1g-dev libbrotli-dev libxml2-dev libunistring-dev check docker.io
+ libssl-dev zlib1g-dev libbrotli-dev libxml2-dev libunistring-dev check docker.io
  openssl python3 python3-brotli util-linux procps mandoc rsync nodejs"
 
 install_packages() {
