@@ -343,9 +343,11 @@ conn_deliver(struct frame_conn *c)
 	uint32_t	 jl, dl;
 	size_t		 p = 0, total;
 	int		 rc = 0;
+	uint8_t		*b;
 
-	uint8_t		*b = c->c_rbuf + c->c_rstart;
-
+	if (c->c_rbuf == NULL)		/* nothing read yet, or let go */
+		return 0;
+	b = c->c_rbuf + c->c_rstart;
 	while (c->c_rlen - p >= FRAME_HDR_LEN) {
 		err = frame_header_parse(b + p, &c->c_in, &jl, &dl);
 		if (err != FRAME_OK) {

@@ -534,3 +534,18 @@ dock_watch_new(struct event_base *base, const char *path, const char *prefix,
 	evtimer_add(dw->dw_retry, &now);
 	return dw;
 }
+
+void
+dock_watch_free(struct dock_watch *dw)
+{
+	if (dw == NULL)
+		return;
+	if (dw->dw_read != NULL)
+		event_free(dw->dw_read);
+	if (dw->dw_fd != -1)
+		close(dw->dw_fd);
+	dock_stream_free(&dw->dw_stream);
+	event_free(dw->dw_retry);
+	free(dw->dw_prefix);
+	free(dw);
+}

@@ -114,5 +114,6 @@ typedef void	(*dock_watch_cb)(enum dock_watch_news, const struct dock_event *,
  */
 struct dock_watch	*dock_watch_new(struct event_base *, const char *path,
 			    const char *prefix, dock_watch_cb, void *arg);
+void			 dock_watch_free(struct dock_watch *);
 
 #endif

@@ -732,6 +732,8 @@ up_conn_plain(struct up_conn *co, uint8_t **p, int *closed)
 		return got;
 	}
 	*p = up->up_pbuf;
+	/* SSL_get_error() reads the queue: nothing older may be in it. */
+	ERR_clear_error();
 	while (got < UP_PLAIN_BUF) {
 		r = SSL_read_ex(co->co_ssl, up->up_pbuf + got,
 		    UP_PLAIN_BUF - got, &k);
@@ -1019,6 +1021,7 @@ up_conn_put(struct up_conn *co, const uint8_t *p, size_t n)
 		return 0;
 	}
 	/* The BIO takes every byte, so one write takes them all. */
+	ERR_clear_error();
 	if (SSL_write_ex(co->co_ssl, p, n, &w) != 1 || w != n)
 		return -1;
 	return 0;

@@ -555,6 +555,13 @@ child_timer(evutil_socket_t fd, short ev, void *arg)
 			kill(c->c_pid, SIGKILL);
 		break;
 	case CHILD_DOWN:
+		/* a broker or research job that could not be started: its
+		 * owner hears of it from here, not inside the call that made
+		 * it (child_spawn) */
+		if (!c->c_singleton) {
+			child_down(c);
+			break;
+		}
 		if (!sv->sv_stopping) {
 			c->c_restarts++;
 			sv->sv_count.sc_child_restarts++;
@@ -657,10 +664,7 @@ child_spawn(struct child *c)
 	return;
  retry:
 	c->c_state = CHILD_DOWN;
-	if (c->c_singleton)
-		timer_arm(c, CHILD_BACKOFF_MAX_MS);
-	else
-		child_down(c);
+	timer_arm(c, c->c_singleton ? CHILD_BACKOFF_MAX_MS : 0);
 }
 
 /*

@@ -473,7 +473,9 @@ START_TEST(watch_follows_and_comes_back)
 	ck_assert_ptr_null(strstr(f.first_req, "since="));
 	/* asked again from a second before the loss */
 	ck_assert_ptr_nonnull(strstr(f.req, "GET /v1.41/events?since="));
+	dock_watch_free(dw);
 	event_free(ev);
+	event_base_free(f.base);
 	close(f.lfd);
 	if (f.cfd != -1)
 		close(f.cfd);
