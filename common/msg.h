@@ -40,6 +40,10 @@
 	/* a broker's or research job's pipe, the other end of its FD_EGRESS, \
 	 * with the policy egress holds that peer to */			\
 	X(EGRESS_ATTACH,   "egress_attach",   R_SUP, R_EGR,  1, 0, NONE) \
+	/* a reload: max_output_tokens, then config_egress_mcp and		\
+	 * _profile messages again, for the peers attached from then on */ \
+	X(EGR_RELOAD,      "egr_reload",      R_SUP, R_EGR,  0, 0, NONE) \
+	X(EGR_RELOADED,    "egr_reloaded",    R_SUP, R_EGR,  0, 0, NONE) \
 	X(CONFIG_DONE,     "config_done",     R_SUP, R_CHILD, 0, 0, NONE) \
 	X(READY,           "ready",           R_CHILD, R_SUP, 0, 0, NONE) \
 	/* instead of ready: the child cannot work with what it was given */ \

@@ -64,14 +64,21 @@ struct egress_mcp {
 	size_t			 em_ntools;
 };
 
-/* A profile of the configuration: its model and its MCP servers. */
+/*
+ * A profile of the configuration: its model and its own copy of its MCP
+ * servers.  A reload retires it (eg_retired) while peers attached before
+ * still hold it (epr_refs), and frees it when the last is gone.
+ */
 struct egress_profile {
 	TAILQ_ENTRY(egress_profile)	 epr_entry;
 	char				*epr_name;
 	char				*epr_model;
-	const struct egress_mcp		*epr_mcp[MCP_SERVERS_MAX];
+	struct egress_mcp		 epr_mcp[MCP_SERVERS_MAX];
 	size_t				 epr_nmcp;
+	unsigned			 epr_refs;
+	int				 epr_retired;
 };
+TAILQ_HEAD(egress_profile_list, egress_profile);
 
 /* One broker (or research job) edge, and the policy it is held to. */
 struct egress_peer {
@@ -86,7 +93,8 @@ struct egress_peer {
 	TAILQ_HEAD(, egress_fetch)	 ep_fetches;
 	size_t				 ep_nfetches;
 	/* brokers: the profile, the bound turn and the last one ended */
-	const struct egress_profile	*ep_profile;
+	struct egress_profile		*ep_profile;
+	uint64_t			 ep_max_output_tokens;	/* at attach */
 	char				*ep_turn_id;
 	enum policy_level		 ep_turn_level;
 	uint64_t			 ep_turn_calls_left;
@@ -149,7 +157,9 @@ struct egress {
 	uint64_t			 eg_max_output_tokens;
 	struct egress_mcp		 eg_mcp[MCP_SERVERS_MAX];
 	size_t				 eg_nmcp;
-	TAILQ_HEAD(, egress_profile)	 eg_profiles;
+	struct egress_profile_list	 eg_profiles;
+	struct egress_profile_list	 eg_retired;	/* held by peers */
+	int				 eg_reloading;
 	uid_t				 eg_uid;
 	struct upstream			*eg_upstream;
 	int				 eg_have_config;
@@ -194,6 +204,45 @@ static void	egress_call_free(struct egress_call *);
 static void	egress_fetch_free(struct egress_fetch *);
 
 static void
+egress_mcp_clear(struct egress_mcp *em)
+{
+	size_t	 i;
+
+	for (i = 0; i < em->em_ntools; i++)
+		free(em->em_tools[i]);
+	free(em->em_tools);
+	free(em->em_name);
+	free(em->em_url);
+	memset(em, 0, sizeof(*em));
+}
+
+static void
+egress_profile_free(struct egress_profile *epr)
+{
+	size_t	 i;
+
+	for (i = 0; i < epr->epr_nmcp; i++)
+		egress_mcp_clear(&epr->epr_mcp[i]);
+	free(epr->epr_name);
+	free(epr->epr_model);
+	free(epr);
+}
+
+/* A peer lets go of its profile: a retired one held by nobody goes. */
+static void
+egress_profile_release(struct egress *eg, struct egress_profile *epr)
+{
+	if (epr == NULL)
+		return;
+	if (epr->epr_refs > 0)
+		epr->epr_refs--;
+	if (epr->epr_retired && epr->epr_refs == 0) {
+		TAILQ_REMOVE(&eg->eg_retired, epr, epr_entry);
+		egress_profile_free(epr);
+	}
+}
+
+static void
 egress_peer_free(struct egress_peer *ep)
 {
 	struct egress_call	*ec;
@@ -210,6 +259,7 @@ egress_peer_free(struct egress_peer *ep)
 		egress_fetch_free(ef);
 	}
 	TAILQ_REMOVE(&ep->ep_egress->eg_peers, ep, ep_entry);
+	egress_profile_release(ep->ep_egress, ep->ep_profile);
 	frame_conn_free(ep->ep_conn);
 	free(ep->ep_name);
 	free(ep->ep_turn_id);
@@ -525,8 +575,8 @@ egress_profile_mcp(const struct egress_profile *epr, const char *name)
 	size_t	 i;
 
 	for (i = 0; epr != NULL && i < epr->epr_nmcp; i++)
-		if (strcmp(epr->epr_mcp[i]->em_name, name) == 0)
-			return epr->epr_mcp[i];
+		if (strcmp(epr->epr_mcp[i].em_name, name) == 0)
+			return &epr->epr_mcp[i];
 	return NULL;
 }
 
@@ -680,7 +730,7 @@ egress_admit(struct egress_peer *ep, const char *kind, const char *path,
 			return v;
 	} else {
 		pm.pm_model = ea->ea_model;
-		pm.pm_max_tokens = ep->ep_egress->eg_max_output_tokens;
+		pm.pm_max_tokens = ep->ep_max_output_tokens;
 		pm.pm_level = ea->ea_level;
 		if ((v = policy_model_check(body, len, &pm, why, whylen)) !=
 		    VIOLATION_NONE)
@@ -1198,10 +1248,10 @@ egress_config_mcp(struct egress *eg, struct msg *m)
 	return 0;
 }
 
-static const struct egress_profile *
+static struct egress_profile *
 egress_profile_find(const struct egress *eg, const char *name)
 {
-	const struct egress_profile	*epr;
+	struct egress_profile	*epr;
 
 	TAILQ_FOREACH(epr, &eg->eg_profiles, epr_entry)
 		if (strcmp(epr->epr_name, name) == 0)
@@ -1228,11 +1278,70 @@ egress_config_profile(struct egress *eg, struct msg *m)
 		fatal("%s", __func__);
 	epr->epr_name = xstrdup_opt(name);
 	epr->epr_model = xstrdup_opt(model);
-	for (i = 0; i < n; i++)
-		if ((epr->epr_mcp[i] = egress_mcp_find(eg, mcp[i])) == NULL)
+	for (i = 0; i < n; i++) {
+		const struct egress_mcp	*em = egress_mcp_find(eg, mcp[i]);
+		struct egress_mcp	*cp = &epr->epr_mcp[i];
+		size_t			 k;
+
+		if (em == NULL) {
+			epr->epr_nmcp = i;
+			egress_profile_free(epr);
 			return -1;
+		}
+		cp->em_name = xstrdup_opt(em->em_name);
+		cp->em_url = xstrdup_opt(em->em_url);
+		if ((cp->em_tools = calloc(em->em_ntools + 1,
+		    sizeof(char *))) == NULL)
+			fatal("%s", __func__);
+		for (k = 0; k < em->em_ntools; k++)
+			cp->em_tools[k] = xstrdup_opt(em->em_tools[k]);
+		cp->em_ntools = em->em_ntools;
+	}
 	epr->epr_nmcp = n;
 	TAILQ_INSERT_TAIL(&eg->eg_profiles, epr, epr_entry);
+	return 0;
+}
+
+/*
+ * A reload: the servers and profiles that follow replace the current ones
+ * for the peers attached from now on; each peer attached before keeps the
+ * profile and the output bound it was attached with.
+ */
+static int
+egress_reload(struct egress *eg, struct msg *m)
+{
+	struct egress_profile	*epr;
+	uint64_t		 max;
+	size_t			 i;
+
+	if (msg_get_uint(m, "max_output_tokens", MAX_OUTPUT_TOKENS_MIN,
+	    MAX_OUTPUT_TOKENS_MAX, &max) == -1 || msg_end(m) == -1)
+		return -1;
+	eg->eg_max_output_tokens = max;
+	for (i = 0; i < eg->eg_nmcp; i++)
+		egress_mcp_clear(&eg->eg_mcp[i]);
+	eg->eg_nmcp = 0;
+	while ((epr = TAILQ_FIRST(&eg->eg_profiles)) != NULL) {
+		TAILQ_REMOVE(&eg->eg_profiles, epr, epr_entry);
+		if (epr->epr_refs == 0)
+			egress_profile_free(epr);
+		else {
+			epr->epr_retired = 1;
+			TAILQ_INSERT_TAIL(&eg->eg_retired, epr, epr_entry);
+		}
+	}
+	eg->eg_reloading = 1;
+	return 0;
+}
+
+static int
+egress_reloaded(struct egress *eg, struct msg *m)
+{
+	if (msg_end(m) == -1)
+		return -1;
+	eg->eg_reloading = 0;
+	log_info("configuration reloaded: %zu MCP servers, profiles for the "
+	    "peers attached from now on", eg->eg_nmcp);
 	return 0;
 }
 
@@ -1270,7 +1379,7 @@ static int
 egress_attach(struct egress *eg, struct msg *m)
 {
 	struct egress_peer	*ep;
-	const struct egress_profile *epr = NULL;
+	struct egress_profile	*epr = NULL;
 	const char		*channel, *role, *profile = NULL;
 	const char		*model = NULL, *thinking = NULL;
 	enum policy_level	 level = POLICY_LEVEL_NONE;
@@ -1309,6 +1418,9 @@ egress_attach(struct egress *eg, struct msg *m)
 	ep->ep_role = r;
 	ep->ep_id = id;
 	ep->ep_profile = epr;
+	if (epr != NULL)
+		epr->epr_refs++;
+	ep->ep_max_output_tokens = eg->eg_max_output_tokens;
 	ep->ep_model = xstrdup_opt(model);
 	ep->ep_level = level;
 	ep->ep_calls_left = calls;
@@ -1410,13 +1522,21 @@ egress_dispatch_supervisor(struct role_parent *rp, struct msg *m, void *arg)
 			return -1;
 		return egress_config(eg, m);
 	case MSG_CONFIG_EGRESS_MCP:
-		if (role_parent_configured(rp))
+		if (role_parent_configured(rp) && !eg->eg_reloading)
 			return -1;
 		return egress_config_mcp(eg, m);
 	case MSG_CONFIG_EGRESS_PROFILE:
-		if (role_parent_configured(rp))
+		if (role_parent_configured(rp) && !eg->eg_reloading)
 			return -1;
 		return egress_config_profile(eg, m);
+	case MSG_EGR_RELOAD:
+		if (!role_parent_configured(rp) || eg->eg_reloading)
+			return -1;
+		return egress_reload(eg, m);
+	case MSG_EGR_RELOADED:
+		if (!eg->eg_reloading)
+			return -1;
+		return egress_reloaded(eg, m);
 	case MSG_EGR_BIND:
 		if (!role_parent_configured(rp))
 			return -1;
@@ -1472,6 +1592,7 @@ egress_main(int argc, char *argv[])
 	TAILQ_INIT(&eg.eg_peers);
 	TAILQ_INIT(&eg.eg_fetches);
 	TAILQ_INIT(&eg.eg_profiles);
+	TAILQ_INIT(&eg.eg_retired);
 
 	/* OpenSSL loads what it needs before the sandbox. */
 	upstream_init();

@@ -57,6 +57,7 @@ struct channel {
 	char				 ch_segment[SEGMENT_MAX + 1];
 	struct child			*ch_broker;
 	char				*ch_broker_profile;
+	uint64_t			 ch_broker_gen;	/* sv_broker_gen */
 	int				 ch_broker_ready;
 	int				 ch_worker_ready;	/* it posted */
 	struct chan_op			*ch_broker_wait;	/* op waiting */
@@ -352,6 +353,7 @@ chan_warm(const struct channel *ch, const struct chan_op *op)
 	return chan_events_live && ch->ch_container[0] != '\0' &&
 	    ch->ch_seen_gen == chan_events_gen && ch->ch_broker != NULL &&
 	    ch->ch_broker_ready && ch->ch_worker_ready &&
+	    ch->ch_broker_gen == sv->sv_broker_gen &&
 	    strcmp(ch->ch_broker_profile, op->op_profile) == 0;
 }
 
@@ -484,6 +486,7 @@ chan_bound(struct child *c, struct msg *m, void *arg)
 		return;
 	}
 	ch->ch_broker_profile = xstrdup(op->op_profile);
+	ch->ch_broker_gen = sv->sv_broker_gen;
 	ch->ch_broker_ready = 0;
 	ch->ch_broker_wait = op;
 	ch->ch_worker_ready = 0;
@@ -516,8 +519,10 @@ chan_status_for_start(struct child *c, struct msg *m, void *arg)
 	recreate = strcmp(state, "running") != 0 || image == NULL ||
 	    strcmp(image, sv->sv_conf->image) != 0 || profile == NULL ||
 	    strcmp(profile, op->op_profile) != 0 || !ours || id == NULL;
-	/* A new container or another profile needs a new broker. */
+	/* A new container, another profile or a broker configured before a
+	 * reload changed what brokers are told needs a new broker. */
 	if (ch->ch_broker != NULL && !recreate &&
+	    ch->ch_broker_gen == sv->sv_broker_gen &&
 	    strcmp(ch->ch_broker_profile, op->op_profile) == 0) {
 		chan_seen_running(ch, id);
 		/* The inspect just made is the one ensure would make: a warm

@@ -419,6 +419,58 @@ child_send(struct child *c, struct msgb *mb)
 		    child_label(c));
 }
 
+/* Every server with its allowed tools, then every profile: egress holds
+ * each broker to its own. */
+static void
+child_egress_tables(struct child *c, const struct config *conf)
+{
+	const struct config_profile *p;
+	struct msgb		 mb;
+	size_t			 i;
+
+	for (i = 0; i < conf->nmcp_servers; i++) {
+		msgb_init(&mb, MSG_CONFIG_EGRESS_MCP, 0);
+		msg_add_str(&mb, "name", conf->mcp_servers[i].name);
+		msg_add_str(&mb, "url", conf->mcp_servers[i].url);
+		msg_add_strv(&mb, "tools",
+		    (const char *const *)conf->mcp_servers[i].tools,
+		    conf->mcp_servers[i].ntools);
+		child_send(c, &mb);
+	}
+	for (i = 0; i < conf->nprofiles; i++) {
+		p = &conf->profiles[i];
+		msgb_init(&mb, MSG_CONFIG_EGRESS_PROFILE, 0);
+		msg_add_str(&mb, "name", p->name);
+		msg_add_str(&mb, "model", p->model);
+		msg_add_strv(&mb, "mcp", (const char *const *)p->mcp,
+		    p->nmcp);
+		child_send(c, &mb);
+	}
+}
+
+/*
+ * After a reload: egress's tables again, between egr_reload and
+ * egr_reloaded, for the peers attached from then on.  An egress that is
+ * down gets them from the configuration when it starts again; one that is
+ * starting has its bring-up in the pipe before these.
+ */
+void
+child_egress_reload(void)
+{
+	struct child	*c = child_singleton(PROC_EGRESS);
+	struct msgb	 mb;
+
+	if (c == NULL || c->c_conn == NULL ||
+	    (c->c_state != CHILD_STARTING && c->c_state != CHILD_READY))
+		return;
+	msgb_init(&mb, MSG_EGR_RELOAD, 0);
+	msg_add_uint(&mb, "max_output_tokens", sv->sv_conf->max_output_tokens);
+	child_send(c, &mb);
+	child_egress_tables(c, sv->sv_conf);
+	msgb_init(&mb, MSG_EGR_RELOADED, 0);
+	child_send(c, &mb);
+}
+
 static void
 child_send_config(struct child *c)
 {
@@ -476,26 +528,7 @@ child_send_config(struct child *c)
 			    conf->test_fetch_ca_file);
 #endif
 		child_send(c, &mb);
-		/* Every server with its allowed tools, then every profile:
-		 * egress holds each broker to its own. */
-		for (i = 0; i < conf->nmcp_servers; i++) {
-			msgb_init(&mb, MSG_CONFIG_EGRESS_MCP, 0);
-			msg_add_str(&mb, "name", conf->mcp_servers[i].name);
-			msg_add_str(&mb, "url", conf->mcp_servers[i].url);
-			msg_add_strv(&mb, "tools",
-			    (const char *const *)conf->mcp_servers[i].tools,
-			    conf->mcp_servers[i].ntools);
-			child_send(c, &mb);
-		}
-		for (i = 0; i < conf->nprofiles; i++) {
-			p = &conf->profiles[i];
-			msgb_init(&mb, MSG_CONFIG_EGRESS_PROFILE, 0);
-			msg_add_str(&mb, "name", p->name);
-			msg_add_str(&mb, "model", p->model);
-			msg_add_strv(&mb, "mcp", (const char *const *)p->mcp,
-			    p->nmcp);
-			child_send(c, &mb);
-		}
+		child_egress_tables(c, conf);
 		break;
 	case PROC_BROKER:
 		if ((p = config_profile(conf, c->c_profile)) == NULL)

@@ -1489,11 +1489,6 @@ struct config *
 config_load(const char *path, struct config_errors *errs)
 {
 	struct cctx	 c = { errs, 0, 0 };
-	struct config	*cfg;
-	struct stat	 st;
-	char		*buf;
-	size_t		 len = 0;
-	ssize_t		 r;
 	int		 fd;
 
 	/* O_NONBLOCK: a FIFO in place of the file must not hang -n. */
@@ -1502,6 +1497,19 @@ config_load(const char *path, struct config_errors *errs)
 		cerr(&c, path, "%s", strerror(errno));
 		return NULL;
 	}
+	return config_load_fd(fd, path, errs);
+}
+
+struct config *
+config_load_fd(int fd, const char *path, struct config_errors *errs)
+{
+	struct cctx	 c = { errs, 0, 0 };
+	struct config	*cfg;
+	struct stat	 st;
+	char		*buf;
+	size_t		 len = 0;
+	ssize_t		 r;
+
 	if (fstat(fd, &st) == -1) {
 		cerr(&c, path, "%s", strerror(errno));
 		close(fd);
@@ -1642,4 +1650,111 @@ config_max_segment_len(const struct config *cfg)
 	used = strlen(cfg->state_dir) + strlen("/") +
 	    strlen(BROKER_SOCK_SUFFIX);
 	return used < BROKER_SOCK_PATH_MAX ? BROKER_SOCK_PATH_MAX - used : 0;
+}
+
+/* Reloads. */
+
+static int
+str_same(const char *a, const char *b)
+{
+	if (a == NULL || b == NULL)
+		return a == b;
+	return strcmp(a, b) == 0;
+}
+
+static int
+strv_same(char *const *a, size_t na, char *const *b, size_t nb)
+{
+	size_t	 i;
+
+	if (na != nb)
+		return 0;
+	for (i = 0; i < na; i++)
+		if (!str_same(a[i], b[i]))
+			return 0;
+	return 1;
+}
+
+int
+config_reload_check(const struct config *o, const struct config *n,
+    char *why, size_t whylen)
+{
+	const char	*f = NULL;
+
+	/* In the order of rtsandboxd.conf(5). */
+	if (!str_same(o->state_dir, n->state_dir))
+		f = "state_dir";
+	else if (!str_same(o->control_socket, n->control_socket))
+		f = "control_socket";
+	else if (!str_same(o->control_group, n->control_group) ||
+	    o->has_control_group != n->has_control_group ||
+	    o->control_gid != n->control_gid)
+		f = "control_group";
+	else if (!str_same(o->image, n->image))
+		f = "image";
+	else if (!str_same(o->upstream_url, n->upstream_url))
+		f = "upstream.url";
+	else if (!str_same(o->upstream_credential_file,
+	    n->upstream_credential_file))
+		f = "upstream.credential_file";
+	else if (!str_same(o->upstream_ca_file, n->upstream_ca_file))
+		f = "upstream.ca_file";
+	else if (!str_same(o->mcp_credential_file, n->mcp_credential_file))
+		f = "mcp.credential_file";
+	else if (o->mcp_allow_http != n->mcp_allow_http)
+		f = "mcp.allow_http";
+	else if (!str_same(o->docker_socket, n->docker_socket))
+		f = "docker.socket";
+	else if (!str_same(o->container_prefix, n->container_prefix))
+		f = "docker.container_prefix";
+	else if (!str_same(o->label_channel, n->label_channel))
+		f = "docker.label_channel";
+	else if (!str_same(o->label_profile, n->label_profile))
+		f = "docker.label_profile";
+	else if (!str_same(o->docker_runtime, n->docker_runtime))
+		f = "docker.runtime";
+	else if (o->memory_mib != n->memory_mib)
+		f = "docker.limits.memory_mib";
+	else if (o->nano_cpus != n->nano_cpus)
+		f = "docker.limits.cpus";
+	else if (o->pids != n->pids)
+		f = "docker.limits.pids";
+	else if (!str_same(o->time_zone, n->time_zone))
+		f = "time_zone";
+	else if (!str_same(o->test_dns, n->test_dns) ||
+	    o->test_loopback_public != n->test_loopback_public ||
+	    !str_same(o->test_fetch_ca_file, n->test_fetch_ca_file))
+		f = "test";
+	if (f == NULL)
+		return 0;
+	snprintf(why, whylen, "%s", f);
+	return -1;
+}
+
+int
+config_brokers_same(const struct config *o, const struct config *n)
+{
+	size_t	 i;
+
+	if (o->max_calls != n->max_calls ||
+	    o->max_output_tokens != n->max_output_tokens ||
+	    !strv_same(o->tools, o->ntools, n->tools, n->ntools) ||
+	    o->nprofiles != n->nprofiles ||
+	    o->nmcp_servers != n->nmcp_servers)
+		return 0;
+	for (i = 0; i < o->nprofiles; i++)
+		if (!str_same(o->profiles[i].name, n->profiles[i].name) ||
+		    !str_same(o->profiles[i].model, n->profiles[i].model) ||
+		    !strv_same(o->profiles[i].mcp, o->profiles[i].nmcp,
+		    n->profiles[i].mcp, n->profiles[i].nmcp))
+			return 0;
+	for (i = 0; i < o->nmcp_servers; i++)
+		if (!str_same(o->mcp_servers[i].name,
+		    n->mcp_servers[i].name) ||
+		    !str_same(o->mcp_servers[i].url, n->mcp_servers[i].url) ||
+		    !strv_same(o->mcp_servers[i].tools,
+		    o->mcp_servers[i].ntools, n->mcp_servers[i].tools,
+		    n->mcp_servers[i].ntools))
+			return 0;
+	return 1;
 }

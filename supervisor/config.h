@@ -92,6 +92,24 @@ struct config	*config_parse(const char *buf, size_t len,
 		    struct config_errors *errs);
 /* Reads a regular file of at most CONFIG_FILE_MAX bytes, then parses it. */
 struct config	*config_load(const char *path, struct config_errors *errs);
+/* The same from a descriptor open on it, which is closed; path names it
+ * in the errors. */
+struct config	*config_load_fd(int fd, const char *path,
+		    struct config_errors *errs);
+
+/*
+ * A reload (SIGHUP) applies what can change while the daemon runs:
+ * profiles, tools, MCP servers, budgets, timeouts, the default thinking
+ * level and research settings.  The first field of new that differs from
+ * old and cannot change without a restart is named in why ("image", ...);
+ * -1 then, 0 when new may replace old.
+ */
+int		 config_reload_check(const struct config *old,
+		    const struct config *new, char *why, size_t whylen);
+/* Whether a broker configured from old would be configured the same from
+ * new: the profiles, their MCP servers, the tools and the budgets. */
+int		 config_brokers_same(const struct config *old,
+		    const struct config *new);
 void		 config_free(struct config *);
 void		 config_errors_free(struct config_errors *);
 

@@ -84,8 +84,8 @@ sig_handler(evutil_socket_t sig, short ev, void *arg)
 			shutdown_check();
 		break;
 	case SIGHUP:
-		log_info("SIGHUP ignored: restart rtsandboxd to change its "
-		    "configuration");
+		if (!sv->sv_stopping)
+			supervisor_reload();
 		break;
 	}
 }
@@ -190,6 +190,7 @@ main(int argc, char *argv[])
 	const char		*path = RTSANDBOX_CONFIG;
 	struct config_errors	 errs;
 	struct event		*ev_term, *ev_int, *ev_chld, *ev_hup;
+	char			*cwd = NULL;
 	int			 ch, debug = 0, verbose = 0, check = 0, ctlfd;
 
 	sv = &sv_store;
@@ -232,6 +233,14 @@ main(int argc, char *argv[])
 		exit(1);
 	}
 
+	/* absolute: rtsandboxd leaves its directory, and reloads read it
+	 * again */
+	if (path[0] == '/')
+		sv->sv_conf_path = xstrdup(path);
+	else if ((cwd = getcwd(NULL, 0)) == NULL ||
+	    asprintf(&sv->sv_conf_path, "%s/%s", cwd, path) == -1)
+		fatal("configuration path");
+	free(cwd);
 	memset(&errs, 0, sizeof(errs));
 	sv->sv_conf = config_load(path, &errs);
 	print_errors(path, &errs);

@@ -184,6 +184,8 @@ daemon_stats(void)
 	cJSON_AddNumberToObject(cnt, "turns", k->sc_turns);
 	cJSON_AddNumberToObject(cnt, "upstream_calls", k->sc_upstream_calls);
 	cJSON_AddNumberToObject(cnt, "failures", k->sc_failures);
+	cJSON_AddNumberToObject(cnt, "reloads", k->sc_reloads);
+	cJSON_AddNumberToObject(cnt, "reloads_refused", k->sc_reloads_refused);
 	return res;
 }
 

@@ -40,12 +40,15 @@
 
 /*
  * One request: start a role with the pipes that ride with it and a channel
- * segment, or read a child's memory from /proc (the supervisor's Landlock
- * domain does not reach into the spawner's, where the children are).
+ * segment, read a child's memory from /proc (the supervisor's Landlock
+ * domain does not reach into the spawner's, where the children are), or
+ * open the configuration file rtsandboxd was started with, for a reload
+ * (the supervisor's domain holds no file of the host's).
  */
 enum spawn_op {
 	SPAWN_START = 1,
 	SPAWN_MEMORY,
+	SPAWN_CONFIG,
 };
 
 struct spawn_req {
@@ -243,7 +246,11 @@ spawner_recv(int sock, struct spawn_req *sr, int *fds)
 	}
 	if (n != sizeof(*sr) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
 		ok = 0;
-	else if (sr->sr_op == SPAWN_MEMORY) {
+	else if (sr->sr_op == SPAWN_CONFIG) {
+		if (nfds != 0 || sr->sr_nfds != 0 || sr->sr_role != 0 ||
+		    sr->sr_pid != 0 || sr->sr_name[0] != '\0')
+			ok = 0;
+	} else if (sr->sr_op == SPAWN_MEMORY) {
 		if (nfds != 0 || sr->sr_nfds != 0 || sr->sr_role != 0 ||
 		    sr->sr_pid <= 1 || sr->sr_name[0] != '\0')
 			ok = 0;
@@ -263,9 +270,16 @@ spawner_recv(int sock, struct spawn_req *sr, int *fds)
 }
 
 static void
-spawner_reply(int sock, pid_t pid, int err, long rss, long pss)
+spawner_reply_fd(int sock, pid_t pid, int err, long rss, long pss, int fd)
 {
+	union {
+		struct cmsghdr	 hdr;
+		char		 buf[CMSG_SPACE(sizeof(int))];
+	} cm;
 	struct spawn_rep	 rep;
+	struct msghdr		 mh;
+	struct iovec		 iov;
+	struct cmsghdr		*c;
 	ssize_t			 n;
 
 	memset(&rep, 0, sizeof(rep));
@@ -273,11 +287,32 @@ spawner_reply(int sock, pid_t pid, int err, long rss, long pss)
 	rep.sp_errno = err;
 	rep.sp_rss_kib = rss;
 	rep.sp_pss_kib = pss;
+	memset(&mh, 0, sizeof(mh));
+	memset(&cm, 0, sizeof(cm));
+	iov.iov_base = &rep;
+	iov.iov_len = sizeof(rep);
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	if (fd != -1) {
+		mh.msg_control = cm.buf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int));
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
 	do {
-		n = send(sock, &rep, sizeof(rep), MSG_NOSIGNAL);
+		n = sendmsg(sock, &mh, MSG_NOSIGNAL);
 	} while (n == -1 && errno == EINTR);
 	if (n != sizeof(rep))
 		fatal("%s: send", __func__);
+}
+
+static void
+spawner_reply(int sock, pid_t pid, int err, long rss, long pss)
+{
+	spawner_reply_fd(sock, pid, err, rss, pss, -1);
 }
 
 /* The spawner's loop: never returns. */
@@ -304,6 +339,10 @@ spawner_sandbox(void)
 		    SB_FS_READ | SB_FS_EXEC };
 	rules[n++] = (struct sandbox_fs_rule){ conf->state_dir,
 	    SB_FS_READ | SB_FS_WRITE | SB_FS_SOCK };
+	/* the configuration's directory, for reloads: it may be replaced
+	 * by a rename */
+	rules[n++] = (struct sandbox_fs_rule){ sv->sv_conf_path,
+	    SB_FS_READ | SB_FS_PARENT };
 	/* directories, since a refresher replaces files by rename */
 	rules[n++] = (struct sandbox_fs_rule){ conf->upstream_credential_file,
 	    SB_FS_READ | SB_FS_PARENT };
@@ -343,6 +382,18 @@ spawner_main(int sock)
 		if (sr.sr_op == SPAWN_MEMORY) {
 			spawner_reply(sock, sr.sr_pid, 0,
 			    proc_rss_kib(sr.sr_pid), proc_pss_kib(sr.sr_pid));
+			continue;
+		}
+		if (sr.sr_op == SPAWN_CONFIG) {
+			/* the path it was started with, nothing asked for;
+			 * O_NONBLOCK: a FIFO there must not hang it */
+			int	 cfd = open(sv->sv_conf_path, O_RDONLY |
+			    O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+
+			spawner_reply_fd(sock, cfd == -1 ? -1 : 1,
+			    cfd == -1 ? errno : 0, -1, -1, cfd);
+			if (cfd != -1)
+				close(cfd);
 			continue;
 		}
 		ac = 0;
@@ -407,7 +458,7 @@ spawner_is(pid_t pid)
 /* One request and its answer; fatal when the spawner is gone. */
 static void
 spawner_call(struct spawn_req *sr, const int *fds, int nfds,
-    struct spawn_rep *rep)
+    struct spawn_rep *rep, int *fdp)
 {
 	union {
 		struct cmsghdr	 hdr;
@@ -449,11 +500,32 @@ spawner_call(struct spawn_req *sr, const int *fds, int nfds,
 	} while (r == -1 && errno == EINTR);
 	if (r != 1)
 		fatalx("the spawner did not answer");
+	memset(&mh, 0, sizeof(mh));
+	memset(&cm, 0, sizeof(cm));
+	iov.iov_base = rep;
+	iov.iov_len = sizeof(*rep);
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cm.buf;
+	mh.msg_controllen = sizeof(cm.buf);
 	do {
-		n = recv(spawner_sock, rep, sizeof(*rep), 0);
+		n = recvmsg(spawner_sock, &mh, MSG_CMSG_CLOEXEC);
 	} while (n == -1 && errno == EINTR);
 	if (n != sizeof(*rep))
 		fatalx("the spawner is gone");
+	for (c = CMSG_FIRSTHDR(&mh); c != NULL; c = CMSG_NXTHDR(&mh, c)) {
+		int	 k, i, *p = (int *)(void *)CMSG_DATA(c);
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < k; i++) {
+			if (fdp != NULL && *fdp == -1)
+				*fdp = p[i];
+			else
+				close(p[i]);
+		}
+	}
 }
 
 pid_t
@@ -474,7 +546,7 @@ spawner_spawn(enum proc_role role, const char *name, const int *fds,
 	sr.sr_nfds = nfds;
 	if (name != NULL)
 		memcpy(sr.sr_name, name, strlen(name));
-	spawner_call(&sr, fds, nfds, &rep);
+	spawner_call(&sr, fds, nfds, &rep, NULL);
 	if (rep.sp_pid <= 0) {
 		errno = rep.sp_errno > 0 ? rep.sp_errno : EINVAL;
 		return -1;
@@ -494,9 +566,28 @@ spawner_memory(pid_t pid, long *rss_kib, long *pss_kib)
 	memset(&sr, 0, sizeof(sr));
 	sr.sr_op = SPAWN_MEMORY;
 	sr.sr_pid = pid;
-	spawner_call(&sr, NULL, 0, &rep);
+	spawner_call(&sr, NULL, 0, &rep, NULL);
 	if (rep.sp_pid == pid) {
 		*rss_kib = rep.sp_rss_kib;
 		*pss_kib = rep.sp_pss_kib;
 	}
+}
+
+int
+spawner_open_config(void)
+{
+	struct spawn_req	 sr;
+	struct spawn_rep	 rep;
+	int			 fd = -1;
+
+	memset(&sr, 0, sizeof(sr));
+	sr.sr_op = SPAWN_CONFIG;
+	spawner_call(&sr, NULL, 0, &rep, &fd);
+	if (rep.sp_pid != 1 || fd == -1) {
+		if (fd != -1)
+			close(fd);
+		errno = rep.sp_errno > 0 ? rep.sp_errno : EIO;
+		return -1;
+	}
+	return fd;
 }

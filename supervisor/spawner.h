@@ -32,4 +32,8 @@ pid_t	spawner_spawn(enum proc_role, const char *name, const int *fds,
  * read by the spawner, whose Landlock domain holds the children. */
 void	spawner_memory(pid_t, long *rss_kib, long *pss_kib);
 
+/* The configuration file rtsandboxd was started with, opened again by the
+ * spawner for a reload: a descriptor, or -1 with errno set. */
+int	spawner_open_config(void);
+
 #endif

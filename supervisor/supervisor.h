@@ -32,11 +32,17 @@ struct sup_counters {
 	uint64_t	 sc_turns;
 	uint64_t	 sc_upstream_calls;
 	uint64_t	 sc_failures;
+	uint64_t	 sc_reloads;		/* SIGHUP applied */
+	uint64_t	 sc_reloads_refused;
 };
 
 struct supervisor {
 	struct event_base	*sv_base;
 	struct config		*sv_conf;
+	char			*sv_conf_path;	/* absolute, for reloads */
+	/* Bumped by a reload that changes what brokers are told: a broker
+	 * configured before is replaced at its channel's next start. */
+	uint64_t		 sv_broker_gen;
 	const char		*sv_helper_dir;	/* -x, or NULL */
 	int			 sv_build_tree;	/* running uninstalled */
 	int			 sv_debug;
@@ -51,6 +57,8 @@ extern struct supervisor	*sv;
 
 /* main.c: tell a service manager once every helper is first ready. */
 void		 supervisor_ready_check(void);
+/* reload.c: SIGHUP. */
+void		 supervisor_reload(void);
 
 /* child.c */
 enum child_state {
@@ -121,6 +129,8 @@ extern struct child_list	 children;
 void		 child_init(void);
 void		 child_start_singletons(void);
 struct child	*child_singleton(enum proc_role);
+/* Egress's profiles and MCP servers again, after a reload. */
+void		 child_egress_reload(void);
 /* Start a channel's broker on a listening socket (the broker owns it from
  * here on); the event callback reports ready or down. */
 struct child	*child_broker_start(const char *channel, const char *segment,

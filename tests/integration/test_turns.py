@@ -967,6 +967,103 @@ class DeadProcesses(TurnTest):
         self.assertIn("docker events: following", d.read_log())
 
 
+class Reload(TurnTest):
+    """SIGHUP: what may change while the daemon runs is applied to what
+    starts from then on; the rest is refused, saying which field, and
+    nothing changes."""
+
+    def reconfigure(self, d, change):
+        change(d.config)
+        with open(d.config_path + ".new", "w") as f:
+            json.dump(d.config, f)
+        # replaced by a rename, as editors and configuration managers do
+        os.rename(d.config_path + ".new", d.config_path)
+
+    def hup(self, c, d, field):
+        before = c.call("daemon.stats")["counters"][field]
+        os.kill(d.proc.pid, signal.SIGHUP)
+        self.assertTrue(wait_until(
+            lambda: c.call("daemon.stats")["counters"][field] == before + 1,
+            10), d.read_log()[-2000:])
+
+    def broker_pid(self, c):
+        pids = [p["pid"] for p in c.call("daemon.stats")["processes"]
+                if p["role"] == "broker"]
+        self.assertEqual(len(pids), 1)
+        return pids[0]
+
+    def test_reload_applies(self):
+        d = self.daemon()
+        c = self.client(d)
+        key = "reload:1"
+        self.ok(c, self.params(key, "one", "t1"))
+        container = self.container_id(c, key)
+        broker = self.broker_pid(c)
+        # a turn in flight keeps what it started with
+        FU.script({"kind": "sse", "delay_ms": 300, "match": "/v1/messages"})
+        rid = c.request("turn.run", self.params(key, "[[stream]] in flight",
+                                                "t2"))
+        FU.wait_for(2, 30, path="/v1/messages")
+
+        def change(conf):
+            conf["profiles"]["default"]["model"] = "claude-test-2"
+            conf["profiles"]["second"] = {"model": "claude-test"}
+            conf["tools"] = ["roll_dice", "flip_coin"]
+            conf["timeouts"] = {"start_ms": 60000, "turn_ms": 4000}
+        self.reconfigure(d, change)
+        self.hup(c, d, "reloads")
+        o = self.finish(c, rid)
+        self.assertTrue(o.result["ok"], o.result)
+        self.assertEqual(model_requests()[-1]["json"]["model"],
+                         "claude-test")
+        self.assertEqual(self.broker_pid(c), broker)
+        # the next start replaces the broker, keeps the container, and
+        # egress admits the new model
+        FU.reset()
+        self.ok(c, self.params(key, "three", "t3"))
+        self.assertEqual(model_requests()[-1]["json"]["model"],
+                         "claude-test-2")
+        self.assertNotEqual(self.broker_pid(c), broker)
+        self.assertEqual(self.container_id(c, key), container)
+        # the new profile, and the new turn deadline
+        self.ok(c, self.params("reload:2", "two", "t1", profile="second"))
+        self.stall_model(30)
+        o = self.turn(c, self.params(key, "slow", "t4"), timeout=60)
+        self.assertEqual(o.result["reason"], "timeout", o.result)
+        self.assertLess(o.seconds, 30)
+        self.assertIn("configuration reloaded", d.read_log())
+
+    def test_reload_refused(self):
+        d = self.daemon()
+        c = self.client(d)
+        key = "reload:3"
+        self.ok(c, self.params(key, "one", "t1"))
+
+        def change(conf):
+            conf["image"] = "rtsandbox-worker:other"
+            conf["profiles"]["second"] = {"model": "claude-test"}
+        self.reconfigure(d, change)
+        self.hup(c, d, "reloads_refused")
+        self.assertIn("reload refused: image changed", d.read_log())
+        # nothing of it applied: not the profile either
+        with self.assertRaises(rtsb.RpcError):
+            c.call("channel.start", {"channel": "reload:4",
+                                     "profile": "second"})
+        self.ok(c, self.params(key, "two", "t2"))
+        # a file that does not parse: each error logged, nothing changed
+        with open(d.config_path, "w") as f:
+            f.write('{"state_dir": 7')
+        self.hup(c, d, "reloads_refused")
+        self.assertIn("reload refused: %s:" % d.config_path, d.read_log())
+        with open(d.config_path, "w") as f:
+            json.dump(dict(d.config, tools=["roll_dice"],
+                           image=IMAGE, turns=1), f)
+        self.hup(c, d, "reloads_refused")
+        self.assertRegex(d.read_log(), r"reload refused: .*turns")
+        self.ok(c, self.params(key, "three", "t3"))
+        self.assertEqual(c.call("daemon.stats")["counters"]["reloads"], 0)
+
+
 class Semantics(TurnTest):
     """What bots written for PiSandboxRuntime 0.7.3 rely on."""
 

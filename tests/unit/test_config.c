@@ -253,6 +253,86 @@ refused_at(int line, const char *json, const char *field, const char *rule)
 #define refused(j, f, r)	refused_at(__LINE__, (j), (f), (r))
 
 /*
+ * Reloads
+ */
+
+/* What a reload of base with name set to value says: the field named, or
+ * "" when it may be applied; *same whether brokers stay as they are. */
+static const char *
+reload_of(const char *name, const char *value, int *same)
+{
+	static char	 why[64];
+	struct config	*o, *n;
+
+	o = accepted(MK(NULL));
+	n = accepted(MK(name, value));
+	why[0] = '\0';
+	if (config_reload_check(o, n, why, sizeof(why)) == 0)
+		ck_assert_str_eq(why, "");
+	else
+		ck_assert_str_ne(why, "");
+	*same = config_brokers_same(o, n);
+	ck_assert_int_eq(config_brokers_same(o, o), 1);
+	config_free(o);
+	config_free(n);
+	return why;
+}
+
+START_TEST(reload_fixed_fields)
+{
+	static const char *const cases[][3] = {
+		{ "state_dir", "\"/var/lib/other\"", "state_dir" },
+		{ "control_socket", "\"/run/other.sock\"", "control_socket" },
+		{ "image", "\"rtsandbox-worker:2\"", "image" },
+		{ "upstream", "{\"credential_file\":\"/etc/rtsandbox/x\"}",
+		    "upstream.credential_file" },
+		{ "upstream", "{\"credential_file\":"
+		    "\"/etc/rtsandbox/upstream.token\",\"url\":"
+		    "\"https://example.com\"}", "upstream.url" },
+		{ "docker", "{\"container_prefix\":\"other\"}",
+		    "docker.container_prefix" },
+		{ "docker", "{\"limits\":{\"memory_mib\":512}}",
+		    "docker.limits.memory_mib" },
+		{ "docker", "{\"runtime\":\"runsc\"}", "docker.runtime" },
+		{ "time_zone", "\"Europe/Paris\"", "time_zone" },
+	};
+	size_t	 i;
+	int	 same;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		ck_assert_str_eq(reload_of(cases[i][0], cases[i][1], &same),
+		    cases[i][2]);
+}
+END_TEST
+
+START_TEST(reload_applied)
+{
+	int	 same;
+
+	/* applied, brokers kept */
+	ck_assert_str_eq(reload_of("timeouts", "{\"turn_ms\":5000}", &same),
+	    "");
+	ck_assert_int_eq(same, 1);
+	ck_assert_str_eq(reload_of("default_thinking", "\"high\"", &same),
+	    "");
+	ck_assert_int_eq(same, 1);
+	/* applied, brokers replaced at their next start */
+	ck_assert_str_eq(reload_of("tools", "[\"roll_dice\"]", &same), "");
+	ck_assert_int_eq(same, 0);
+	ck_assert_str_eq(reload_of("profiles", "{\"default\":{\"model\":"
+	    "\"claude-opus-4\"}}", &same), "");
+	ck_assert_int_eq(same, 0);
+	ck_assert_str_eq(reload_of("profiles", "{\"default\":{\"model\":"
+	    "\"claude-sonnet-4-5\"},\"b\":{\"model\":\"m\"}}", &same),
+	    "");
+	ck_assert_int_eq(same, 0);
+	ck_assert_str_eq(reload_of("budgets", "{\"max_calls\":3}", &same),
+	    "");
+	ck_assert_int_eq(same, 0);
+}
+END_TEST
+
+/*
  * Defaults
  */
 
@@ -1328,6 +1408,12 @@ config_suite(void)
 	tcase_add_test(tc, error_cap);
 	tcase_add_test(tc, size_limit);
 	tcase_add_test(tc, null_errors);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("reload");
+	tcase_add_checked_fixture(tc, NULL, teardown);
+	tcase_add_test(tc, reload_fixed_fields);
+	tcase_add_test(tc, reload_applied);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("load");
