@@ -686,6 +686,27 @@ frame_conn_fd(const struct frame_conn *c)
 	return c->c_fd;
 }
 
+/*
+ * After frames were queued (or written): a failure is reported from the
+ * loop, so that a sender never sees its err callback run inside the send;
+ * what the socket did not take waits for it to be writable.
+ */
+static enum frame_err
+conn_queued(struct frame_conn *c)
+{
+	if (c->c_werr != FRAME_OK)
+		event_active(c->c_wev, EV_WRITE, 1);
+	else if (!TAILQ_EMPTY(&c->c_outq) && event_add(c->c_wev, NULL) == -1) {
+		log_warnx("%s: event_add failed", __func__);
+		c->c_werr = FRAME_IO;
+		event_active(c->c_wev, EV_WRITE, 1);
+	}
+	if (c->c_draincb != NULL && c->c_lowat > 0 &&
+	    c->c_pending >= c->c_lowat)
+		c->c_drain_armed = 1;
+	return FRAME_OK;
+}
+
 enum frame_err
 frame_conn_send(struct frame_conn *c, const void *json, size_t json_len,
     const void *data, size_t data_len, const int *fds, int nfds)
@@ -742,17 +763,7 @@ frame_conn_send(struct frame_conn *c, const void *json, size_t json_len,
 	 */
 	if (was_empty && c->c_werr == FRAME_OK && conn_write(c) == -1)
 		c->c_werr = FRAME_IO;
-	if (c->c_werr != FRAME_OK)
-		event_active(c->c_wev, EV_WRITE, 1);
-	else if (!TAILQ_EMPTY(&c->c_outq) && event_add(c->c_wev, NULL) == -1) {
-		log_warnx("%s: event_add failed", __func__);
-		c->c_werr = FRAME_IO;
-		event_active(c->c_wev, EV_WRITE, 1);
-	}
-	if (c->c_draincb != NULL && c->c_lowat > 0 &&
-	    c->c_pending >= c->c_lowat)
-		c->c_drain_armed = 1;
-	return FRAME_OK;
+	return conn_queued(c);
 }
 
 /* Bytes [from, from + n) of a frame seen as header, JSON and data in a
@@ -861,17 +872,7 @@ frame_conn_sendv(struct frame_conn *c, const struct frame_part *fp, int n)
 			TAILQ_INSERT_TAIL(&c->c_outq, fo[i], fo_entry);
 			c->c_pending += fo[i]->fo_len;
 		}
-	if (c->c_werr != FRAME_OK)
-		event_active(c->c_wev, EV_WRITE, 1);
-	else if (!TAILQ_EMPTY(&c->c_outq) && event_add(c->c_wev, NULL) == -1) {
-		log_warnx("%s: event_add failed", __func__);
-		c->c_werr = FRAME_IO;
-		event_active(c->c_wev, EV_WRITE, 1);
-	}
-	if (c->c_draincb != NULL && c->c_lowat > 0 &&
-	    c->c_pending >= c->c_lowat)
-		c->c_drain_armed = 1;
-	return FRAME_OK;
+	return conn_queued(c);
 }
 
 void

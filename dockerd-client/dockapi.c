@@ -349,8 +349,8 @@ malformed(struct dock_api *da, const struct dock_call *c, const char *what)
 }
 
 /* Container ids are lowercase hex; anything else is not an id. */
-static int
-valid_id(const char *s, size_t maxlen)
+int
+dock_valid_id(const char *s, size_t maxlen)
 {
 	size_t	 i;
 
@@ -441,7 +441,7 @@ inspect(struct dock_api *da, const struct dock_config *dc, const char *name,
 	id = str_member(c.dc_reply, "Id");
 	cname = str_member(c.dc_reply, "Name");
 	if (!cJSON_IsObject(cfg) || !cJSON_IsObject(state) || id == NULL ||
-	    !valid_id(id, sizeof(st->id) - 1) || cname == NULL) {
+	    !dock_valid_id(id, sizeof(st->id) - 1) || cname == NULL) {
 		e = malformed(da, &c, "Id, Name, Config or State");
 		goto done;
 	}
@@ -599,7 +599,7 @@ create(struct dock_api *da, const struct dock_config *dc,
 		goto done;
 	}
 	cid = str_member(c.dc_reply, "Id");
-	if (cid == NULL || !valid_id(cid, idlen - 1)) {
+	if (cid == NULL || !dock_valid_id(cid, idlen - 1)) {
 		e = malformed(da, &c, "an Id that fits");
 		goto done;
 	}
@@ -619,7 +619,7 @@ start(struct dock_api *da, const char *id)
 	char			*path;
 	enum dock_err		 e;
 
-	/* id is hex (valid_id), nothing to escape. */
+	/* id is hex (dock_valid_id), nothing to escape. */
 	if (asprintf(&path, "/containers/%s/start", id) == -1)
 		return DOCK_NOMEM;
 	c.dc_path = path;
@@ -896,7 +896,8 @@ list_entry(const struct dock_config *dc, const cJSON *it, struct dock_entry *de)
 	channel = str_member(labels, dc->label_channel);
 	profile = str_member(labels, dc->label_profile);
 	id = str_member(it, "Id");
-	if (channel == NULL || id == NULL || !valid_id(id, sizeof(de->id) - 1))
+	if (channel == NULL || id == NULL ||
+	    !dock_valid_id(id, sizeof(de->id) - 1))
 		return -1;
 	/* Values that do not fit were not written by this client. */
 	if (copy_str(de->name, sizeof(de->name), name) == -1 ||

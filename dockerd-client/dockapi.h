@@ -29,6 +29,8 @@ void		 dock_api_free(struct dock_api *);
  * libcurl said.  For the host log, never for a guest.  "" when nothing.
  */
 const char	*dock_api_last_error(struct dock_api *);
+/* A container id: 1 to maxlen lowercase hex digits. */
+int		 dock_valid_id(const char *, size_t maxlen);
 
 enum dock_state {
 	DOCK_MISSING,

@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 #include <event2/event.h>
 
+#include "dockapi.h"
 #include "dockevents.h"
 #include "log.h"
 
@@ -39,18 +40,6 @@ member_str(const cJSON *o, const char *k)
 	const cJSON	*v = cJSON_GetObjectItemCaseSensitive(o, k);
 
 	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static int
-hex_id(const char *s, size_t maxlen)
-{
-	size_t	 i;
-
-	for (i = 0; s[i] != '\0'; i++)
-		if (i >= maxlen || !((s[i] >= '0' && s[i] <= '9') ||
-		    (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return i > 0;
 }
 
 /* "-1", "0" ... "255" and the like: a decimal that fits, or -1. */
@@ -107,7 +96,8 @@ dock_event_parse(const char *line, size_t len, const char *prefix,
 		a = DOCK_EV_DESTROY;
 	if (a == NACTIONS || id == NULL || name == NULL)
 		goto done;
-	if (!hex_id(id, sizeof(ev->id) - 1) || strlen(name) >= sizeof(ev->name) ||
+	if (!dock_valid_id(id, sizeof(ev->id) - 1) ||
+	    strlen(name) >= sizeof(ev->name) ||
 	    strncmp(name, prefix, pl) != 0 || name[pl] != '-')
 		goto done;
 	ev->action = (enum dock_event_action)a;
