@@ -12,11 +12,13 @@ need_root() {
 	[ "$(id -u)" -eq 0 ] || die "run this as root: it installs packages, starts dockerd and creates the service user $RTSB_USER"
 }
 
-# Debian packages the build, the tests and the demo need.
+# Debian packages the build, the tests and the demo need (the last line:
+# the Debian package's build, lintian and systemd-sysusers).
 RTSB_PACKAGES="meson ninja-build pkg-config gcc clang libclang-rt-14-dev
  libevent-dev libcjson-dev libcap-dev libseccomp-dev libcurl4-openssl-dev
  libssl-dev zlib1g-dev libbrotli-dev libxml2-dev libunistring-dev check docker.io
- openssl python3 python3-brotli util-linux procps mandoc rsync nodejs"
+ openssl python3 python3-brotli util-linux procps mandoc rsync nodejs
+ build-essential debhelper dpkg-dev lintian systemd"
 
 install_packages() {
 	local missing="" p
