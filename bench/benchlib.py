@@ -1,4 +1,5 @@
-"""Shared helpers of the rtsandbox benchmarks (bench/passthrough.py, bench/turns.py).
+"""Shared helpers of the rtsandbox benchmarks (bench/passthrough.py, bench/turns.py,
+bench/load.py).
 
 Not a benchmark itself.  Everything here stays on loopback and Unix sockets: the in-process
 fake upstream (tests/fixtures/fake_upstream.py), the real rtsandboxd started as the current user
