@@ -2441,6 +2441,10 @@ class TurnSemantics(BrokerCase):
             b"POST /worker/result HTTP/1.1\r\nHost: broker\r\n"
             b"Content-Length: %d\r\n\r\n" % len(body) + body[:10]))
         time.sleep(0.3)
+        # Once the broker has answered a request sent after those bytes
+        # were written, it has read them: one event loop serves both.  On
+        # a loaded machine 0.3 s alone was not always enough.
+        self.assertAnswer(w.req("GET", "/mcp-tools"), 200)
         self.assertEqual(self.ctl.call("turn.cancel", {"channel": key}),
                          {"cancelled": True})
         self.assertAnswer(read_response(s, 20), 400, "Invalid result")
