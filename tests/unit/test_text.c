@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <zlib.h>
 
@@ -97,15 +96,6 @@ bprintf(struct buf *b, const char *fmt, ...)
 	ck_assert_int_ge(n, 0);
 	bput(b, s, n);
 	free(s);
-}
-
-static double
-now_s(void)
-{
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 /*
@@ -305,11 +295,14 @@ START_TEST(html_huge_input)
 }
 END_TEST
 
-/* Markup that makes libxml2 slow is cut short, quickly. */
+/*
+ * Markup that makes libxml2 slow is cut short.  Work that grew with the
+ * square of these inputs would take hours, far past the suite's time limit
+ * (CK_DEFAULT_TIMEOUT): that limit is the check, no time is asserted.
+ */
 START_TEST(html_hostile)
 {
 	struct buf	 b = { 0 };
-	double		 t0;
 	size_t		 i;
 
 	/* Deep nesting. */
@@ -317,9 +310,7 @@ START_TEST(html_hostile)
 	for (i = 0; i < 200000; i++)
 		bputs(&b, "<div>");
 	bputs(&b, "deep");
-	t0 = now_s();
 	ex_len((const uint8_t *)b.b_s, b.b_len, "text/html", 1000);
-	ck_assert_double_lt(now_s() - t0, 5.0);
 	ck_assert_ptr_nonnull(strstr(out.to_text, "before"));
 	ck_assert_int_eq(out.to_cut, 1);
 	free(b.b_s);
@@ -331,9 +322,7 @@ START_TEST(html_hostile)
 		bputs(&b, "<span>");
 	for (i = 0; i < 1000000; i++)
 		bputs(&b, "</i>");
-	t0 = now_s();
 	ex_len((const uint8_t *)b.b_s, b.b_len, "text/html", 1000);
-	ck_assert_double_lt(now_s() - t0, 5.0);
 	ck_assert_ptr_nonnull(strstr(out.to_text, "start"));
 	ck_assert_int_eq(out.to_cut, 1);
 	free(b.b_s);
@@ -344,9 +333,7 @@ START_TEST(html_hostile)
 	for (i = 0; i < 100000; i++)
 		bprintf(&b, "a%zu=1 ", i);
 	bputs(&b, ">y</div>");
-	t0 = now_s();
 	ex_len((const uint8_t *)b.b_s, b.b_len, "text/html", 1000);
-	ck_assert_double_lt(now_s() - t0, 5.0);
 	ck_assert_str_eq(out.to_text, "x");
 	free(b.b_s);
 
@@ -354,9 +341,7 @@ START_TEST(html_hostile)
 	memset(&b, 0, sizeof(b));
 	for (i = 0; i < 2000000; i++)
 		bputs(&b, "&zz;");
-	t0 = now_s();
 	ex_len((const uint8_t *)b.b_s, b.b_len, "text/html", 1000);
-	ck_assert_double_lt(now_s() - t0, 5.0);
 	free(b.b_s);
 }
 END_TEST
@@ -564,13 +549,14 @@ START_TEST(pdf_no_text)
 }
 END_TEST
 
+/* A flate bomb and a keyword flood: bounded output, and the suite's time
+ * limit for the work (see html_hostile). */
 START_TEST(pdf_bounds)
 {
 	struct buf	 b = { 0 };
 	uint8_t		*zeros, *z;
 	uLongf		 zlen;
 	size_t		 n = 40u * MIB;
-	double		 t0;
 
 	/* A stream that inflates to 40 MiB stops at 16 MiB. */
 	zeros = calloc(1, n);
@@ -582,10 +568,8 @@ START_TEST(pdf_bounds)
 	bputs(&b, "%PDF-1.4\n");
 	pdf_stream(&b, 1, "/Filter [/FlateDecode]", z, zlen);
 	pdf_flate(&b, 2, "BT (after the bomb) Tj ET");
-	t0 = now_s();
 	ck_assert_str_eq(ex_len((const uint8_t *)b.b_s, b.b_len,
 	    "application/pdf", 1000), "after the bomb");
-	ck_assert_double_lt(now_s() - t0, 10.0);
 	free(zeros);
 	free(z);
 	free(b.b_s);
@@ -595,9 +579,7 @@ START_TEST(pdf_bounds)
 	bputs(&b, "%PDF-1.4\n");
 	for (n = 0; n < 500000; n++)
 		bputs(&b, ">>stream endstream ");
-	t0 = now_s();
 	ex_len((const uint8_t *)b.b_s, b.b_len, "application/pdf", 1000);
-	ck_assert_double_lt(now_s() - t0, 5.0);
 	free(b.b_s);
 }
 END_TEST
