@@ -738,7 +738,7 @@ chan_killed(const char *err, void *arg)
 
 	if (err != NULL)
 		log_warnx("channel %s: its container is removed again once "
-		    "Docker is back", k->k_key);
+		    "the file guard and Docker are back", k->k_key);
 	chan_pending_set(k->k_key, err != NULL);
 	if (k->k_cb != NULL)
 		k->k_cb(err, k->k_arg);
@@ -760,8 +760,9 @@ chan_kill(const char *key, chan_done_cb cb, void *arg)
 	(void)chan_submit(NULL, key, CHOP_STOP, NULL, chan_killed, k);
 }
 
-/* Docker is back: the removals it missed. */
-static void
+/* Docker, its event stream or the file guard is back: the removals that
+ * failed while one was away. */
+void
 chan_kill_pending(void)
 {
 	TAILQ_HEAD(, chan_pending)	 todo = TAILQ_HEAD_INITIALIZER(todo);

@@ -254,6 +254,8 @@ child_became_ready(struct child *c)
 			if (p->c_egress_end != -1 && p->c_pid > 0)
 				child_attach(c, p);
 	child_send_waiting(c);
+	if (c->c_role == PROC_FSGUARD || c->c_role == PROC_DOCKER)
+		chan_kill_pending();
 	if (c->c_singleton)
 		supervisor_ready_check();
 	if (c->c_event_cb != NULL)

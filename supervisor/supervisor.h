@@ -171,6 +171,7 @@ void		 chan_kill(const char *key, chan_done_cb, void *arg);
 struct child	*chan_broker(const char *key);
 int		 chan_docker_msg(struct child *, struct msg *, void *);
 void		 chan_docker_gone(void);
+void		 chan_kill_pending(void);
 
 /* turn.c */
 int		 turn_broker_msg(const char *key, struct child *, struct msg *);
