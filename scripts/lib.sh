@@ -49,13 +49,46 @@ start_docker() {
 	say "starting dockerd"
 	mkdir -p /var/log
 	nohup dockerd --iptables=false --bridge=none --ip-forward=false \
-	    >/var/log/rtsandbox-dockerd.log 2>&1 &
+	    >>/var/log/rtsandbox-dockerd.log 2>&1 &
 	for _ in $(seq 1 60); do
 		docker_running && return 0
 		sleep 0.5
 	done
 	tail -n 20 /var/log/rtsandbox-dockerd.log >&2
 	die "dockerd did not start"
+}
+
+# SIGTERM to dockerd (it stops its containers), SIGKILL after 60 s, then
+# started again once it and its containerd are gone.
+restart_docker() {
+	local pid t0=$SECONDS
+	pid=$(pidof dockerd || true)
+	if [ -n "$pid" ]; then
+		say "restarting dockerd"
+		# shellcheck disable=SC2086
+		kill -TERM $pid
+		for _ in $(seq 1 120); do
+			pidof dockerd >/dev/null || break
+			sleep 0.5
+		done
+		if pidof dockerd >/dev/null; then
+			say "dockerd did not stop in 60 s: SIGKILL"
+			# shellcheck disable=SC2086
+			kill -KILL $(pidof dockerd) 2>/dev/null || true
+			sleep 1
+		fi
+		# the containerd that dockerd ran, and a pid file left behind
+		for _ in $(seq 1 40); do
+			pgrep -f '^containerd --config /var/run/docker/containerd' \
+			    >/dev/null || break
+			sleep 0.5
+		done
+		pidof dockerd >/dev/null || rm -f /var/run/docker.pid
+		say "dockerd stopped in $((SECONDS - t0)) s"
+	fi
+	start_docker
+	chgrp docker /var/run/docker.sock
+	chmod 0660 /var/run/docker.sock
 }
 
 make_user() {

@@ -4,18 +4,23 @@ upstream, on several channels at once, each with a process killed at a
 point of the turn; then what every operator asks is checked.
 
     faults.py [--turns N] [--channels C] [--seed S] [--json FILE]
+              [--dockerd-fifo FIFO]
 
 For each turn a role and a phase are drawn: the role is the file guard, the
-Docker client, egress, the channel's broker, or a research job of the
-channel (run beside the turn); the phase is a progress notification of the
+Docker client, egress, the channel's broker, a research job of the channel
+(run beside the turn), or the worker (the container's main process, killed
+from the host); with --dockerd-fifo also dockerd itself, which a root
+process reading that FIFO restarts for each line written to it (see
+scripts/faults); the phase is a progress notification of the
 turn (starting, container, ready, delivered, model_call, tool_call) and a
 delay of 0-300 ms after it.  Turns ask for a streamed answer, a host tool or
 a reply file in turn, so every phase comes up.  Then:
 
   - every turn is answered, once, within turn_ms plus the removal bound,
     ok:true or ok:false with a reason of the protocol;
-  - a turn that ended for a dead egress or broker, or by its deadline, has
-    no container left once it is answered;
+  - a turn that ended for a dead egress, broker or worker, or by its
+    deadline, has no container left once it is answered (once Docker is
+    back, after a restart);
   - the next turn on that channel, with nothing killed, works;
   - the daemon counted exactly the turns that were asked;
   - no process of the daemon is left once it stopped;
@@ -53,7 +58,12 @@ TURN_MS = 20000
 REMOVAL_MS = 20000
 REASONS = {"busy", "invalid", "start_failed", "timeout", "cancelled",
            "worker_failed", "internal"}
-ROLES = ("fsguard", "docker", "egress", "broker", "research")
+ROLES = ("fsguard", "docker", "egress", "broker", "research", "worker")
+# Roles that serve every channel: a kill of one may fail another's turn.
+SHARED = ("fsguard", "docker", "egress", "dockerd")
+# A dockerd restart stops every container and takes seconds: one turn in
+# DOCKERD_EVERY draws it.
+DOCKERD_EVERY = 25
 PHASES = ("starting", "container", "ready", "delivered", "model_call",
           "tool_call")
 TEXTS = ("[[stream]] tell me", 'roll [[tool:roll_dice {"sides":6}]]',
@@ -155,7 +165,11 @@ class Suite:
         self.recover = collections.defaultdict(list)
         self.turns_asked = 0
         self.kill_times = []		# (monotonic time, role, channel)
+        self.outages = []		# [start, end or None] of dockerd
         self.lock = threading.Lock()
+        # channels checking that they recovered, while no new kill starts
+        self.quiet = threading.Condition()
+        self.recovering = 0
 
     def fail(self, what):
         with self.lock:
@@ -227,9 +241,54 @@ class Suite:
 
     # -- one turn
 
+    def docker_up(self):
+        try:
+            return rtsb.docker("version", "--format",
+                               "{{.Server.Version}}").returncode == 0
+        except OSError:
+            return False
+
+    def restarts_done(self):
+        try:
+            with open(self.args.dockerd_fifo + ".done") as f:
+                return len(f.readlines())
+        except OSError:
+            return 0
+
+    def restart_dockerd(self):
+        """Asks the root process on the FIFO, which adds a line to
+        FIFO.done once the new dockerd answers.  The outage lasts until
+        then: a dockerd that stops still answers for a while, with errors
+        of its own, as it stops its containers."""
+        with self.lock:
+            if self.outages and self.outages[-1][1] is None:
+                return False
+            span = [time.monotonic(), None]
+            self.outages.append(span)
+        done = self.restarts_done()
+        with open(self.args.dockerd_fifo, "w") as f:
+            f.write("restart\n")
+        if not wait_until(lambda: self.restarts_done() > done, 180, 0.2):
+            self.fail("dockerd was not back within 180 s")
+        wait_until(self.docker_up, 120, 0.2)
+        span[1] = time.monotonic()
+        return True
+
     def kill(self, role, key):
-        procs = self.conn.call("daemon.stats")["processes"]
+        if role == "dockerd":
+            return self.restart_dockerd()
         seg = "".join(c if c.isalnum() or c in "_-" else "_" for c in key)
+        if role == "worker":
+            info = rtsb.inspect_container("%s-%s" % (self.prefix, seg))
+            pid = info and info["State"].get("Pid")
+            if not pid:
+                return False
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                return False
+            return True
+        procs = self.conn.call("daemon.stats")["processes"]
         if role == "broker":
             pids = [p["pid"] for p in procs if p["role"] == "broker" and
                     p.get("name") == seg and p.get("pid")]
@@ -313,8 +372,19 @@ class Suite:
                                 not r["message"]):
             self.fail("%s %s: answer %r" % (key, tid, r))
         if reason in ("timeout", "internal") or (
-                reason == "worker_failed" and "broker" in r["message"]):
-            if self.container_running(key):
+                reason == "worker_failed" and ("broker" in r["message"] or
+                                              "container" in r["message"])):
+            # With dockerd restarting, or the Docker client or the file
+            # guard killed (by this turn or another channel's), the
+            # removal is pending until they are back, and the answer does
+            # not wait for it; else the container is gone before the
+            # answer.
+            if self.removal_delayed(t0, t0 + took):
+                if not wait_until(lambda: not self.container_running(key),
+                                  60, 0.5):
+                    self.fail("%s %s: %s, yet its container runs once "
+                              "Docker is back" % (key, tid, reason))
+            elif self.container_running(key):
                 self.fail("%s %s: %s, yet its container runs" %
                           (key, tid, reason))
         return killed["at"], reason, r.get("message"), t0, t0 + took
@@ -323,33 +393,73 @@ class Suite:
         key = "fault:%d" % c
         for n in turns:
             role = self.rng.choice(ROLES)
+            if self.args.dockerd_fifo and \
+                    self.rng.randrange(DOCKERD_EVERY) == 0:
+                role = "dockerd"
             phase = self.rng.choice(PHASES)
             delay = self.rng.random() * 0.3
+            # no new kill while a channel checks that it recovered
+            with self.quiet:
+                self.quiet.wait_for(lambda: self.recovering == 0, 120)
             out = self.turn(key, n, role, phase, delay)
             if out is None or out[1] == "ok":
                 continue
-            # the next turn on that channel, with nothing killed, works;
-            # unless a kill meant for another channel (egress, the file
-            # guard and the Docker client serve them all) fell into it
-            killed_at = out[0]
-            for k in range(5):
-                out2 = self.turn(key, n + 100000 * (k + 1), "none", phase,
-                                 0)
-                if out2 is None or out2[1] == "ok" or \
-                        not self.killed_during(key, out2[3], out2[4]):
-                    break
-            if out2 is None or out2[1] != "ok":
-                self.fail("%s: the turn after a %s kill failed: %s" %
-                          (key, role, out2 and out2[2]))
-            elif killed_at is not None:
-                with self.lock:
-                    self.recover[role].append(time.monotonic() - killed_at)
+            with self.quiet:
+                self.recovering += 1
+            try:
+                self.recover_check(key, n, role, phase, out)
+            finally:
+                with self.quiet:
+                    self.recovering -= 1
+                    self.quiet.notify_all()
+
+    def recover_check(self, key, n, role, phase, out):
+        """The next turn on that channel, with nothing killed, works;
+        unless a kill meant for another channel (egress, the file guard
+        and the Docker client serve them all) fell into it."""
+        killed_at = out[0]
+        if role == "dockerd" or self.in_outage(out[3], out[4]):
+            self.wait_outage()
+        for k in range(5):
+            # another channel's turn, begun before, may restart dockerd
+            self.wait_outage()
+            out2 = self.turn(key, n + 100000 * (k + 1), "none", phase,
+                             0)
+            if out2 is None or out2[1] == "ok" or \
+                    not self.killed_during(key, out2[3], out2[4]):
+                break
+            time.sleep(0.2)	# for a helper killed meanwhile to restart
+        if out2 is None or out2[1] != "ok":
+            self.fail("%s: the turn after a %s kill failed: %s" %
+                      (key, role, out2 and out2[2]))
+        elif killed_at is not None:
+            with self.lock:
+                self.recover[role].append(time.monotonic() - killed_at)
 
     def killed_during(self, key, t0, t1):
         with self.lock:
-            return any(t0 - 0.5 <= t <= t1 and (
-                role in ("fsguard", "docker", "egress") or ch == key)
+            return self.in_outage(t0, t1) or any(
+                t0 - 0.5 <= t <= t1 and (role in SHARED or ch == key)
                 for t, role, ch in self.kill_times)
+
+    def removal_delayed(self, t0, t1):
+        """Whether dockerd, the Docker client or the file guard, which a
+        removal needs, was down in [t0, t1]."""
+        with self.lock:
+            return self.in_outage(t0, t1) or any(
+                t0 - 1.0 <= t <= t1 + 0.5 and role in ("docker", "fsguard")
+                for t, role, _ in self.kill_times)
+
+    def in_outage(self, t0, t1):
+        """Whether [t0, t1] meets a dockerd restart, or the time its
+        containers take to come back (their worker's re-announce)."""
+        now = time.monotonic()
+        return any(a - 0.5 <= t1 and t0 <= (b if b is not None else now) + 5
+                   for a, b in list(self.outages))
+
+    def wait_outage(self):
+        wait_until(lambda: not self.outages or
+                   self.outages[-1][1] is not None, 180, 0.2)
 
     # -- all of it
 
@@ -402,6 +512,10 @@ def main():
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--json", help="write the summary there too")
     ap.add_argument("--log", help="write the daemon's log there")
+    ap.add_argument("--dockerd-fifo",
+                    help="restart dockerd now and then, by a line written "
+                    "to this FIFO (read by root, who adds a line to "
+                    "FIFO.done once the new one answers)")
     ap.add_argument("--verbose", action="store_true",
                     help="a line for every turn, not only the failed")
     args = ap.parse_args()
