@@ -269,18 +269,19 @@ def proc_cpu_ticks(pid):
     return int(fields[11]) + int(fields[12])
 
 
-def proc_sched_ns(pid):
-    """On-CPU time of all threads in ns (schedstat), finer than the ticks of stat."""
+def proc_sched_ns(pid, field=0):
+    """A schedstat field summed over all threads, in ns: 0 the time on a CPU (finer than
+    the ticks of stat), 1 the time runnable but waiting for one; 0 once gone."""
     total = 0
     try:
         tasks = os.listdir("/proc/%d/task" % pid)
-    except FileNotFoundError:
+    except OSError:
         return 0
     for t in tasks:
         try:
             with open("/proc/%d/task/%s/schedstat" % (pid, t)) as f:
-                total += int(f.read().split()[0])
-        except (FileNotFoundError, ProcessLookupError, ValueError):
+                total += int(f.read().split()[field])
+        except (OSError, ValueError, IndexError):
             pass
     return total
 
@@ -697,7 +698,7 @@ class Setup:
     """Fake upstream + rtsandboxd (as the current user) with a private container prefix."""
 
     def __init__(self, image, max_calls=1000, turn_ms=600000, start_ms=30000,
-                 default_delay_ms=5, tag="bench", docker_proxy=False):
+                 default_delay_ms=5, tag="bench", docker_proxy=False, runtime=None):
         self.tmp = tempfile.mkdtemp(prefix="rtsb-bench-", dir="/tmp")
         self.proxy = DockerProxy(os.path.join(self.tmp, "docker.sock")) if docker_proxy \
             else None
@@ -715,6 +716,8 @@ class Setup:
             c["docker"] = {"container_prefix": prefix}
             if proxy is not None:
                 c["docker"]["socket"] = proxy.path
+            if runtime is not None:
+                c["docker"]["runtime"] = runtime
             c["timeouts"] = {"start_ms": start_ms, "turn_ms": turn_ms}
             c["budgets"] = {"max_calls": max_calls}
         self.daemon = rtsb.Daemon(config=conf)

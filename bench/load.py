@@ -516,20 +516,8 @@ def cpu_snapshot(procs):
 
 
 def wait_ns(pid):
-    """Time all threads of pid spent runnable but waiting for a CPU (schedstat's second
-    field), in ns; 0 once gone."""
-    total = 0
-    try:
-        tasks = os.listdir("/proc/%d/task" % pid)
-    except OSError:
-        return 0
-    for t in tasks:
-        try:
-            with open("/proc/%d/task/%s/schedstat" % (pid, t)) as f:
-                total += int(f.read().split()[1])
-        except (OSError, ValueError, IndexError):
-            pass
-    return total
+    """Time all threads of pid spent runnable but waiting for a CPU, in ns."""
+    return B.proc_sched_ns(pid, 1)
 
 
 def wait_snapshot(pids):

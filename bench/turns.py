@@ -42,7 +42,8 @@ Run (as the service user, which is in group docker; about a minute or two):
     cd /tmp && setpriv --reuid=rtsandbox --regid=rtsandbox --init-groups \\
         env RTSANDBOX_BUILD=/work/main/build /usr/bin/python3 /work/main/bench/turns.py
 Options: --turns 200 --gap-ms 20 --cold 10 --settle-ms 500 --trace-turns 30 (0: no (c))
---trace-cold 3
+--trace-cold 3 --runtime runsc (the channels under gVisor, registered with dockerd as
+scripts/test-engines does; the direct create of (b) asks for it too)
 """
 
 import argparse
@@ -178,7 +179,7 @@ def daemon_container(setup):
 
 HOSTCONFIG_KEYS = ("NetworkMode", "ReadonlyRootfs", "Tmpfs", "Memory", "MemorySwap",
                    "NanoCpus", "PidsLimit", "Ulimits", "CapDrop", "SecurityOpt",
-                   "RestartPolicy", "LogConfig")
+                   "RestartPolicy", "LogConfig", "Runtime")
 
 
 def equivalent_body(info, tmp):
@@ -283,7 +284,7 @@ def phase_trace(args, res):
     """A second daemon whose Docker client talks through a recording proxy: which Docker
     calls a warm turn and a cold start make, and the time spent outside Docker."""
     setup = B.Setup(B.WORKER_IMAGE, tag="tt", max_calls=128, default_delay_ms=0,
-                    docker_proxy=True)
+                    docker_proxy=True, runtime=args.runtime)
     px = setup.proxy
     try:
         c = setup.client()
@@ -361,13 +362,18 @@ def main():
     ap.add_argument("--trace-turns", type=int, default=30,
                     help="(c) warm turns through the Docker proxy (0: skip (c))")
     ap.add_argument("--trace-cold", type=int, default=3)
+    ap.add_argument("--runtime", default=None,
+                    help="docker.runtime of the channels (runsc: gVisor); the direct "
+                    "create of (b) uses the same")
     args = ap.parse_args()
     with open("/proc/loadavg") as f:
         load = f.read().split()[:3]
-    B.say("rtsandbox turn benchmark: %d CPUs, load average %s, build %s, uid %d" % (
-        os.cpu_count(), " ".join(load), B.rtsb.BUILD, os.getuid()))
+    B.say("rtsandbox turn benchmark: %d CPUs, load average %s, build %s, uid %d, runtime %s" % (
+        os.cpu_count(), " ".join(load), B.rtsb.BUILD, os.getuid(),
+        args.runtime or "the engine's default"))
     t_start = time.monotonic()
-    setup = B.Setup(B.WORKER_IMAGE, tag="tu", max_calls=128, default_delay_ms=0)
+    setup = B.Setup(B.WORKER_IMAGE, tag="tu", max_calls=128, default_delay_ms=0,
+                    runtime=args.runtime)
     res = {}
     try:
         phase_warm(setup, args, res)
