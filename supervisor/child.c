@@ -32,6 +32,10 @@
 #define CHILD_BACKOFF_MIN_MS	100
 #define CHILD_BACKOFF_MAX_MS	30000
 #define CHILD_STABLE_MS		30000
+/* A broker or research job stopped: its pipe closes first, so that it
+ * acts on every frame sent before (a turn's cancel answers a result being
+ * read) and then exits on EOF; SIGTERM after this if it has not. */
+#define CHILD_STOP_GRACE_MS	1000
 
 struct child_list	 children = TAILQ_HEAD_INITIALIZER(children);
 
@@ -589,6 +593,10 @@ child_timer(evutil_socket_t fd, short ev, void *arg)
 		if (c->c_pid > 0)
 			kill(c->c_pid, SIGKILL);
 		break;
+	case CHILD_STOPPING:
+		if (c->c_pid > 0)
+			kill(c->c_pid, SIGTERM);
+		break;
 	case CHILD_DOWN:
 		/* a broker or research job that could not be started: its
 		 * owner hears of it from here, not inside the call that made
@@ -820,7 +828,7 @@ child_stop(struct child *c)
 		c->c_conn = NULL;
 	}
 	if (c->c_pid > 0)
-		kill(c->c_pid, SIGTERM);
+		timer_arm(c, CHILD_STOP_GRACE_MS);
 	else
 		child_down(c);
 }
