@@ -352,7 +352,11 @@ conn_write_refs(struct http_conn *c)
 	ssize_t			 n;
 	int			 nev = 0, i;
 
-	if (evlen > 0 && (nev = evbuffer_peek(out, -1, NULL, ev, 4)) > 4)
+	/* With a length, evbuffer_peek() counts every piece the output is
+	 * in; with -1 it would stop at four, and the rest of the output
+	 * would go after the references. */
+	if (evlen > 0 && (nev = evbuffer_peek(out, (ev_ssize_t)evlen, NULL,
+	    ev, 4)) > 4)
 		return conn_take_refs(c, 0) == -1 ? -1 : 1;
 	for (i = 0; i < nev; i++) {
 		iov[i].iov_base = ev[i].iov_base;

@@ -1439,6 +1439,65 @@ START_TEST(test_corked_stream)
 END_TEST
 
 /*
+ * Corked, with more writes than are kept by reference: the first ones are
+ * copied into the output, in many pieces, and the later ones kept by
+ * reference again; at the uncork all of the output goes before them.
+ */
+#define MANY_WRITES	40
+#define MANY_BLOCK	16384
+
+static void
+router_cork_many(struct t *t, struct http_conn *c, const struct http_head *h)
+{
+	uint8_t	*buf;
+	size_t	 i;
+
+	ck_assert_ptr_nonnull(buf = malloc(MANY_WRITES * MANY_BLOCK));
+	for (i = 0; i < MANY_WRITES * MANY_BLOCK; i++)
+		buf[i] = pattern(i);
+	http_server_cork(t->srv);
+	ck_assert_int_eq(http_stream_start(c, 200, NULL, 0), 0);
+	for (i = 0; i < MANY_WRITES; i++)
+		ck_assert_int_eq(http_stream_write(c, buf + i * MANY_BLOCK,
+		    MANY_BLOCK), 0);
+	ck_assert_int_eq(http_stream_end(c), 0);
+	http_server_uncork(t->srv);
+	memset(buf, 0, MANY_WRITES * MANY_BLOCK);
+	free(buf);
+}
+
+static void
+client_cork_many(struct t *t)
+{
+	struct resp	 r;
+	size_t		 i;
+	int		 fd;
+
+	fd = cl_connect(t);
+	cl_sends(fd, "GET /s HTTP/1.1\r\nHost: b\r\n\r\n");
+	cl_read(fd, &r);
+	close(fd);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert(r.chunked_done);
+	ck_assert_uint_eq(r.dechunked_len, MANY_WRITES * MANY_BLOCK);
+	for (i = 0; i < r.dechunked_len; i++)
+		if ((uint8_t)r.dechunked[i] != pattern(i))
+			ck_abort_msg("byte %zu differs", i);
+	resp_free(&r);
+}
+
+START_TEST(test_corked_many_writes)
+{
+	struct t	 t;
+
+	t_init(&t, router_cork_many, client_cork_many);
+	t.want_closes = 1;
+	t_run(&t);
+	t_free(&t);
+}
+END_TEST
+
+/*
  * A stream that fails before any of it left is answered whole instead;
  * once some of it left, the caller has to cut it.
  */
@@ -1857,6 +1916,7 @@ http_suite(void)
 	tcase_add_test(tc, test_backpressure);
 	tcase_add_test(tc, test_kill);
 	tcase_add_test(tc, test_corked_stream);
+	tcase_add_test(tc, test_corked_many_writes);
 	tcase_add_test(tc, test_stream_fail);
 	tcase_add_test(tc, test_write_silence);
 	tcase_add_test(tc, test_respond_checks);
