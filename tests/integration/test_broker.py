@@ -1693,22 +1693,35 @@ class ModelCalls(BrokerCase):
             s = w.send("POST", "/anthropic/v1/messages",
                        {"max_tokens": 5,
                         "messages": [{"role": "user", "content": "x"}]})
-            # count the body without keeping it
-            data, tail, total = b"", b"", 0
+            raw = bytearray()
             s.settimeout(60)
             while True:
                 chunk = s.recv(1 << 20)
                 if not chunk:
                     break
-                total += len(chunk)
-                if len(data) < 4096:
-                    data += chunk[:4096]
-                tail = (tail + chunk)[-7:]
+                raw += chunk
             s.close()
-        self.assertTrue(data.startswith(b"HTTP/1.1 200 "), data[:100])
-        self.assertIn(b"transfer-encoding: chunked", data.lower())
-        self.assertEqual(tail, b"\r\n0\r\n\r\n")
-        self.assertGreater(total, 50 * MIB)
+        self.assertTrue(raw.startswith(b"HTTP/1.1 200 "), raw[:100])
+        head, _, rest = bytes(raw).partition(b"\r\n\r\n")
+        self.assertIn(b"transfer-encoding: chunked", head.lower())
+        self.assertTrue(rest.endswith(b"\r\n0\r\n\r\n"), rest[-100:])
+        # Every byte where the upstream put it: the fake upstream writes its
+        # 64 KiB block 800 times, a 1004-byte unit repeated in it.
+        body, pos = [], 0
+        while True:
+            end = rest.index(b"\r\n", pos)
+            size = int(rest[pos:end], 16)
+            if size == 0:
+                break
+            body.append(rest[end + 2:end + 2 + size])
+            self.assertEqual(rest[end + 2 + size:end + 4 + size], b"\r\n",
+                             "chunk at %d is not %d bytes long" % (pos, size))
+            pos = end + 4 + size
+        unit = bytes(i % 251 for i in range(1004))
+        block = (unit * (65536 // len(unit) + 1))[:65536]
+        body = b"".join(body)
+        self.assertEqual(len(body), 50 * MIB)
+        self.assertTrue(body == block * 800, "the body differs from what was sent")
 
 
 # ---------------------------------------------------------------- 3.3 MCP
