@@ -48,6 +48,8 @@
 #define HTTP_ACCEPT_PAUSE_MS	1000
 /* Bytes per read and per writev: fewer wake-ups on large bodies. */
 #define HTTP_READ_MAX		65536
+/* The read tried as soon as a connection is taken: a small call whole. */
+#define HTTP_READ_FIRST		16384
 #define HTTP_WRITE_MAX		262144
 /* Stream writes kept by reference while corked: three pieces each. */
 #define HTTP_PIOV_MAX		24
@@ -1148,6 +1150,40 @@ conn_input(struct http_conn *c)
 	} while (c->c_state != prev);
 }
 
+/*
+ * A worker connects and writes its request at once, so by the time the
+ * connection is taken the request is usually there: read it now, rather
+ * than after a round of the loop and the FIONREAD that the bufferevent's
+ * own read asks first.  Nothing there, an end or an error: left to the
+ * bufferevent, whose read event is already on.
+ */
+static void
+conn_read_first(struct http_conn *c)
+{
+	struct evbuffer		*in = bufferevent_get_input(c->c_bev);
+	struct evbuffer_iovec	 v;
+	ssize_t			 n;
+
+	/* The bufferevent keeps its input's end frozen, and thaws it the
+	 * same way to read. */
+	evbuffer_unfreeze(in, 0);
+	if (evbuffer_reserve_space(in, HTTP_READ_FIRST, &v, 1) != 1) {
+		evbuffer_freeze(in, 0);
+		return;
+	}
+	do
+		n = read(bufferevent_getfd(c->c_bev), v.iov_base, v.iov_len);
+	while (n == -1 && errno == EINTR);
+	if (n > 0) {
+		v.iov_len = (size_t)n;
+		if (evbuffer_commit_space(in, &v, 1) == -1)
+			n = -1;
+	}
+	evbuffer_freeze(in, 0);
+	if (n > 0)
+		conn_input(c);
+}
+
 static void
 conn_readcb(struct bufferevent *bev, void *arg)
 {
@@ -1294,6 +1330,7 @@ conn_new(struct http_server *srv, int fd)
 	}
 	TAILQ_INSERT_TAIL(&srv->s_conns, c, c_entry);
 	srv->s_nconn++;
+	conn_read_first(c);
 	return;
  fail:
 	if (c != NULL) {

@@ -389,15 +389,8 @@ static void
 egress_end(struct egress_call *ec, int ok, int status, const char *why)
 {
 	struct msgb	 mb;
+	long		 ms = ms_since(&ec->ec_start);
 
-	if (ok)
-		log_info("%s %s: %ld, %llu bytes, %ld ms",
-		    ec->ec_peer->ep_name, ec->ec_route, ec->ec_status,
-		    (unsigned long long)ec->ec_bytes, ms_since(&ec->ec_start));
-	else
-		log_warnx("%s %s: failed after %ld ms: %s",
-		    ec->ec_peer->ep_name, ec->ec_route,
-		    ms_since(&ec->ec_start), why);
 	if (!ok && ec->ec_head_held) {
 		msgb_free(&ec->ec_head);
 		ec->ec_head_held = 0;
@@ -412,6 +405,14 @@ egress_end(struct egress_call *ec, int ok, int status, const char *why)
 	if (!ok && ec->ec_refused)
 		msg_add_str(&mb, "error", "upstream_refused");
 	egress_flush(ec, &mb);
+	/* After the answer: the log's write is not on the worker's way. */
+	if (ok)
+		log_info("%s %s: %ld, %llu bytes, %ld ms",
+		    ec->ec_peer->ep_name, ec->ec_route, ec->ec_status,
+		    (unsigned long long)ec->ec_bytes, ms);
+	else
+		log_warnx("%s %s: failed after %ld ms: %s",
+		    ec->ec_peer->ep_name, ec->ec_route, ms, why);
 }
 
 /* The head waits for the body bytes that came with it, so that a secret
