@@ -41,6 +41,11 @@ to their baselines and targets.
 Run (as the service user, which is in group docker; about a minute or two):
     cd /tmp && setpriv --reuid=rtsandbox --regid=rtsandbox --init-groups \\
         env RTSANDBOX_BUILD=/work/main/build /usr/bin/python3 /work/main/bench/turns.py
+  (d) system calls per warm turn, by process: --syscall-turns (50) more warm turns with
+      `strace -c -f` (or perf's syscall tracepoints) attached to every process of the daemon
+      (--syscalls auto|strace|perf|off), next to the figure before (about 160) and the target
+      (<= 80).  Not timed: a tracer slows what it traces.
+
 Options: --turns 200 --gap-ms 20 --cold 10 --settle-ms 500 --trace-turns 30 (0: no (c))
 --trace-cold 3 --runtime runsc (the channels under gVisor, registered with dockerd as
 scripts/test-engines does; the direct create of (b) asks for it too)
@@ -55,7 +60,10 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib as B  # noqa: E402
 
-TARGET = {"p50_ms": 1.0, "p99_ms": 3.0, "cold_ms": 20.0}
+TARGET = {"p50_ms": 1.0, "p99_ms": 3.0, "cold_ms": 20.0, "sc_turn": 80}
+# A warm turn before Docker's event stream was followed: about 160 system calls across
+# supervisor, file guard, broker and Docker client (issue figure, strace -c -f).
+BEFORE = {"sc_turn": 160}
 CHANNEL = "bench:turns"
 
 
@@ -137,6 +145,8 @@ def phase_warm(setup, args, res):
         t0 = mono_ns()
         c.call("turn.cancel", {"channel": CHANNEL})
         rtt.append((mono_ns() - t0) / 1e6)
+    if args.syscalls:
+        count_syscalls(setup, c, args, res)
     c.close()
     res["over_p50"], res["over_p99"] = B.pct(over, 50), B.pct(over, 99)
     res["work_p50"] = B.pct(work, 50)
@@ -167,6 +177,31 @@ def phase_warm(setup, args, res):
         B.pct(outbound, 50), B.pct(outbound, 99)))
     res["ready_p50"] = B.pct(steps["container>ready"], 50) if steps["container>ready"] \
         else float("nan")
+
+
+def count_syscalls(setup, c, args, res):
+    """System calls of every process of the daemon over --syscall-turns warm turns: the
+    supervisor, the spawner, file guard, Docker client, egress and the channel's broker."""
+    procs = {}
+    for p in setup.stats()["processes"]:
+        if not p.get("pid"):
+            continue
+        if p["role"] == "broker" and p.get("name") != B.segment_of(CHANNEL):
+            continue
+        procs[p["role"]] = p["pid"]
+    k = args.syscall_turns
+    with B.SyscallCounter(procs, args.syscalls) as sc:
+        for i in range(k):
+            time.sleep(args.gap_ms / 1000.0)
+            _, r = run_turn(c, 10000 + i)
+            if not r.get("ok"):
+                raise RuntimeError("counted turn %d: %r" % (i, r))
+    res["sc_turn"] = sc.total() / k
+    B.say("    system calls per warm turn, %d turns with %s attached to %s (before about %d; "
+          "target <= %d):" % (k, args.syscalls, ", ".join(sorted(procs)), BEFORE["sc_turn"],
+                              TARGET["sc_turn"]))
+    for line in sc.report("turn", k):
+        B.say("      " + line)
 
 
 def daemon_container(setup):
@@ -365,7 +400,12 @@ def main():
     ap.add_argument("--runtime", default=None,
                     help="docker.runtime of the channels (runsc: gVisor); the direct "
                     "create of (b) uses the same")
+    ap.add_argument("--syscalls", choices=("auto", "strace", "perf", "off"), default="auto",
+                    help="count the system calls of every daemon process over "
+                    "--syscall-turns more warm turns (auto: perf when usable, else strace)")
+    ap.add_argument("--syscall-turns", type=int, default=50)
     args = ap.parse_args()
+    args.syscalls = B.syscall_method(args.syscalls)
     with open("/proc/loadavg") as f:
         load = f.read().split()[:3]
     B.say("rtsandbox turn benchmark: %d CPUs, load average %s, build %s, uid %d, runtime %s" % (
@@ -395,6 +435,11 @@ def main():
         ("warm turn overhead p99 (ms)", "%.3f" % res["over_p99"],
          "round trip %.3f" % res["total_p99"], "-", "<= 3"),
     ] + ([
+        ("system calls per warm turn", "%.1f" % res["sc_turn"],
+         "before about %d" % BEFORE["sc_turn"],
+         "%.2fx before" % (res["sc_turn"] / BEFORE["sc_turn"]),
+         "<= %d" % TARGET["sc_turn"]),
+    ] if "sc_turn" in res else []) + ([
         ("cold channel.start (ms, median)", "%.1f" % res["cold_daemon"],
          "docker create+start %.1f" % res["cold_docker"], "%+.1f ms" % res["cold_diff"],
          "difference <= 20"),
