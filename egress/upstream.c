@@ -655,7 +655,12 @@ up_conn_close(struct up_conn *co)
 	free(co);
 }
 
-/* Send what waits; 0, or -1 with errno. */
+/*
+ * Send what waits; 0, or -1 with errno.  The write event stays on while
+ * the call's request is not all handed over: a flush made for bytes that
+ * reading produced (a TLS 1.3 session ticket arriving mid-request) may
+ * empty the buffer, and the event is then what goes on with the request.
+ */
 static int
 up_conn_flush(struct up_conn *co)
 {
@@ -676,7 +681,11 @@ up_conn_flush(struct up_conn *co)
 		}
 		up_buf_take(b, (size_t)n);
 	}
-	up_ev_del(co->co_wev, &co->co_wev_on);
+	if (co->co_call != NULL && co->co_state == CO_OPEN &&
+	    !co->co_call->uc_sent)
+		up_ev_add(co->co_wev, &co->co_wev_on);
+	else
+		up_ev_del(co->co_wev, &co->co_wev_on);
 	return 0;
 }
 

@@ -86,6 +86,8 @@ static const char server_py[] =
 	"    path, _, query = self.path.partition('?')\n"
 	"    q = dict(kv.split('=', 1) for kv in query.split('&') if kv)\n"
 	"    n = int(self.headers.get('Content-Length', '0'))\n"
+	"    if path == '/trickle':\n"
+	"      return self.r_trickle(n)\n"
 	"    body = self.rfile.read(n) if n else b''\n"
 	"    route = getattr(self, 'r_' + path[1:], self.r_missing)\n"
 	"    route(q, body)\n"
@@ -109,6 +111,18 @@ static const char server_py[] =
 	"\n"
 	"  def chunk(self, data):\n"
 	"    self.wfile.write(b'%x' % len(data) + CRLF + data + CRLF)\n"
+	"\n"
+	"  # The body read a piece at a time, an interim answer after each:\n"
+	"  # bytes to read while the client still sends.\n"
+	"  def r_trickle(self, n):\n"
+	"    got = 0\n"
+	"    while got < n:\n"
+	"      k = len(self.rfile.read1(min(65536, n - got)))\n"
+	"      if k == 0:\n"
+	"        return\n"
+	"      got += k\n"
+	"      self.wfile.write(b'HTTP/1.1 100 Continue' + CRLF + CRLF)\n"
+	"    self.fixed(200, 'text/plain', b'B %d' % got)\n"
 	"\n"
 	"  def r_missing(self, q, body):\n"
 	"    self.fixed(404, 'text/plain', b'missing')\n"
@@ -1087,6 +1101,42 @@ START_TEST(test_request_post_exact)
 }
 END_TEST
 
+/*
+ * Bytes that arrive while the request is still going out (interim answers
+ * here, a TLS 1.3 session ticket in life) are read, and the socket written
+ * then too: the rest of the request goes on after that write, whoever made
+ * it.  The server reads the body a piece at a time and answers each piece.
+ */
+START_TEST(test_request_with_answers_meanwhile)
+{
+	struct tcall	 tc;
+	struct treq	 q;
+	struct up_request *r;
+	unsigned char	*body;
+	char		 want[64];
+	size_t		 len = 8 * MIB_BYTES;
+	int		 i;
+
+	ck_assert_ptr_nonnull(body = malloc(len));
+	memset(body, 'x', len);
+	for (i = 0; i < 6; i++) {
+		memset(&tc, 0, sizeof(tc));
+		r = treq(&q, i % 2 == 0, "/trickle");
+		r->body = body;
+		r->body_len = len;
+		tc.keep = 64;
+		ck_assert_ptr_nonnull(tc_start(&tc, r));
+		h_run();
+		tc_assert_ok(&tc);
+		snprintf(want, sizeof(want), "B %zu", len);
+		ck_assert_uint_eq(tc.body_len, strlen(want));
+		ck_assert(memcmp(tc.body, want, tc.body_len) == 0);
+		tc_free(&tc);
+	}
+	free(body);
+}
+END_TEST
+
 START_TEST(test_request_get_bare)
 {
 	struct tcall	 tc = { 0 };
@@ -1835,6 +1885,7 @@ upstream_suite(void)
 	tcase_add_checked_fixture(tc, h_setup, h_teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_request_post_exact);
+	tcase_add_test(tc, test_request_with_answers_meanwhile);
 	tcase_add_test(tc, test_request_get_bare);
 	tcase_add_test(tc, test_request_accept_given);
 	tcase_add_test(tc, test_request_refused);
