@@ -1598,7 +1598,9 @@ class ModelCalls(BrokerCase):
         self.assertTrue(r.complete, r)
         self.assertTrue(r.header("content-type").startswith(
             "text/event-stream"))
-        rec = self.fu.last()
+        # The upstream marks its answer finished after its last write, which
+        # the worker may have read by then.
+        rec = self.fu.wait_for(len(self.fu.requests()), done=True)[-1]
         self.assertEqual(rec["json"]["stream"], True)
         first = r.time_at(r.raw.index(b"event: message_start"))
         finished = rec["response"]["finished"]
