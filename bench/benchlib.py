@@ -698,7 +698,8 @@ class Setup:
     """Fake upstream + rtsandboxd (as the current user) with a private container prefix."""
 
     def __init__(self, image, max_calls=1000, turn_ms=600000, start_ms=30000,
-                 default_delay_ms=5, tag="bench", docker_proxy=False, runtime=None):
+                 default_delay_ms=5, tag="bench", docker_proxy=False, runtime=None,
+                 debug=True):
         self.tmp = tempfile.mkdtemp(prefix="rtsb-bench-", dir="/tmp")
         self.proxy = DockerProxy(os.path.join(self.tmp, "docker.sock")) if docker_proxy \
             else None
@@ -720,7 +721,9 @@ class Setup:
                 c["docker"]["runtime"] = runtime
             c["timeouts"] = {"start_ms": start_ms, "turn_ms": turn_ms}
             c["budgets"] = {"max_calls": max_calls}
-        self.daemon = rtsb.Daemon(config=conf)
+        # debug=False: the daemon logs as an operator's would (no -d), so that system
+        # calls are counted as they are made in service.
+        self.daemon = rtsb.Daemon(config=conf, debug=debug)
         self.daemon.start()
         self.state = self.daemon.config["state_dir"]
         self.docker = DockerAPI()

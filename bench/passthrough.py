@@ -28,7 +28,8 @@ What it measures (DESIGN.md section 12; PROTOCOL.md section 3):
   (h) the same per small call, over --syscall-calls calls.
 
 How it works: the in-process fake upstream (tests/fixtures/fake_upstream.py) and the real
-rtsandboxd (tests/integration/rtsb.py) start as the current user, with the image
+rtsandboxd (tests/integration/rtsb.py; without -d, logging as in service, in front because
+NOTIFY_SOCKET names a socket of the benchmark) start as the current user, with the image
 rtsandbox-test-sleeper:latest (tests/fixtures/sleeper: a container that only sleeps), so no real
 worker competes for the broker.  This process plays the worker: it posts /worker/ready while the
 channel starts, takes the turn from GET /worker/next after turn.run (so a scope is bound, with
@@ -483,7 +484,7 @@ def main():
     B.say("rtsandbox passthrough benchmark: %d CPUs, load average %s, build %s, uid %d" % (
         os.cpu_count(), " ".join(load), B.rtsb.BUILD, os.getuid()))
     t_start = time.monotonic()
-    setup = B.Setup(B.SLEEPER_IMAGE, tag="pt")
+    setup = B.Setup(B.SLEEPER_IMAGE, tag="pt", debug=False)
     res = {}
     try:
         fw = FakeWorker(setup, "bench:pt")

@@ -34,7 +34,9 @@ What it measures (DESIGN.md section 12):
       about and which Docker's run-to-run noise hides in (b)).
 
 How it works: the in-process fake upstream (tests/fixtures/fake_upstream.py, no delay between
-stream events) and the real rtsandboxd (tests/integration/rtsb.py) start as the current user;
+stream events) and the real rtsandboxd (tests/integration/rtsb.py; without -d, so it logs what
+an operator's log gets, and in front because NOTIFY_SOCKET names a socket of the benchmark)
+start as the current user;
 all traffic stays on loopback and Unix sockets.  Nothing is asserted: figures are printed next
 to their baselines and targets.
 
@@ -413,7 +415,7 @@ def main():
         args.runtime or "the engine's default"))
     t_start = time.monotonic()
     setup = B.Setup(B.WORKER_IMAGE, tag="tu", max_calls=128, default_delay_ms=0,
-                    runtime=args.runtime)
+                    runtime=args.runtime, debug=False)
     res = {}
     try:
         phase_warm(setup, args, res)

@@ -1155,7 +1155,7 @@ conn_input(struct http_conn *c)
  * connection is taken the request is usually there: read it now, rather
  * than after a round of the loop and the FIONREAD that the bufferevent's
  * own read asks first.  Nothing there, an end or an error: left to the
- * bufferevent, whose read event is already on.
+ * bufferevent, whose reads conn_new() enables next.
  */
 static void
 conn_read_first(struct http_conn *c)
@@ -1318,9 +1318,10 @@ conn_new(struct http_server *srv, int fd)
 		log_warnx("%s: bufferevent_set_max_single", __func__);
 	bufferevent_setwatermark(c->c_bev, EV_READ, 0, HTTP_HEAD_MAX + 1);
 	/* Writes go out from conn_flush(); the bufferevent writes only what
-	 * the socket did not take at once. */
+	 * the socket did not take at once.  Its reads are enabled after the
+	 * first read: a request answered and closed there never has the
+	 * loop watch its connection (an epoll_ctl(2) to add, one to delete). */
 	if (bufferevent_disable(c->c_bev, EV_WRITE) == -1 ||
-	    bufferevent_enable(c->c_bev, EV_READ) == -1 ||
 	    conn_timer_add(c, srv->s_lim.hl_head_ms) == -1) {
 		log_warnx("%s: cannot watch the connection", __func__);
 		bufferevent_free(c->c_bev);	/* closes fd */
@@ -1331,6 +1332,12 @@ conn_new(struct http_server *srv, int fd)
 	TAILQ_INSERT_TAIL(&srv->s_conns, c, c_entry);
 	srv->s_nconn++;
 	conn_read_first(c);
+	/* Closed: freed from its timer.  Paused: its owner resumes it. */
+	if (c->c_state != C_CLOSED && !c->c_paused &&
+	    bufferevent_enable(c->c_bev, EV_READ) == -1) {
+		log_warnx("%s: cannot watch the connection", __func__);
+		conn_close(c);
+	}
 	return;
  fail:
 	if (c != NULL) {

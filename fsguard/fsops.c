@@ -210,6 +210,20 @@ fs_entry(int dfd, const char *name, struct stat *st)
 	return fd;
 }
 
+/* The file guard's own uid, asked once: every check of every turn needs it. */
+static uid_t
+fs_euid(void)
+{
+	static uid_t	 uid;
+	static int	 known;
+
+	if (!known) {
+		uid = geteuid();
+		known = 1;
+	}
+	return uid;
+}
+
 /*
  * A directory the file guard keeps must be its own with mode 0700: the
  * guest of the same uid may have changed the bits, another uid may not own
@@ -218,7 +232,7 @@ fs_entry(int dfd, const char *name, struct stat *st)
 static enum fs_err
 fs_dir_fix(int pathfd, const struct stat *st)
 {
-	if (st->st_uid != geteuid())
+	if (st->st_uid != fs_euid())
 		return FS_DIR_OWNER;
 	if ((st->st_mode & 07777) != STATE_DIR_MODE &&
 	    fs_chmod_fd(pathfd, STATE_DIR_MODE) == -1)
@@ -306,19 +320,19 @@ fs_open_state_dir(const char *path, uid_t uid, int *fd_out)
 /*
  * A directory of the channel that the guest cannot replace (the segment,
  * run, the workspace mount point): made when missing, refused when it is
- * anything but a directory.
+ * anything but a directory.  O_DIRECTORY refuses anything else before it
+ * is opened, so nothing planted can block, and O_NOFOLLOW a symlink: one
+ * openat(2) and one fstat(2) for a directory that is there, as on every
+ * turn.
  */
 static enum fs_err
-fs_channel_dir(int dfd, const char *name, enum fs_err symlink_err,
+fs_channel_dir_fixed(int dfd, const char *name, enum fs_err symlink_err,
     enum fs_err notdir_err, int *fd_out)
 {
 	struct stat	 st;
 	enum fs_err	 e = FS_OK;
 	int		 pfd;
 
-	*fd_out = -1;
-	if (mkdirat(dfd, name, STATE_DIR_MODE) == -1 && errno != EEXIST)
-		return FS_IO;
 	if ((pfd = fs_entry(dfd, name, &st)) == -1)
 		return FS_IO;
 	if (S_ISLNK(st.st_mode))
@@ -334,6 +348,51 @@ fs_channel_dir(int dfd, const char *name, enum fs_err symlink_err,
 	return e;
 }
 
+static enum fs_err
+fs_channel_dir(int dfd, const char *name, enum fs_err symlink_err,
+    enum fs_err notdir_err, int *fd_out)
+{
+	struct stat	 st;
+	enum fs_err	 e = FS_OK;
+	int		 fd, made = 0;
+
+	*fd_out = -1;
+	while ((fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_NONBLOCK | O_CLOEXEC)) == -1) {
+		if (errno == ENOENT && !made) {
+			if (mkdirat(dfd, name, STATE_DIR_MODE) == -1 &&
+			    errno != EEXIST)
+				return FS_IO;
+			made = 1;
+			continue;
+		}
+		/* Mode bits that keep even its owner out: mended through a
+		 * descriptor that needs no permission. */
+		if (errno == EACCES)
+			return fs_channel_dir_fixed(dfd, name, symlink_err,
+			    notdir_err, fd_out);
+		if (errno != ENOTDIR)
+			return FS_IO;
+		/* What it is instead, for the log and the answer. */
+		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+			return FS_IO;
+		e = S_ISLNK(st.st_mode) ? symlink_err : S_ISDIR(st.st_mode) ?
+		    FS_RACE : notdir_err;
+		break;
+	}
+	if (fd != -1 && fstat(fd, &st) == -1)
+		e = FS_IO;
+	else if (fd != -1)
+		e = fs_dir_fix(fd, &st);
+	if (e != FS_OK && e != FS_IO)
+		log_warnx("%s: %s: %s", __func__, name, fs_err_to_string(e));
+	if (e != FS_OK)
+		fs_close(fd);
+	else
+		*fd_out = fd;
+	return e;
+}
+
 /*
  * Create .channel-key when missing, then read it back: a key whose segment
  * another key already uses finds that key there.
@@ -346,32 +405,36 @@ fs_key_check(int chanfd, const char *key, size_t keylen)
 	enum fs_err	 e = FS_OK;
 	size_t		 len = 0;
 	ssize_t		 n;
-	int		 fd, pfd;
+	int		 fd;
 
-	fd = openat(chanfd, FS_KEY_FILE,
-	    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC,
-	    CHANNEL_KEY_MODE);
-	if (fd == -1 && errno != EEXIST)
-		return FS_IO;
-	if (fd != -1) {
-		/* fsync: an empty key file after a crash would refuse the
-		 * channel for good. */
-		if (fchmod(fd, CHANNEL_KEY_MODE) == -1 ||
-		    fs_write_all(fd, key, keylen) == -1 || fsync(fd) == -1) {
-			fs_close(fd);
-			fs_unlink(chanfd, FS_KEY_FILE);
+	if (fstatat(chanfd, FS_KEY_FILE, &st, AT_SYMLINK_NOFOLLOW) == -1) {
+		if (errno != ENOENT)
 			return FS_IO;
-		}
-		if (close(fd) == -1) {
-			fs_unlink(chanfd, FS_KEY_FILE);
+		fd = openat(chanfd, FS_KEY_FILE, O_WRONLY | O_CREAT | O_EXCL |
+		    O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, CHANNEL_KEY_MODE);
+		if (fd == -1 && errno != EEXIST)
 			return FS_IO;
+		if (fd != -1) {
+			/* fsync: an empty key file after a crash would
+			 * refuse the channel for good. */
+			if (fchmod(fd, CHANNEL_KEY_MODE) == -1 ||
+			    fs_write_all(fd, key, keylen) == -1 ||
+			    fsync(fd) == -1) {
+				fs_close(fd);
+				fs_unlink(chanfd, FS_KEY_FILE);
+				return FS_IO;
+			}
+			if (close(fd) == -1) {
+				fs_unlink(chanfd, FS_KEY_FILE);
+				return FS_IO;
+			}
 		}
+		if (fstatat(chanfd, FS_KEY_FILE, &st, AT_SYMLINK_NOFOLLOW) ==
+		    -1)
+			return FS_IO;
 	}
 
 	/* Only a regular file is opened, so nothing planted can block. */
-	if ((pfd = fs_entry(chanfd, FS_KEY_FILE, &st)) == -1)
-		return FS_IO;
-	fs_close(pfd);
 	if (S_ISLNK(st.st_mode))
 		e = FS_KEY_FILE_SYMLINK;
 	else if (!S_ISREG(st.st_mode))
@@ -393,6 +456,7 @@ fs_key_check(int chanfd, const char *key, size_t keylen)
 		fs_close(fd);
 		return FS_RACE;
 	}
+	/* A regular file read to its size is whole: no read for the end. */
 	while (len < sizeof(buf)) {
 		if ((n = read(fd, buf + len, sizeof(buf) - len)) == -1) {
 			if (errno == EINTR)
@@ -403,6 +467,8 @@ fs_key_check(int chanfd, const char *key, size_t keylen)
 		if (n == 0)
 			break;
 		len += n;
+		if (rst.st_size >= 0 && len >= (size_t)rst.st_size)
+			break;
 	}
 	fs_close(fd);
 	if (len != keylen || memcmp(buf, key, keylen) != 0) {
@@ -463,6 +529,12 @@ fs_own_dir(int parentfd, const char *name, int *fd_out)
 		*fd_out = -1;
 	if (!fs_valid_component(name))
 		return FS_NAME_INVALID;
+	/* As it should be, and nothing to hold: one fstatat(2). */
+	if (fd_out == NULL &&
+	    fstatat(parentfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISDIR(st.st_mode) && st.st_uid == fs_euid() &&
+	    (st.st_mode & 07777) == STATE_DIR_MODE)
+		return FS_OK;
 	for (tries = 0; tries < FS_OWN_DIR_TRIES; tries++) {
 		if ((pfd = fs_entry(parentfd, name, &st)) == -1) {
 			if (errno != ENOENT)

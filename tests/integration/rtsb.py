@@ -42,8 +42,13 @@ class Daemon:
     """rtsandboxd in the foreground with its own directory under /tmp (short,
     so the broker socket path stays within 100 characters)."""
 
-    def __init__(self, config=None, helper_dir=None, extra_args=()):
+    def __init__(self, config=None, helper_dir=None, extra_args=(), debug=True):
         self.root = tempfile.mkdtemp(prefix="rtsb-", dir="/tmp")
+        # debug=False: as under a service manager, without -d, so only what
+        # an operator's log gets is written; a socket of ours as NOTIFY_SOCKET
+        # keeps it in front all the same.
+        self.debug = debug
+        self.notify = None
         os.chmod(self.root, 0o700)
         os.mkdir(os.path.join(self.root, "state"), 0o700)
         cred = os.path.join(self.root, "credential")
@@ -63,13 +68,20 @@ class Daemon:
         self.proc = None
 
     def start(self, wait=True):
-        args = [RTSANDBOXD, "-d", "-f", self.config_path] + self.extra_args
+        args = [RTSANDBOXD] + (["-d"] if self.debug else []) + \
+            ["-f", self.config_path] + self.extra_args
         if self.helper_dir:
             args += ["-x", self.helper_dir]
+        env = {"PATH": "/usr/bin:/bin"}
+        if not self.debug:
+            if self.notify is None:
+                self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                self.notify.bind(os.path.join(self.root, "notify.sock"))
+            env["NOTIFY_SOCKET"] = self.notify.getsockname()
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL,
                                      stdout=self.log, stderr=self.log,
-                                     env={"PATH": "/usr/bin:/bin"})
+                                     env=env)
         if wait:
             self.wait_ready()
         return self
@@ -109,6 +121,9 @@ class Daemon:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+        if self.notify is not None:
+            self.notify.close()
+            self.notify = None
         shutil.rmtree(self.root, ignore_errors=True)
 
     def __enter__(self):
