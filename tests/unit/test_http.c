@@ -1405,8 +1405,9 @@ router_cork(struct t *t, struct http_conn *c, const struct http_head *h)
 	free(buf);
 }
 
+/* GET /s, after sleep_ms, and the pattern's first len bytes back, chunked. */
 static void
-client_cork(struct t *t)
+client_pattern(struct t *t, int sleep_ms, size_t len)
 {
 	struct resp	 r;
 	size_t		 i;
@@ -1414,17 +1415,24 @@ client_cork(struct t *t)
 
 	fd = cl_connect(t);
 	cl_sends(fd, "GET /s HTTP/1.1\r\nHost: b\r\n\r\n");
-	/* A slow reader: most of it is copied at the uncork. */
-	msleep(100);
+	if (sleep_ms > 0)
+		msleep(sleep_ms);
 	cl_read(fd, &r);
 	close(fd);
 	ck_assert_int_eq(r.status, 200);
 	ck_assert(r.chunked_done);
-	ck_assert_uint_eq(r.dechunked_len, CORK_BYTES);
+	ck_assert_uint_eq(r.dechunked_len, len);
 	for (i = 0; i < r.dechunked_len; i++)
 		if ((uint8_t)r.dechunked[i] != pattern(i))
 			ck_abort_msg("byte %zu differs", i);
 	resp_free(&r);
+}
+
+static void
+client_cork(struct t *t)
+{
+	/* A slow reader: most of it is copied at the uncork. */
+	client_pattern(t, 100, CORK_BYTES);
 }
 
 START_TEST(test_corked_stream)
@@ -1469,21 +1477,7 @@ router_cork_many(struct t *t, struct http_conn *c, const struct http_head *h)
 static void
 client_cork_many(struct t *t)
 {
-	struct resp	 r;
-	size_t		 i;
-	int		 fd;
-
-	fd = cl_connect(t);
-	cl_sends(fd, "GET /s HTTP/1.1\r\nHost: b\r\n\r\n");
-	cl_read(fd, &r);
-	close(fd);
-	ck_assert_int_eq(r.status, 200);
-	ck_assert(r.chunked_done);
-	ck_assert_uint_eq(r.dechunked_len, MANY_WRITES * MANY_BLOCK);
-	for (i = 0; i < r.dechunked_len; i++)
-		if ((uint8_t)r.dechunked[i] != pattern(i))
-			ck_abort_msg("byte %zu differs", i);
-	resp_free(&r);
+	client_pattern(t, 0, MANY_WRITES * MANY_BLOCK);
 }
 
 START_TEST(test_corked_many_writes)
