@@ -366,23 +366,17 @@ fs_channel_dir(int dfd, const char *name, enum fs_err symlink_err,
 			made = 1;
 			continue;
 		}
-		/* Mode bits that keep even its owner out: mended through a
-		 * descriptor that needs no permission. */
-		if (errno == EACCES)
+		/* Not a directory, or mode bits that keep even its owner
+		 * out: told apart, and mended, through a descriptor that
+		 * needs no permission. */
+		if (errno == ENOTDIR || errno == EACCES)
 			return fs_channel_dir_fixed(dfd, name, symlink_err,
 			    notdir_err, fd_out);
-		if (errno != ENOTDIR)
-			return FS_IO;
-		/* What it is instead, for the log and the answer. */
-		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
-			return FS_IO;
-		e = S_ISLNK(st.st_mode) ? symlink_err : S_ISDIR(st.st_mode) ?
-		    FS_RACE : notdir_err;
-		break;
+		return FS_IO;
 	}
-	if (fd != -1 && fstat(fd, &st) == -1)
+	if (fstat(fd, &st) == -1)
 		e = FS_IO;
-	else if (fd != -1)
+	else
 		e = fs_dir_fix(fd, &st);
 	if (e != FS_OK && e != FS_IO)
 		log_warnx("%s: %s: %s", __func__, name, fs_err_to_string(e));
