@@ -41,14 +41,15 @@ fsguard_why(enum fs_err e)
 
 static int
 fsguard_open_channel(struct fsguard *fg, struct role_parent *rp,
-    struct msg *m, struct fs_channel *ch, const char **key)
+    struct msg *m, struct fs_channel *ch, const char **key, int hold_run)
 {
 	enum fs_err	 e;
 
 	if (msg_get_str(m, "channel", CHANNEL_KEY_BYTES_MAX, key) == -1)
 		return -1;
-	if ((e = fs_channel_open(fg->fg_state_fd, *key, strlen(*key),
-	    ch)) != FS_OK) {
+	/* Only the broker's socket is made in run/: the rest check it. */
+	if ((e = (hold_run ? fs_channel_open : fs_channel_check)(
+	    fg->fg_state_fd, *key, strlen(*key), ch)) != FS_OK) {
 		log_warnx("channel %s: %s", ch->segment[0] ? ch->segment : "?",
 		    fsguard_why(e));
 		role_error(rp, m->m_id, "%s", fsguard_why(e));
@@ -68,7 +69,7 @@ fsguard_prepare(struct fsguard *fg, struct role_parent *rp, struct msg *m)
 	enum fs_err		 e;
 	int			 rc;
 
-	if ((rc = fsguard_open_channel(fg, rp, m, &ch, &key)) != 0 ||
+	if ((rc = fsguard_open_channel(fg, rp, m, &ch, &key, 0)) != 0 ||
 	    msg_end(m) == -1) {
 		if (rc == 0)
 			fs_channel_close(&ch);
@@ -104,7 +105,7 @@ fsguard_bind(struct fsguard *fg, struct role_parent *rp, struct msg *m)
 	enum fs_err		 e;
 	int			 rc, fd;
 
-	if ((rc = fsguard_open_channel(fg, rp, m, &ch, &key)) != 0 ||
+	if ((rc = fsguard_open_channel(fg, rp, m, &ch, &key, 1)) != 0 ||
 	    msg_end(m) == -1) {
 		if (rc == 0)
 			fs_channel_close(&ch);
@@ -135,7 +136,7 @@ fsguard_fresh(struct fsguard *fg, struct role_parent *rp, struct msg *m)
 	enum fs_err		 e;
 	int			 rc;
 
-	if ((rc = fsguard_open_channel(fg, rp, m, &ch, &key)) != 0 ||
+	if ((rc = fsguard_open_channel(fg, rp, m, &ch, &key, 0)) != 0 ||
 	    msg_end(m) == -1) {
 		if (rc == 0)
 			fs_channel_close(&ch);
@@ -171,7 +172,7 @@ fsguard_attach(struct fsguard *fg, struct role_parent *rp, struct msg *m)
 	enum fs_err		 e;
 	int			 rc;
 
-	if ((rc = fsguard_open_channel(fg, rp, m, &ch, &key)) != 0)
+	if ((rc = fsguard_open_channel(fg, rp, m, &ch, &key, 0)) != 0)
 		return rc == 1 ? 0 : -1;
 	if (msg_get_str(m, "name", UTF8_BYTES_MAX(SAFE_NAME_MAX), &name) ==
 	    -1 || msg_get_data(m, &data, &len) == -1 || msg_end(m) == -1) {

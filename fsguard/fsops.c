@@ -472,9 +472,31 @@ fs_key_check(int chanfd, const char *key, size_t keylen)
 	return FS_OK;
 }
 
-enum fs_err
-fs_channel_open(int statefd, const char *key, size_t keylen,
-    struct fs_channel *ch)
+/*
+ * As fs_channel_dir() for a directory nothing is done in: one fstatat(2)
+ * when it is as it should be, else made, refused or mended there.
+ */
+static enum fs_err
+fs_channel_dir_check(int dfd, const char *name, enum fs_err symlink_err,
+    enum fs_err notdir_err)
+{
+	struct stat	 st;
+	enum fs_err	 e;
+	int		 fd;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISDIR(st.st_mode) && st.st_uid == fs_euid() &&
+	    (st.st_mode & 07777) == STATE_DIR_MODE)
+		return FS_OK;
+	if ((e = fs_channel_dir(dfd, name, symlink_err, notdir_err, &fd)) ==
+	    FS_OK)
+		fs_close(fd);
+	return e;
+}
+
+static enum fs_err
+fs_channel_open_run(int statefd, const char *key, size_t keylen,
+    struct fs_channel *ch, int hold_run)
 {
 	enum fs_err	 e;
 
@@ -493,14 +515,30 @@ fs_channel_open(int statefd, const char *key, size_t keylen,
 	if ((e = fs_channel_dir(statefd, ch->segment, FS_SEGMENT_SYMLINK,
 	    FS_SEGMENT_NOT_DIR, &ch->chan_fd)) != FS_OK ||
 	    (e = fs_key_check(ch->chan_fd, key, keylen)) != FS_OK ||
-	    (e = fs_channel_dir(ch->chan_fd, FS_RUN_DIR, FS_RUN_SYMLINK,
-	    FS_RUN_NOT_DIR, &ch->run_fd)) != FS_OK ||
+	    (e = hold_run ? fs_channel_dir(ch->chan_fd, FS_RUN_DIR,
+	    FS_RUN_SYMLINK, FS_RUN_NOT_DIR, &ch->run_fd) :
+	    fs_channel_dir_check(ch->chan_fd, FS_RUN_DIR, FS_RUN_SYMLINK,
+	    FS_RUN_NOT_DIR)) != FS_OK ||
 	    (e = fs_channel_dir(ch->chan_fd, FS_WORKSPACE_DIR,
 	    FS_WORKSPACE_SYMLINK, FS_WORKSPACE_NOT_DIR, &ch->ws_fd)) != FS_OK) {
 		fs_channel_close(ch);
 		return e;
 	}
 	return FS_OK;
+}
+
+enum fs_err
+fs_channel_open(int statefd, const char *key, size_t keylen,
+    struct fs_channel *ch)
+{
+	return fs_channel_open_run(statefd, key, keylen, ch, 1);
+}
+
+enum fs_err
+fs_channel_check(int statefd, const char *key, size_t keylen,
+    struct fs_channel *ch)
+{
+	return fs_channel_open_run(statefd, key, keylen, ch, 0);
 }
 
 void

@@ -75,6 +75,12 @@ struct fs_channel {
  */
 enum fs_err	fs_channel_open(int statefd, const char *key, size_t keylen,
 		    struct fs_channel *ch);
+/*
+ * As fs_channel_open(), for an operation that does nothing in run/: it is
+ * checked (made, refused or mended) but not held, and run_fd is -1.
+ */
+enum fs_err	fs_channel_check(int statefd, const char *key, size_t keylen,
+		    struct fs_channel *ch);
 void		fs_channel_close(struct fs_channel *ch);
 
 /*

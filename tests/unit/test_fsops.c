@@ -865,6 +865,64 @@ START_TEST(channel_modes_repaired)
 }
 END_TEST
 
+/* What checks run/ without holding it refuses and mends as what opens it. */
+START_TEST(channel_check_run)
+{
+	struct fs_channel	 ch;
+	int			 cfd;
+
+	cfd = make_channel_dir(KEY);
+	ck_assert_int_eq(fs_channel_check(statefd, S(KEY), &ch), FS_OK);
+	ck_assert_int_ge(ch.chan_fd, 0);
+	ck_assert_int_eq(ch.run_fd, -1);
+	ck_assert_int_ge(ch.ws_fd, 0);
+	fs_channel_close(&ch);
+
+	rm_tree_at(cfd, "run");
+	plant_link(cfd, "run", "dir");
+	ck_assert_int_eq(fs_channel_check(statefd, S(KEY), &ch),
+	    FS_RUN_SYMLINK);
+	assert_channel_closed(&ch);
+	ck_assert_int_eq(unlinkat(cfd, "run", 0), 0);
+	plant_link(cfd, "run", "missing");
+	ck_assert_int_eq(fs_channel_check(statefd, S(KEY), &ch),
+	    FS_RUN_SYMLINK);
+	assert_type(cfd, "run", S_IFLNK);
+	ck_assert_int_eq(unlinkat(cfd, "run", 0), 0);
+	write_at(cfd, "run", S("x"));
+	ck_assert_int_eq(fs_channel_check(statefd, S(KEY), &ch),
+	    FS_RUN_NOT_DIR);
+	assert_content(cfd, "run", S("x"));
+	ck_assert_int_eq(unlinkat(cfd, "run", 0), 0);
+	ck_assert_int_eq(mkfifoat(cfd, "run", 0600), 0);
+	alarm(5);
+	ck_assert_int_eq(fs_channel_check(statefd, S(KEY), &ch),
+	    FS_RUN_NOT_DIR);
+	alarm(0);
+	ck_assert_int_eq(unlinkat(cfd, "run", 0), 0);
+
+	/* Missing: made; wrong bits, none at all included: mended. */
+	ck_assert_int_eq(fs_channel_check(statefd, S(KEY), &ch), FS_OK);
+	ck_assert_int_eq(ch.run_fd, -1);
+	fs_channel_close(&ch);
+	assert_own_dir(cfd, "run");
+	ck_assert_int_eq(fchmodat(cfd, "run", 0755, 0), 0);
+	ck_assert_int_eq(fs_channel_check(statefd, S(KEY), &ch), FS_OK);
+	fs_channel_close(&ch);
+	assert_own_dir(cfd, "run");
+	ck_assert_int_eq(fchmodat(cfd, "run", 0, 0), 0);
+	ck_assert_int_eq(fs_channel_check(statefd, S(KEY), &ch), FS_OK);
+	fs_channel_close(&ch);
+	assert_own_dir(cfd, "run");
+
+	/* The key is read as by fs_channel_open(). */
+	ck_assert_int_eq(fs_channel_check(statefd, S("discord_1"), &ch),
+	    FS_ALIAS);
+	assert_channel_closed(&ch);
+	close(cfd);
+}
+END_TEST
+
 START_TEST(channel_bad_statefd)
 {
 	struct fs_channel	 ch;
@@ -1794,6 +1852,7 @@ fsops_suite(void)
 	tcase_add_test(tc, channel_dirs_symlink);
 	tcase_add_test(tc, channel_segment_symlink);
 	tcase_add_test(tc, channel_modes_repaired);
+	tcase_add_test(tc, channel_check_run);
 	tcase_add_test(tc, channel_bad_statefd);
 	suite_add_tcase(s, tc);
 
