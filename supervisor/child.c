@@ -366,6 +366,20 @@ child_send_msg(struct child *c, struct msgb *mb)
 	return msg_send(c->c_conn, mb);
 }
 
+/* Several messages in one write: the child reads them in one go. */
+int
+child_send_msgv(struct child *c, struct msgb *const *mbs, int n)
+{
+	int	 i;
+
+	if (c->c_state != CHILD_READY || c->c_conn == NULL) {
+		for (i = 0; i < n; i++)
+			msgb_free(mbs[i]);
+		return -1;
+	}
+	return msg_sendv(c->c_conn, mbs, n);
+}
+
 int
 child_request(struct child *c, struct msgb *mb, child_reply_cb cb, void *arg)
 {

@@ -66,6 +66,9 @@ struct ctl_client {
 	char			*cc_name;
 	unsigned		 cc_hooks;
 	TAILQ_HEAD(, ctl_req)	 cc_reqs;
+	struct evbuffer		*cc_pending;	/* lines for ctl_flush() */
+	int			 cc_flush_queued;
+	TAILQ_ENTRY(ctl_client)	 cc_flush_entry;
 };
 
 static TAILQ_HEAD(, ctl_client)	 ctl_clients =
@@ -76,6 +79,10 @@ static char			*ctl_path;
 #define CTL_ACCEPT_PAUSE_MS	100
 static struct event		*ctl_accept_timer;
 static int			 ctl_accept_paused;
+/* Clients with lines for ctl_flush(), and the event that runs it. */
+static TAILQ_HEAD(, ctl_client)	 ctl_flush_list =
+    TAILQ_HEAD_INITIALIZER(ctl_flush_list);
+static struct event		*ctl_flush_ev;
 
 static void	ctl_client_free(struct ctl_client *);
 
@@ -91,21 +98,54 @@ control_clients(void)
 }
 
 /*
- * A line goes straight to the socket when nothing is queued before it, and
- * only what the socket does not take is queued for the bufferevent: a
- * queued line costs the loop two epoll_ctl(2) and a wake-up, five times a
- * turn.  A failed write queues it all, and the bufferevent's own write
- * meets the error and ends the client.
+ * The lines a client is sent in one round of the loop leave in one
+ * writev(2), once the callbacks of that round are done: the turn.progress
+ * notifications that fall together (starting and container, result and
+ * the answer) cost one system call.  Only what the socket does not take
+ * is queued for the bufferevent: a queued line costs the loop two
+ * epoll_ctl(2) and a wake-up.  A failed write queues it all, and the
+ * bufferevent's own write meets the error and ends the client.
  */
+static void
+ctl_flush_one(struct ctl_client *cc)
+{
+	struct evbuffer	*out = bufferevent_get_output(cc->cc_bev);
+
+	TAILQ_REMOVE(&ctl_flush_list, cc, cc_flush_entry);
+	cc->cc_flush_queued = 0;
+	while (evbuffer_get_length(cc->cc_pending) > 0 &&
+	    evbuffer_write(cc->cc_pending, bufferevent_getfd(cc->cc_bev)) > 0)
+		;
+	if (evbuffer_get_length(cc->cc_pending) > 0 &&
+	    evbuffer_add_buffer(out, cc->cc_pending) == -1) {
+		log_warnx("%s: out of memory queueing an answer", __func__);
+		evbuffer_drain(cc->cc_pending,
+		    evbuffer_get_length(cc->cc_pending));
+		cc->cc_closing = 1;
+	}
+}
+
+static void
+ctl_maybe_close(struct ctl_client *);
+
+static void
+ctl_flush(evutil_socket_t fd, short ev, void *arg)
+{
+	struct ctl_client	*cc;
+
+	while ((cc = TAILQ_FIRST(&ctl_flush_list)) != NULL) {
+		ctl_flush_one(cc);
+		ctl_maybe_close(cc);
+	}
+}
+
 static void
 ctl_send(struct ctl_client *cc, cJSON *obj)
 {
 	struct evbuffer	*out = bufferevent_get_output(cc->cc_bev);
-	struct iovec	 iov[2];
+	struct evbuffer	*to = out;
 	char		*s;
-	size_t		 len, done = 0;
-	ssize_t		 n;
-	int		 rv = 0;
+	size_t		 len;
 
 	if ((s = cJSON_PrintUnformatted(obj)) == NULL) {
 		log_warnx("%s: out of memory serialising an answer", __func__);
@@ -113,22 +153,16 @@ ctl_send(struct ctl_client *cc, cJSON *obj)
 		return;
 	}
 	len = strlen(s);
+	/* After what the bufferevent already holds, if anything. */
 	if (evbuffer_get_length(out) == 0) {
-		iov[0].iov_base = s;
-		iov[0].iov_len = len;
-		iov[1].iov_base = (void *)(uintptr_t)"\n";
-		iov[1].iov_len = 1;
-		do
-			n = writev(bufferevent_getfd(cc->cc_bev), iov, 2);
-		while (n == -1 && errno == EINTR);
-		if (n > 0)
-			done = (size_t)n;
+		to = cc->cc_pending;
+		if (!cc->cc_flush_queued) {
+			TAILQ_INSERT_TAIL(&ctl_flush_list, cc, cc_flush_entry);
+			cc->cc_flush_queued = 1;
+			event_active(ctl_flush_ev, EV_WRITE, 1);
+		}
 	}
-	if (done < len)
-		rv |= evbuffer_add(out, s + done, len - done);
-	if (done <= len)
-		rv |= evbuffer_add(out, "\n", 1);
-	if (rv != 0) {
+	if (evbuffer_add(to, s, len) == -1 || evbuffer_add(to, "\n", 1) == -1) {
 		log_warnx("%s: out of memory queueing an answer", __func__);
 		cc->cc_closing = 1;
 	}
@@ -586,7 +620,7 @@ ctl_too_long(struct ctl_client *cc)
 static void
 ctl_maybe_close(struct ctl_client *cc)
 {
-	if (cc->cc_closing &&
+	if (cc->cc_closing && !cc->cc_flush_queued &&
 	    evbuffer_get_length(bufferevent_get_output(cc->cc_bev)) == 0)
 		ctl_client_free(cc);
 }
@@ -694,6 +728,9 @@ ctl_client_free(struct ctl_client *cc)
 		ctl_req_free(cr);
 	}
 	TAILQ_REMOVE(&ctl_clients, cc, cc_entry);
+	if (cc->cc_flush_queued)
+		TAILQ_REMOVE(&ctl_flush_list, cc, cc_flush_entry);
+	evbuffer_free(cc->cc_pending);
 	bufferevent_free(cc->cc_bev);
 	/* a descriptor came free: accept at once rather than at the timer */
 	if (ctl_accept_paused && ctl_listener != NULL)
@@ -716,10 +753,21 @@ ctl_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	}
 	TAILQ_INIT(&cc->cc_reqs);
 	TAILQ_INIT(&cc->cc_calls);
+	if (ctl_flush_ev == NULL &&
+	    (ctl_flush_ev = event_new(sv->sv_base, -1, 0, ctl_flush,
+	    NULL)) == NULL)
+		fatalx("%s: event_new", __func__);
+	if ((cc->cc_pending = evbuffer_new()) == NULL) {
+		log_warnx("%s: evbuffer_new failed", __func__);
+		close(fd);
+		free(cc);
+		return;
+	}
 	cc->cc_bev = bufferevent_socket_new(sv->sv_base, fd,
 	    BEV_OPT_CLOSE_ON_FREE);
 	if (cc->cc_bev == NULL) {
 		log_warnx("%s: bufferevent_socket_new failed", __func__);
+		evbuffer_free(cc->cc_pending);
 		close(fd);
 		free(cc);
 		return;
@@ -950,6 +998,13 @@ control_close(void)
 	if (ctl_accept_timer != NULL) {
 		event_free(ctl_accept_timer);
 		ctl_accept_timer = NULL;
+	}
+	/* What the last round said still leaves, as far as sockets take. */
+	while ((cc = TAILQ_FIRST(&ctl_flush_list)) != NULL)
+		ctl_flush_one(cc);
+	if (ctl_flush_ev != NULL) {
+		event_free(ctl_flush_ev);
+		ctl_flush_ev = NULL;
 	}
 	while ((cc = TAILQ_FIRST(&ctl_clients)) != NULL)
 		ctl_client_free(cc);

@@ -147,6 +147,7 @@ void		 child_violation(struct child *, enum violation,
 		    const char *why);
 /* Send a message that expects no reply; -1 when the child is not ready. */
 int		 child_send_msg(struct child *, struct msgb *);
+int		 child_send_msgv(struct child *, struct msgb *const *, int);
 void		 child_stop(struct child *);
 /*
  * Send a request and get the reply through cb.  A singleton that is

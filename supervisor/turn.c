@@ -391,7 +391,8 @@ turn_bound(struct child *eg, struct msg *m, void *arg)
 {
 	struct turn	*t = arg;
 	struct child	*b;
-	struct msgb	 mb;
+	struct msgb	 bind, submit;
+	struct msgb	*mbs[2] = { &bind, &submit };
 
 	t->t_binding = 0;
 	if (m != NULL && m->m_type == MSG_EGR_BOUND && msg_end(m) == 0)
@@ -415,16 +416,16 @@ turn_bound(struct child *eg, struct msg *m, void *arg)
 		return;
 	}
 	/* The broker's scope ends with the turn's own deadline. */
-	msgb_init(&mb, MSG_BRK_BIND, 0);
-	msg_add_str(&mb, "turn_id", t->t_id);
-	msg_add_str(&mb, "thinking", t->t_thinking);
-	msg_add_uint(&mb, "deadline_ms", turn_ms_left(t));
-	msg_add_uint(&mb, "max_calls", sv->sv_conf->max_calls);
-	child_send_msg(b, &mb);
-	msgb_init(&mb, MSG_BRK_SUBMIT, 0);
-	msg_add_str(&mb, "turn_id", t->t_id);
-	msg_add_data(&mb, t->t_json, strlen(t->t_json));
-	if (child_send_msg(b, &mb) == -1) {
+	msgb_init(&bind, MSG_BRK_BIND, 0);
+	msg_add_str(&bind, "turn_id", t->t_id);
+	msg_add_str(&bind, "thinking", t->t_thinking);
+	msg_add_uint(&bind, "deadline_ms", turn_ms_left(t));
+	msg_add_uint(&bind, "max_calls", sv->sv_conf->max_calls);
+	msgb_init(&submit, MSG_BRK_SUBMIT, 0);
+	msg_add_str(&submit, "turn_id", t->t_id);
+	msg_add_data(&submit, t->t_json, strlen(t->t_json));
+	/* One write: the broker reads both in one go. */
+	if (child_send_msgv(b, mbs, 2) == -1) {
 		turn_end(t, turn_failure("start_failed",
 		    "the channel's broker is not running", NULL), 0);
 		return;
