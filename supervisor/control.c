@@ -57,7 +57,8 @@ struct ctl_client {
 	TAILQ_ENTRY(ctl_client)	 cc_entry;
 	TAILQ_HEAD(, ctl_call)	 cc_calls;
 	uint64_t		 cc_next_call;
-	struct bufferevent	*cc_bev;
+	struct bufferevent	*cc_bev;	/* writes only */
+	struct event		*cc_rev;	/* ctl_read() */
 	char			*cc_buf;	/* the line being read */
 	size_t			 cc_len, cc_cap;
 	size_t			 cc_scanned;	/* bytes known to hold no EOL */
@@ -85,6 +86,8 @@ static TAILQ_HEAD(, ctl_client)	 ctl_flush_list =
 static struct event		*ctl_flush_ev;
 
 static void	ctl_client_free(struct ctl_client *);
+/* A control client's line buffer has at least this room for a read. */
+#define CTL_READ_MIN	4096
 
 uint64_t
 control_clients(void)
@@ -614,7 +617,7 @@ ctl_too_long(struct ctl_client *cc)
 	log_warnx("control client sent a line over %llu bytes; closing it",
 	    (unsigned long long)CONTROL_LINE_MAX);
 	cc->cc_closing = 1;
-	bufferevent_disable(cc->cc_bev, EV_READ);
+	event_del(cc->cc_rev);
 }
 
 static void
@@ -626,64 +629,68 @@ ctl_maybe_close(struct ctl_client *cc)
 }
 
 /*
- * Lines are gathered in the client's own buffer, so that each byte is
- * looked at once however the line arrives (searching the evbuffer from an
- * offset walks its chain from the start every time).
+ * Lines are read straight into the client's own buffer, one read(2) per
+ * wake-up (a bufferevent asks FIONREAD first, a system call of its own),
+ * and each byte is looked at once however the line arrives.  The
+ * bufferevent only writes.  End of file or an error ends the client and
+ * what it asked for.
  */
 static void
-ctl_read(struct bufferevent *bev, void *arg)
+ctl_read(evutil_socket_t fd, short ev, void *arg)
 {
 	struct ctl_client	*cc = arg;
-	struct evbuffer		*in = bufferevent_get_input(bev);
-	size_t			 avail, take, len;
+	size_t			 want, start = 0, len, cap;
+	ssize_t			 n;
 	char			*nl, *nbuf;
 
-	while (!cc->cc_closing && (avail = evbuffer_get_length(in)) > 0) {
-		/* Never hold more than one byte past the longest line. */
-		take = CONTROL_LINE_MAX + 2 - cc->cc_len;
-		if (take > avail)
-			take = avail;
-		if (cc->cc_cap - cc->cc_len < take) {
-			size_t	 cap = cc->cc_cap ? cc->cc_cap : 4096;
-
-			while (cap - cc->cc_len < take)
-				cap *= 2;
-			if ((nbuf = realloc(cc->cc_buf, cap)) == NULL)
-				fatal("%s", __func__);
-			cc->cc_buf = nbuf;
-			cc->cc_cap = cap;
-		}
-		if (evbuffer_remove(in, cc->cc_buf + cc->cc_len, take) !=
-		    (int)take)
-			fatalx("%s: evbuffer_remove", __func__);
-		cc->cc_len += take;
-		while (!cc->cc_closing && (nl = memchr(cc->cc_buf +
-		    cc->cc_scanned, '\n', cc->cc_len - cc->cc_scanned)) !=
-		    NULL) {
-			len = nl - cc->cc_buf;
-			if (len > CONTROL_LINE_MAX) {
-				ctl_too_long(cc);
-				break;
-			}
-			if (len > 0 && cc->cc_buf[len - 1] == '\r')
-				len--;
-			if (len > 0)
-				ctl_handle_line(cc, cc->cc_buf, len);
-			len = nl - cc->cc_buf + 1;
-			memmove(cc->cc_buf, cc->cc_buf + len, cc->cc_len - len);
-			cc->cc_len -= len;
-			cc->cc_scanned = 0;
-		}
-		if (cc->cc_closing)
+	if (cc->cc_cap - cc->cc_len < CTL_READ_MIN &&
+	    cc->cc_cap < CONTROL_LINE_MAX + 2) {
+		cap = cc->cc_cap ? cc->cc_cap : CTL_READ_MIN;
+		while (cap - cc->cc_len < CTL_READ_MIN)
+			cap *= 2;
+		if ((nbuf = realloc(cc->cc_buf, cap)) == NULL)
+			fatal("%s", __func__);
+		cc->cc_buf = nbuf;
+		cc->cc_cap = cap;
+	}
+	/* Never hold more than one byte past the longest line. */
+	want = cc->cc_cap - cc->cc_len;
+	if (want > CONTROL_LINE_MAX + 2 - cc->cc_len)
+		want = CONTROL_LINE_MAX + 2 - cc->cc_len;
+	do
+		n = read(fd, cc->cc_buf + cc->cc_len, want);
+	while (n == -1 && errno == EINTR);
+	if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return;
+	if (n <= 0) {
+		if (n == -1)
+			log_debug("control client: %s", strerror(errno));
+		ctl_client_free(cc);
+		return;
+	}
+	cc->cc_len += n;
+	while (!cc->cc_closing && (nl = memchr(cc->cc_buf + cc->cc_scanned,
+	    '\n', cc->cc_len - cc->cc_scanned)) != NULL) {
+		len = nl - (cc->cc_buf + start);
+		if (len > CONTROL_LINE_MAX) {
+			ctl_too_long(cc);
 			break;
+		}
+		if (len > 0 && cc->cc_buf[start + len - 1] == '\r')
+			len--;
+		if (len > 0)
+			ctl_handle_line(cc, cc->cc_buf + start, len);
+		start = cc->cc_scanned = nl - cc->cc_buf + 1;
+	}
+	if (!cc->cc_closing) {
+		memmove(cc->cc_buf, cc->cc_buf + start, cc->cc_len - start);
+		cc->cc_len -= start;
 		cc->cc_scanned = cc->cc_len;
 		if (cc->cc_len > CONTROL_LINE_MAX)
 			ctl_too_long(cc);
 	}
-	if (cc->cc_closing) {
-		evbuffer_drain(in, evbuffer_get_length(in));
+	if (cc->cc_closing)
 		cc->cc_len = cc->cc_scanned = 0;
-	}
 	/* A long line's buffer goes back once the line is done. */
 	if (cc->cc_len == 0 && cc->cc_cap > 65536) {
 		free(cc->cc_buf);
@@ -731,6 +738,7 @@ ctl_client_free(struct ctl_client *cc)
 	if (cc->cc_flush_queued)
 		TAILQ_REMOVE(&ctl_flush_list, cc, cc_flush_entry);
 	evbuffer_free(cc->cc_pending);
+	event_free(cc->cc_rev);
 	bufferevent_free(cc->cc_bev);
 	/* a descriptor came free: accept at once rather than at the timer */
 	if (ctl_accept_paused && ctl_listener != NULL)
@@ -772,10 +780,14 @@ ctl_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 		free(cc);
 		return;
 	}
-	/* Stop reading once a line could no longer be within the limit. */
-	bufferevent_setwatermark(cc->cc_bev, EV_READ, 0, CONTROL_LINE_MAX + 2);
-	bufferevent_setcb(cc->cc_bev, ctl_read, ctl_write, ctl_event, cc);
-	if (bufferevent_enable(cc->cc_bev, EV_READ | EV_WRITE) == -1) {
+	bufferevent_setcb(cc->cc_bev, NULL, ctl_write, ctl_event, cc);
+	if ((cc->cc_rev = event_new(sv->sv_base, fd, EV_READ | EV_PERSIST,
+	    ctl_read, cc)) == NULL || event_add(cc->cc_rev, NULL) == -1 ||
+	    bufferevent_enable(cc->cc_bev, EV_WRITE) == -1) {
+		log_warnx("%s: cannot watch a control client", __func__);
+		if (cc->cc_rev != NULL)
+			event_free(cc->cc_rev);
+		evbuffer_free(cc->cc_pending);
 		bufferevent_free(cc->cc_bev);
 		free(cc);
 		return;

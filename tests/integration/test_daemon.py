@@ -232,6 +232,27 @@ class ControlSocket(unittest.TestCase):
             ids = sorted(c.read_message()["id"] for _ in range(5))
             self.assertEqual(ids, ["r%d" % i for i in range(5)])
 
+    def test_lines_in_pieces_answered_in_order(self):
+        # 200 requests in one write, cut in the middle of a line, the last
+        # ones ending in CRLF and sent a byte at a time: every line is one
+        # request, and the answers come in the order they were asked.
+        lines = [json.dumps({"jsonrpc": "2.0", "id": i,
+                             "method": "$/cancelRequest",
+                             "params": {"id": 10 ** 6 + i}}).encode()
+                 for i in range(200)]
+        data = b"\n".join(lines[:197]) + b"\n"
+        tail = b"".join(x + b"\r\n" for x in lines[197:])
+        with Client(self.d.socket) as c:
+            c.send_raw(data[:len(data) // 2])
+            time.sleep(0.05)
+            c.send_raw(data[len(data) // 2:])
+            for b in tail:
+                c.send_raw(bytes([b]))
+            got = [c.read_message() for _ in range(200)]
+            self.assertEqual([m["id"] for m in got], list(range(200)))
+            self.assertTrue(all(m["result"] == {"cancelled": False}
+                                for m in got))
+
     def test_notifications_get_no_answer(self):
         with Client(self.d.socket) as c:
             c.send_raw(b'{"jsonrpc":"2.0","method":"daemon.stats"}\n'
