@@ -367,7 +367,8 @@ result_body(struct http_conn *c, const char *body, size_t len, void *arg)
 		respond_text(c, 503, BROKER_BUSY);
 		return;
 	}
-	log_info("turn %s: result accepted", br->br_turn_id);
+	/* The supervisor logs the answered turn. */
+	log_debug("turn %s: result accepted", br->br_turn_id);
 	/* Complete: a second post finds no pending turn. */
 	free(br->br_turn_id);
 	free(br->br_turn_json);
@@ -417,11 +418,19 @@ worker_route(struct broker *br, struct http_conn *c,
 	const char	*m = h->h_method, *p = h->h_path;
 
 	if (strcmp(p, "/worker/ready") == 0 && strcmp(m, "POST") == 0) {
-		if (!br->br_ready)
+		/*
+		 * The supervisor hears of the first, and of one that comes
+		 * while the turn handed over is unanswered: the worker started
+		 * again and will never answer it.  One posted after every
+		 * turn, as the reference worker does, tells it nothing.
+		 */
+		if (!br->br_ready) {
 			log_info("worker ready");
+			sup_event(br, "worker_ready", p, 200);
+		} else if (br->br_turn_id != NULL && br->br_turn_delivered)
+			sup_event(br, "worker_ready", p, 200);
 		br->br_ready = 1;
 		window_rearm(br);
-		sup_event(br, "worker_ready", p, 200);
 		respond_text(c, 200, "Ready");
 	} else if (strcmp(p, "/worker/next") == 0 && strcmp(m, "GET") == 0)
 		worker_next(br, c);
