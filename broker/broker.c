@@ -23,6 +23,7 @@
 #include "http.h"
 #include "limits.h"
 #include "log.h"
+#include "proc.h"
 #include "rebuild.h"
 #include "role.h"
 #include "validate.h"
@@ -1378,9 +1379,11 @@ broker_configured(struct role_parent *rp, void *arg)
 	/* The startup window exists when the broker starts. */
 	window_rearm(br);
 	log_info("serving %s (profile %s)", br->br_channel, br->br_profile);
-	/* Give back what reading the configuration left free in the heap: a
-	 * hundred idle brokers are most of the daemon (DESIGN.md 12). */
+	/* Give back what reading the configuration left free in the heap,
+	 * and the pages of code only start-up ran: a hundred idle brokers
+	 * are most of the daemon (DESIGN.md 12). */
 	(void)malloc_trim(0);
+	(void)proc_drop_text();
 	return NULL;
 }
 

@@ -3,6 +3,8 @@
  * inherited pipes in their slots, close everything else, exec with an
  * empty environment.
  */
+#include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
@@ -10,9 +12,11 @@
 #include <sys/wait.h>
 
 #include <dirent.h>
+#include <elf.h>
 #include <errno.h>
 #include <sched.h>
 #include <fcntl.h>
+#include <link.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -283,4 +287,52 @@ long
 proc_pss_kib(pid_t pid)
 {
 	return proc_status_kib(pid, "smaps_rollup", "Pss:");
+}
+
+static int
+proc_drop_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	int		*failed = arg;
+	uintptr_t	 page = (uintptr_t)sysconf(_SC_PAGESIZE), start, end;
+	int		 i;
+
+	(void)size;
+	if (info->dlpi_addr == (ElfW(Addr))getauxval(AT_SYSINFO_EHDR))
+		return 0;	/* the vDSO: the kernel's own pages */
+	/* Text relocations write code: those copies would be lost. */
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Dyn)	*d;
+
+		if (info->dlpi_phdr[i].p_type != PT_DYNAMIC)
+			continue;
+		for (d = (const ElfW(Dyn) *)(info->dlpi_addr +
+		    info->dlpi_phdr[i].p_vaddr); d->d_tag != DT_NULL; d++)
+			if (d->d_tag == DT_TEXTREL || (d->d_tag == DT_FLAGS &&
+			    (d->d_un.d_val & DF_TEXTREL)))
+				return 0;
+	}
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr)	*ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type != PT_LOAD || (ph->p_flags & PF_W) ||
+		    ph->p_memsz == 0)
+			continue;
+		/* Inward: a page shared with a writable segment stays. */
+		start = (info->dlpi_addr + ph->p_vaddr + page - 1) & ~(page - 1);
+		end = (info->dlpi_addr + ph->p_vaddr + ph->p_memsz) &
+		    ~(page - 1);
+		if (end > start &&
+		    madvise((void *)start, end - start, MADV_DONTNEED) == -1)
+			(*failed)++;
+	}
+	return 0;
+}
+
+int
+proc_drop_text(void)
+{
+	int	 failed = 0;
+
+	(void)dl_iterate_phdr(proc_drop_object, &failed);
+	return failed;
 }

@@ -47,6 +47,17 @@ pid_t	proc_spawn_sibling(const char *path, char *const argv[],
  */
 void	proc_child_check_fds(int nfds);
 
+/*
+ * Give back the resident pages of every loaded object's code and read-only
+ * data: its PT_LOAD segments without PF_W, whole pages only.  They were
+ * never written (relocated data, RELRO included, is in the writable
+ * segment), so nothing is lost: a page used again faults back in from the
+ * page cache, where the pages given back stay, shared.  The vDSO is left
+ * alone.  Needs no file and no /proc: dl_iterate_phdr(3) and madvise(2)
+ * with MADV_DONTNEED.  Returns the number of madvise calls that failed.
+ */
+int	proc_drop_text(void);
+
 /* Resident and proportional set size in KiB from /proc; -1 when unknown. */
 long	proc_rss_kib(pid_t);
 long	proc_pss_kib(pid_t);

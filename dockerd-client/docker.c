@@ -14,6 +14,7 @@
 #include "dockops.h"
 #include "limits.h"
 #include "log.h"
+#include "proc.h"
 #include "role.h"
 #include "sandbox.h"
 #include "validate.h"
@@ -306,6 +307,9 @@ docker_configured(struct role_parent *rp, void *arg)
 	if ((dk->dk_watch = dock_watch_new(dk->dk_base, dk->dk_socket_arg,
 	    dk->dk_conf.prefix, docker_watch_news, dk)) == NULL)
 		return "the Docker socket path is too long";
+	/* libcurl brings TLS libraries a Unix socket never needs: what
+	 * loading and setting them up ran is given back. */
+	(void)proc_drop_text();
 	return NULL;
 }
 

@@ -29,6 +29,7 @@
 #include "upstream.h"
 #include "limits.h"
 #include "log.h"
+#include "proc.h"
 #include "netvet.h"
 #include "role.h"
 #include "sandbox.h"
@@ -1578,6 +1579,9 @@ egress_configured(struct role_parent *rp, void *arg)
 	eg->eg_fetch_env.fe_up = eg->eg_upstream;
 	/* NULL: the system bundle, never the upstream's private CA. */
 	eg->eg_fetch_env.fe_ca_file = eg->eg_test_fetch_ca;
+	/* What only start-up ran (OpenSSL's set-up above all) is given
+	 * back; upstream.c does the same after a TLS handshake. */
+	(void)proc_drop_text();
 	return NULL;
 }
 

@@ -52,6 +52,7 @@
 #include <openssl/x509v3.h>
 
 #include "log.h"
+#include "proc.h"
 #include "resp.h"
 #include "upstream.h"
 
@@ -1103,6 +1104,31 @@ up_conn_open(struct up_conn *co)
 	up_call_send(c);
 }
 
+/*
+ * A TLS handshake (the CA bundle, certificates, the key exchange) runs
+ * megabytes of libcrypto that a call's records never do: once one is done,
+ * those pages are given back (proc_drop_text()), at most once a second,
+ * so that egress's resident set is what its calls use.
+ */
+#define UP_DROP_TEXT_NS	1000000000LL
+
+static void
+up_drop_text(void)
+{
+	static long long	 last;
+	struct timespec		 now;
+	long long		 t;
+
+	if (clock_gettime(CLOCK_MONOTONIC, &now) == -1)
+		return;
+	t = (long long)now.tv_sec * 1000000000LL + now.tv_nsec;
+	if (last != 0 && t - last < UP_DROP_TEXT_NS)
+		return;
+	last = t;
+	if (proc_drop_text() > 0)
+		log_debug("%s: some pages were kept", __func__);
+}
+
 static void
 up_conn_handshake(struct up_conn *co)
 {
@@ -1118,6 +1144,7 @@ up_conn_handshake(struct up_conn *co)
 		return;
 	}
 	if (r == 1) {
+		up_drop_text();
 		up_conn_keep_window(co);
 		up_conn_open(co);
 		return;
