@@ -48,6 +48,7 @@ struct turn {
 	int			 t_binding;	/* egr_bind not answered */
 	uint64_t		 t_peer;	/* the broker's edge at egress */
 	int			 t_egress_bound;
+	int			 t_bound_early;	/* while the channel starts */
 	int			 t_delivered;	/* the worker took it */
 	unsigned		 t_ntools;
 	char			*t_key;
@@ -351,6 +352,8 @@ turn_build(struct turn *t)
 }
 
 static void	turn_submit(struct turn *);
+static void	turn_bind(struct turn *, const struct child *);
+static void	turn_deliver(struct turn *);
 
 static void
 turn_started(const char *err, void *arg)
@@ -368,8 +371,13 @@ turn_started(const char *err, void *arg)
 		return;
 	}
 	turn_progress(t, "ready");
-	if (t->t_hooks == 0)
+	if (t->t_hooks > 0)
+		return;
+	if (!t->t_bound_early)
 		turn_submit(t);
+	else if (!t->t_binding)
+		turn_deliver(t);
+	/* else turn_bound() delivers it */
 }
 
 static uint64_t
@@ -385,14 +393,11 @@ turn_ms_left(const struct turn *t)
 	    sv->sv_conf->turn_ms - elapsed;
 }
 
-/* Egress knows the turn: bind the broker and hand the turn over. */
+/* Egress knows the turn: once the channel is started, on to the broker. */
 static void
 turn_bound(struct child *eg, struct msg *m, void *arg)
 {
 	struct turn	*t = arg;
-	struct child	*b;
-	struct msgb	 bind, submit;
-	struct msgb	*mbs[2] = { &bind, &submit };
 
 	t->t_binding = 0;
 	if (m != NULL && m->m_type == MSG_EGR_BOUND && msg_end(m) == 0)
@@ -409,8 +414,28 @@ turn_bound(struct child *eg, struct msg *m, void *arg)
 		    "egress could not bind the turn", NULL), 0);
 		return;
 	}
+	if (!t->t_starting)
+		turn_deliver(t);
+	/* else turn_started() delivers it */
+}
+
+/* Bind the broker egress bound and hand the turn over. */
+static void
+turn_deliver(struct turn *t)
+{
+	struct child	*b;
+	struct msgb	 bind, submit;
+	struct msgb	*mbs[2] = { &bind, &submit };
+
 	/* The broker egress bound must still be the channel's. */
 	if ((b = chan_broker(t->t_key)) == NULL || b->c_peer != t->t_peer) {
+		/* Bound early, for the broker the start then replaced. */
+		if (t->t_bound_early && b != NULL && b->c_peer != 0) {
+			turn_egress_unbind(t);
+			t->t_bound_early = 0;
+			turn_bind(t, b);
+			return;
+		}
 		turn_end(t, turn_failure("start_failed",
 		    "the channel's broker stopped", NULL), 0);
 		return;
@@ -435,23 +460,15 @@ turn_bound(struct child *eg, struct msg *m, void *arg)
 }
 
 /*
- * Both the channel and the hooks are done: bind the turn at egress first,
- * which holds the broker to it on its own (DESIGN.md 1, invariant 6), then
- * at the broker.
+ * Bind the turn at egress for broker b, which holds the broker to it on
+ * its own (DESIGN.md 1, invariant 6); the broker is bound after.
  */
 static void
-turn_submit(struct turn *t)
+turn_bind(struct turn *t, const struct child *b)
 {
-	struct child	*b, *eg;
+	struct child	*eg;
 	struct msgb	 mb;
 
-	if (turn_build(t) == -1)
-		return;
-	if ((b = chan_broker(t->t_key)) == NULL || b->c_peer == 0) {
-		turn_end(t, turn_failure("start_failed",
-		    "the channel's broker is not running", NULL), 0);
-		return;
-	}
 	t->t_peer = b->c_peer;
 	msgb_init(&mb, MSG_EGR_BIND, 0);
 	msg_add_uint(&mb, "peer", t->t_peer);
@@ -468,6 +485,45 @@ turn_submit(struct turn *t)
 		return;
 	}
 	t->t_binding = 1;
+}
+
+/* Both the channel and the hooks are done: bind at egress, then deliver. */
+static void
+turn_submit(struct turn *t)
+{
+	struct child	*b;
+
+	if (turn_build(t) == -1)
+		return;
+	if ((b = chan_broker(t->t_key)) == NULL || b->c_peer == 0) {
+		turn_end(t, turn_failure("start_failed",
+		    "the channel's broker is not running", NULL), 0);
+		return;
+	}
+	turn_bind(t, b);
+}
+
+/*
+ * With no hook to wait for, what egress is told is known at once: a
+ * channel that has a broker has the turn bound at egress while its start
+ * check runs, and a warm turn waits for one round trip instead of two.
+ * The broker gets it only once the channel is started; should the start
+ * replace the broker, turn_deliver() binds the turn again for the new one.
+ * Until then a broker that runs the attacker's code could spend calls of
+ * its own channel's turn, as it can once the turn is delivered.
+ */
+static void
+turn_bind_early(struct turn *t)
+{
+	struct child	*b;
+
+	if (t->t_hooks > 0 || !t->t_starting || t->t_state != TURN_STARTING ||
+	    (b = chan_broker(t->t_key)) == NULL || b->c_peer == 0)
+		return;
+	if (turn_build(t) == -1)
+		return;
+	t->t_bound_early = 1;
+	turn_bind(t, b);
 }
 
 /*
@@ -746,6 +802,10 @@ turn_broker_gone(const char *key, const struct child *b)
 
 	if (t == NULL || (t->t_state != TURN_SUBMITTED && !t->t_binding))
 		return;
+	/* Bound early while the start, which may replace the broker, runs:
+	 * turn_deliver() binds it again, or the start fails it. */
+	if (t->t_starting && b->c_violation == VIOLATION_NONE)
+		return;
 	if (b->c_violation != VIOLATION_NONE)
 		snprintf(msg, sizeof(msg), "The channel's broker broke a rule "
 		    "(%s) and was stopped", violation_name(b->c_violation));
@@ -768,6 +828,14 @@ turn_egress_gone(void)
 
 	for (t = TAILQ_FIRST(&turns); t != NULL; t = next) {
 		next = TAILQ_NEXT(t, t_entry);
+		/* Bound early, the channel still starting: bound again by
+		 * turn_submit() once it is, at the egress that follows. */
+		if (t->t_state == TURN_STARTING && !t->t_binding &&
+		    t->t_bound_early) {
+			t->t_egress_bound = 0;
+			t->t_bound_early = 0;
+			continue;
+		}
 		if (t->t_state != TURN_SUBMITTED && !t->t_binding)
 			continue;
 		log_warnx("channel %s: turn %s: egress stopped", t->t_key,
@@ -1036,6 +1104,7 @@ method_turn_run(struct ctl_req *req, cJSON *params)
 	t->t_starting = 1;
 	turn_progress(t, "container");
 	chan_start(key, profile, turn_started, t);
+	turn_bind_early(t);
 }
 
 void
