@@ -593,6 +593,30 @@ has_nonfinite(const cJSON *it)
 	return 0;
 }
 
+/*
+ * The same tree.  cJSON_Compare() finds a number past a double's range
+ * unequal to itself (it compares inf - inf, a NaN, to an epsilon): trees
+ * that hold one are compared by what cJSON prints for them.
+ */
+static int
+ref_same(const cJSON *a, const cJSON *b)
+{
+	char	*pa, *pb;
+	int	 same;
+
+	if (cJSON_Compare(a, b, 1))
+		return 1;
+	if (!has_nonfinite(a) || !has_nonfinite(b))
+		return 0;
+	pa = cJSON_PrintUnformatted(a);
+	pb = cJSON_PrintUnformatted(b);
+	CHECK(pa != NULL && pb != NULL);
+	same = strcmp(pa, pb) == 0;
+	cJSON_free(pa);
+	cJSON_free(pb);
+	return same;
+}
+
 static void
 fuzz_parse(const char *s, size_t size, const cJSON *root)
 {
@@ -625,7 +649,7 @@ fuzz_result(const char *s, size_t size, const cJSON *root,
 	CHECK((st == 200) == (res != NULL));
 	if (res != NULL) {
 		CHECK(cJSON_IsObject(res) && res->string == NULL);
-		CHECK(cJSON_Compare(res, ref_get(root, "result"), 1));
+		CHECK(ref_same(res, ref_get(root, "result")));
 		cJSON_Delete(res);
 	}
 	CHECK(body_check_result(s, size, pending, NULL, tiny, sizeof(tiny)) ==
@@ -671,7 +695,7 @@ fuzz_tool_input(const char *s, size_t size, const cJSON *root)
 		return;
 	}
 	CHECK(e == BODY_OK && why == NULL);
-	CHECK(in->string == NULL && cJSON_Compare(in, want, 1));
+	CHECK(in->string == NULL && ref_same(in, want));
 	cJSON_Delete(in);
 }
 
