@@ -1,3 +1,4 @@
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -281,13 +282,20 @@ body_obj_dups(const cJSON *obj)
 	return dup;
 }
 
-/* Depth is bounded by cJSON's nesting limit of the parse. */
+/*
+ * No object repeats a key, and every number is finite: a number past a
+ * double's range would reach the other side as null, which cJSON prints
+ * for it.  Depth is bounded by cJSON's nesting limit of the parse.
+ */
 static enum body_err
-body_tree_dups(const cJSON *it, char *err, size_t errlen)
+body_tree_check(const cJSON *it, char *err, size_t errlen)
 {
 	const cJSON	*c;
 	enum body_err	 e;
 
+	if (cJSON_IsNumber(it) && !isfinite(it->valuedouble))
+		return body_fail(err, errlen, BODY_INVALID_JSON,
+		    "a number is out of range");
 	if (cJSON_IsObject(it)) {
 		switch (body_obj_dups(it)) {
 		case 1:
@@ -300,7 +308,7 @@ body_tree_dups(const cJSON *it, char *err, size_t errlen)
 	} else if (!cJSON_IsArray(it))
 		return BODY_OK;
 	for (c = it->child; c != NULL; c = c->next)
-		if ((e = body_tree_dups(c, err, errlen)) != BODY_OK)
+		if ((e = body_tree_check(c, err, errlen)) != BODY_OK)
 			return e;
 	return BODY_OK;
 }
@@ -341,7 +349,7 @@ body_parse(const char *body, size_t len, cJSON **out, char *err,
 			    "body has bytes after the JSON value");
 		}
 	}
-	if ((e = body_tree_dups(root, err, errlen)) != BODY_OK) {
+	if ((e = body_tree_check(root, err, errlen)) != BODY_OK) {
 		cJSON_Delete(root);
 		return e;
 	}
@@ -833,7 +841,7 @@ body_check_tool_answer_json(const cJSON *answer, char *err, size_t errlen)
 	if (answer == NULL || !cJSON_IsObject(answer))
 		return body_fail(err, errlen, BODY_BAD,
 		    "tool answer is not an object");
-	if ((e = body_tree_dups(answer, err, errlen)) != BODY_OK)
+	if ((e = body_tree_check(answer, err, errlen)) != BODY_OK)
 		return e;
 	if (!body_only_keys(answer, keys))
 		return body_fail(err, errlen, BODY_BAD,

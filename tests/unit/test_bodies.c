@@ -316,6 +316,49 @@ START_TEST(json_refuses)
 }
 END_TEST
 
+/*
+ * A number past a double's range would leave as null, which is what cJSON
+ * prints for it: refused, at the limit and one digit past it, anywhere in
+ * the tree, and in every body that is read strictly.
+ */
+START_TEST(json_number_range)
+{
+	static const char *const	 ok[] = {
+		"1.7976931348623157e308", "-1.7976931348623157e308",
+		"1e-400", "-1e-400", "[0.1e309]", "{\"a\":[1e308]}",
+	};
+	static const char *const	 bad[] = {
+		"1.7976931348623159e308", "-1.7976931348623159e308",
+		"1e309", "-1e309", "1E+400", "[1,2,1e3082]",
+		"{\"a\":{\"b\":[-1e999]}}",
+	};
+	size_t				 i;
+	cJSON				*res;
+	int				 st;
+
+	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		ck_assert_msg(parse_err(ok[i], strlen(ok[i])) == BODY_OK,
+		    "refused %s: %s", ok[i], errbuf);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_msg(parse_err(bad[i], strlen(bad[i])) ==
+		    BODY_INVALID_JSON, "accepted %s", bad[i]);
+		ck_assert_str_eq(errbuf, "a number is out of range");
+	}
+	ck_assert_ptr_null(tool_input_why("{\"input\":{\"n\":1e308}}"));
+	ck_assert_str_eq(tool_input_why("{\"input\":{\"\":1e3082}}"),
+	    "Invalid input");
+	st = body_check_result(S("{\"turnId\":\"t1\",\"result\":{\"ok\":true,"
+	    "\"text\":\"x\",\"n\":1e309}}"), "t1", &res, errbuf,
+	    sizeof(errbuf));
+	ck_assert_int_eq(st, 400);
+	ck_assert_ptr_null(res);
+	ck_assert_str_eq(errbuf, "a number is out of range");
+	ck_assert_int_eq(answer("{\"ok\":true,\"x\":1e999}"),
+	    BODY_INVALID_JSON);
+	ck_assert_str_eq(errbuf, "a number is out of range");
+}
+END_TEST
+
 START_TEST(json_dups_sorted)
 {
 	struct buf	 b = { NULL, 0, 0 };
@@ -1604,6 +1647,7 @@ bodies_suite(void)
 	tc = tcase_create("json");
 	tcase_add_test(tc, json_accepts);
 	tcase_add_test(tc, json_refuses);
+	tcase_add_test(tc, json_number_range);
 	tcase_add_test(tc, json_dups_sorted);
 	tcase_add_test(tc, json_nesting);
 	tcase_add_test(tc, json_nodes);

@@ -551,8 +551,11 @@ START_TEST(parse_ids)
 	    "field \"id\" is not an integer in [1, 2^53 - 1]");
 	refused("{\"t\":\"ping\",\"id\":9007199254740992}", PROC_SUPERVISOR,
 	    PROC_BROKER, "field \"id\" is not an integer in [1, 2^53 - 1]");
+	/* Past a double's range: not a number the message may hold. */
 	refused("{\"t\":\"ping\",\"id\":1e400}", PROC_SUPERVISOR,
-	    PROC_BROKER, "field \"id\" is not an integer in [1, 2^53 - 1]");
+	    PROC_BROKER, "message is not valid JSON: a number is out of range");
+	refused("{\"t\":\"config_fsguard\",\"n\":-1e400}", PROC_SUPERVISOR,
+	    PROC_FSGUARD, "message is not valid JSON: a number is out of range");
 
 	ck_assert_int_eq(parse(&m, PROC_SUPERVISOR, PROC_BROKER,
 	    "{\"t\":\"ping\",\"id\":9007199254740991}"), 0);
@@ -820,8 +823,6 @@ START_TEST(get_integers)
 	ck_assert_str_eq(err, "field \"n\" is not an integer within 2^53 - 1");
 	ck_assert_int_eq(get_uint("0.1e1", 0, 20, &u, err, sizeof(err)), 0);
 	ck_assert_int_eq(get_uint("1e-1", 0, 20, &u, err, sizeof(err)), -1);
-	ck_assert_int_eq(get_uint("1e400", 0, UINT64_MAX, &u, err,
-	    sizeof(err)), -1);
 	ck_assert_int_eq(get_uint("4503599627370495.5", 0, UINT64_MAX, &u,
 	    err, sizeof(err)), -1);
 
@@ -837,7 +838,6 @@ START_TEST(get_integers)
 	    &i), -1);
 	ck_assert_int_eq(get_int("9007199254740992", INT64_MIN, INT64_MAX,
 	    &i), -1);
-	ck_assert_int_eq(get_int("-1e400", INT64_MIN, INT64_MAX, &i), -1);
 	ck_assert_int_eq(get_int("-0.5", -5, 5, &i), -1);
 }
 END_TEST
