@@ -357,10 +357,35 @@ ctl_valid_id(const cJSON *id)
 		return strlen(id->valuestring) <= CTL_ID_MAX;
 	if (cJSON_IsNumber(id)) {
 		d = id->valuedouble;
-		return d == (double)(long long)d && d >= -9007199254740991.0 &&
-		    d <= 9007199254740991.0;
+		/* Range first: it turns NaN and inf away before the cast. */
+		return d >= -9007199254740991.0 && d <= 9007199254740991.0 &&
+		    d == (double)(long long)d;
 	}
 	return 0;
+}
+
+/*
+ * A valid id as it is echoed and compared: a number becomes its digits.
+ * cJSON prints a double with 15 significant digits whenever they read back
+ * within a relative epsilon, and compares numbers within one, so 2^53 - 1
+ * would be answered as 9007199254740990 and match that id.  NULL: out of
+ * memory.
+ */
+static cJSON *
+ctl_id_exact(cJSON *parent, cJSON *id)
+{
+	char	 digits[24];
+	cJSON	*raw;
+
+	if (!cJSON_IsNumber(id))
+		return id;
+	snprintf(digits, sizeof(digits), "%lld", (long long)id->valuedouble);
+	if ((raw = cJSON_CreateRaw(digits)) == NULL ||
+	    !cJSON_ReplaceItemViaPointer(parent, id, raw)) {
+		cJSON_Delete(raw);
+		return NULL;
+	}
+	return raw;
 }
 
 static const struct ctl_method *
@@ -541,6 +566,10 @@ ctl_handle_line(struct ctl_client *cc, const char *line, size_t len)
 		    "most 1024 bytes");
 		goto done;
 	}
+	if (id != NULL && (id = ctl_id_exact(root, id)) == NULL) {
+		cc->cc_closing = 1;
+		goto done;
+	}
 	if (ver == NULL || !cJSON_IsString(ver) ||
 	    strcmp(ver->valuestring, "2.0") != 0) {
 		ctl_send_error(cc, id, RPC_INVALID_REQUEST,
@@ -568,6 +597,10 @@ ctl_handle_line(struct ctl_client *cc, const char *line, size_t len)
 				ctl_send_error(cc, id, RPC_INVALID_PARAMS,
 				    "Invalid params: $/cancelRequest needs "
 				    "exactly {\"id\": <request id>}");
+			goto done;
+		}
+		if ((target = ctl_id_exact(params, target)) == NULL) {
+			cc->cc_closing = 1;
 			goto done;
 		}
 		ctl_cancel_request(cc, id, params, target);

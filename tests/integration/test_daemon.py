@@ -179,11 +179,21 @@ class ControlSocket(unittest.TestCase):
                      b'{"jsonrpc":"1.0","id":1,"method":"x"}',
                      b'{"jsonrpc":"2.0","id":1,"method":7}',
                      b'{"jsonrpc":"2.0","id":1.5,"method":"initialize"}',
+                     b'{"jsonrpc":"2.0","id":1e400,"method":"initialize"}',
+                     b'{"jsonrpc":"2.0","id":-1e400,"method":"initialize"}',
+                     b'{"jsonrpc":"2.0","id":9007199254740992,'
+                     b'"method":"initialize"}',
                      b'{"jsonrpc":"2.0","id":null,"method":"initialize"}',
                      b'{"jsonrpc":"2.0","id":1,"method":"x","extra":1}',
                      b'{"jsonrpc":"2.0","id":1,"id":2,"method":"x"}'):
             m = self.raw(line + b"\n")
             self.assertEqual(m["error"]["code"], -32600, line)
+        # the largest id a double holds exactly, and its negative, are ids
+        for n in (9007199254740991, -9007199254740991):
+            m = self.raw(b'{"jsonrpc":"2.0","id":%d,"method":"initialize",'
+                         b'"params":{"client":"x"}}\n' % n)
+            self.assertEqual(m["id"], n)
+            self.assertIn("result", m)
         self.assertAlive()
 
     def test_unknown_method(self):

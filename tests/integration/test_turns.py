@@ -703,8 +703,16 @@ class Deadlines(TurnTest):
         c = self.client(d)
         key = "cancelreq:1"
         self.stall_model(30)
-        rid = c.request("turn.run", self.params(key, "to be cancelled"))
+        # the largest integer id: echoed and matched exactly, not within
+        # the epsilon cJSON compares doubles with
+        rid = 2 ** 53 - 1
+        c.send_raw(json.dumps({"jsonrpc": "2.0", "id": rid,
+                               "method": "turn.run",
+                               "params": self.params(key, "to be cancelled")
+                               }).encode() + b"\n")
         FU.wait_for(1, 60, path="/v1/messages")
+        self.assertEqual(c.call("$/cancelRequest", {"id": rid - 1}),
+                         {"cancelled": False})
         c.send_raw(json.dumps({"jsonrpc": "2.0", "method": "$/cancelRequest",
                                "params": {"id": rid}}).encode() + b"\n")
         o = self.finish(c, rid, timeout=10)
