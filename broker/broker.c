@@ -343,7 +343,7 @@ result_body(struct http_conn *c, const char *body, size_t len, void *arg)
 		cJSON_Delete(result);
 		return;
 	}
-	json = cJSON_PrintUnformatted(result);
+	json = body_print(result);
 	cJSON_Delete(result);
 	if (json == NULL) {
 		log_warnx("%s: out of memory", __func__);
@@ -471,7 +471,7 @@ mcp_tools_json(struct broker *br)
 				goto done;
 			}
 	}
-	json = cJSON_PrintUnformatted(res);
+	json = body_print(res);
  done:
 	cJSON_Delete(res);
 	return json;
@@ -789,7 +789,7 @@ call_body(struct http_conn *c, const char *body, size_t len, void *arg)
 			call_refuse(cl, 400, why);
 			return;
 		}
-		json = cJSON_PrintUnformatted(input);
+		json = body_print(input);
 		cJSON_Delete(input);
 		if (json == NULL) {
 			log_warnx("tool input: out of memory");

@@ -1175,48 +1175,11 @@ rebuild_sampling(struct rebuild *rb, cJSON *root, cJSON *out)
 	return 0;
 }
 
-/*
- * cJSON prints a number with 15 digits whenever that is within an epsilon
- * of it, which changes large integers and overflows near DBL_MAX.  Every
- * number of the output becomes raw text of the shortest form that reads
- * back as the same double.
- */
-static int
-numbers_exact(struct rebuild *rb, cJSON *n)
-{
-	char	 buf[32], *s;
-	int	 prec;
-
-	if (cJSON_IsNumber(n)) {
-		for (prec = 15; prec < 17; prec++) {
-			(void)snprintf(buf, sizeof(buf), "%.*g", prec,
-			    n->valuedouble);
-			if (strtod(buf, NULL) == n->valuedouble)
-				break;
-		}
-		if (prec == 17)
-			(void)snprintf(buf, sizeof(buf), "%.17g",
-			    n->valuedouble);
-		if ((s = strdup(buf)) == NULL)
-			return oom(rb);
-		n->type = cJSON_Raw | (n->type & (cJSON_IsReference |
-		    cJSON_StringIsConst));
-		n->valuestring = s;
-		return 0;
-	}
-	for (n = n->child; n != NULL; n = n->next)
-		if (numbers_exact(rb, n) == -1)
-			return -1;
-	return 0;
-}
-
 /* Print out into *out; 0, or -1 when out of memory. */
 static int
 emit(struct rebuild *rb, cJSON *o, char **out, size_t *outlen)
 {
-	if (numbers_exact(rb, o) == -1)
-		return -1;
-	if ((*out = cJSON_PrintUnformatted(o)) == NULL)
+	if ((*out = body_print(o)) == NULL)
 		return oom(rb);
 	*outlen = strlen(*out);
 	return 0;

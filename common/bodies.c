@@ -358,6 +358,69 @@ body_parse(const char *body, size_t len, cJSON **out, char *err,
 	return BODY_OK;
 }
 
+/* A number body_print() made raw text; cJSON looks at the low byte only. */
+#define BODY_RAW_NUMBER	(1 << 12)
+
+/*
+ * Numbers that cJSON would not print exactly become raw text of the
+ * shortest of 15, 16 or 17 significant digits that reads back the same.
+ * -1: out of memory, with some done.
+ */
+static int
+body_numbers_raw(cJSON *n)
+{
+	char	 buf[32], *s;
+	int	 prec;
+
+	if (cJSON_IsNumber(n)) {
+		if (!isfinite(n->valuedouble))
+			return 0;	/* null, as cJSON prints it */
+		for (prec = 15; prec <= 17; prec++) {
+			(void)snprintf(buf, sizeof(buf), "%.*g", prec,
+			    n->valuedouble);
+			if (strtod(buf, NULL) == n->valuedouble)
+				break;
+		}
+		if (prec == 15)
+			return 0;	/* cJSON's own form is exact */
+		if ((s = strdup(buf)) == NULL)
+			return -1;
+		n->valuestring = s;
+		n->type = cJSON_Raw | BODY_RAW_NUMBER |
+		    (n->type & (cJSON_IsReference | cJSON_StringIsConst));
+		return 0;
+	}
+	for (n = n->child; n != NULL; n = n->next)
+		if (body_numbers_raw(n) == -1)
+			return -1;
+	return 0;
+}
+
+static void
+body_numbers_back(cJSON *n)
+{
+	if (n->type & BODY_RAW_NUMBER) {
+		free(n->valuestring);
+		n->valuestring = NULL;
+		n->type = cJSON_Number |
+		    (n->type & (cJSON_IsReference | cJSON_StringIsConst));
+		return;
+	}
+	for (n = n->child; n != NULL; n = n->next)
+		body_numbers_back(n);
+}
+
+char *
+body_print(cJSON *tree)
+{
+	char	*s = NULL;
+
+	if (body_numbers_raw(tree) == 0)
+		s = cJSON_PrintUnformatted(tree);
+	body_numbers_back(tree);
+	return s;
+}
+
 /* Duplicates in the one object a checker is looking at. */
 static enum body_err
 body_check_dups(const cJSON *obj, const char *what, char *err, size_t errlen)
@@ -818,7 +881,7 @@ body_build_turn(const struct body_turn *bt, enum body_err *errp, char *err,
 
 	if ((e = body_check_turn(turn, err, errlen)) != BODY_OK)
 		goto done;
-	if ((json = cJSON_PrintUnformatted(turn)) == NULL)
+	if ((json = body_print(turn)) == NULL)
 		e = BODY_NOMEM;
  done:
 	if (e == BODY_NOMEM)

@@ -37,10 +37,20 @@ const char	*body_err_to_string(enum body_err);
  * four hex digits or that is \u0000, only JSON's four white space bytes,
  * no byte-order mark, numbers and literals as the grammar spells them, at
  * most BODY_NODES_MAX values and keys.  After: nothing but white space
- * follows, and no object anywhere holds a key twice.
+ * follows, and no object anywhere holds a key twice, and every number is finite.
  */
 enum body_err	body_parse(const char *body, size_t len, cJSON **out,
 		    char *err, size_t errlen);
+
+/*
+ * cJSON_PrintUnformatted(), with every number in the shortest form that
+ * reads back as the same double: cJSON prints 15 significant digits
+ * whenever they read back within an epsilon, so 9007199254740993 would
+ * leave as 9.00719925474099e+15 and 0.30000000000000004 as 0.3.  The tree
+ * is as it was afterwards.  NULL when out of memory; freed with
+ * cJSON_free().
+ */
+char		*body_print(cJSON *);
 
 /*
  * The lexer body_parse() runs before cJSON, for parsers with bounds of

@@ -815,7 +815,7 @@ msgb_json(struct msgb *mb, size_t *len)
 	}
 	if (id != NULL && msgb_id_second(mb, id) == -1)
 		return NULL;
-	if ((s = cJSON_PrintUnformatted(mb->mb_obj)) == NULL) {
+	if ((s = body_print(mb->mb_obj)) == NULL) {
 		msgb_fail(mb, "out of memory");
 		return NULL;
 	}

@@ -285,7 +285,7 @@ agent_request_build(const struct agent *ag, size_t *len)
 	/* The conversation is the agent's: referenced, not copied. */
 	if (!cJSON_AddItemReferenceToObject(req, "messages", ag->ag_messages))
 		goto done;
-	if ((out = cJSON_PrintUnformatted(req)) != NULL)
+	if ((out = body_print(req)) != NULL)
 		*len = strlen(out);
  done:
 	cJSON_Delete(req);

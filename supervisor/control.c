@@ -23,6 +23,7 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
+#include "bodies.h"
 #include "control.h"
 #include "limits.h"
 #include "log.h"
@@ -150,7 +151,7 @@ ctl_send(struct ctl_client *cc, cJSON *obj)
 	char		*s;
 	size_t		 len;
 
-	if ((s = cJSON_PrintUnformatted(obj)) == NULL) {
+	if ((s = body_print(obj)) == NULL) {
 		log_warnx("%s: out of memory serialising an answer", __func__);
 		cc->cc_closing = 1;
 		return;

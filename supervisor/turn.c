@@ -637,7 +637,7 @@ turn_tool_done(cJSON *result, const char *error, void *arg)
 		turn_tool_answer(tt, 0, "{}");
 		return;
 	}
-	if ((json = cJSON_PrintUnformatted(result)) == NULL)
+	if ((json = body_print(result)) == NULL)
 		fatalx("%s: out of memory", __func__);
 	turn_tool_answer(tt, 1, json);
 	free(json);

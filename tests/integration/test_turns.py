@@ -381,6 +381,19 @@ class Turns(TurnTest):
         for r in model_requests():
             self.assertIs(r["json"].get("stream"), True)
 
+    def test_tool_input_numbers_exact(self):
+        # numbers cJSON's 15 digits would change reach the bot as the model
+        # wrote them; one past a double's range is refused, not nulled
+        d = self.daemon()
+        c = self.client(d)
+        key = "numbers:1"
+        inp = {"sides": 6, "seed": 9007199254740991,
+               "p": 0.30000000000000004, "tiny": 5e-324}
+        o = self.ok(c, self.params(key, "[[tool:roll_dice %s]]"
+                                   % json.dumps(inp)))
+        self.assertEqual(o.hooks[0][1]["input"], inp)
+        self.assertIsInstance(o.hooks[0][1]["input"]["seed"], int)
+
     def test_credential_never_inside(self):
         d = self.daemon()
         c = self.client(d)

@@ -359,6 +359,64 @@ START_TEST(json_number_range)
 }
 END_TEST
 
+/*
+ * body_print(): numbers that cJSON's 15 digits would change leave exact,
+ * the rest as cJSON prints them, and the tree is as it was.
+ */
+START_TEST(print_exact_numbers)
+{
+	static const struct {
+		const char	*in, *out;
+	} cases[] = {
+		{ "[9007199254740991,-9007199254740991]",
+		    "[9007199254740991,-9007199254740991]" },
+		{ "[0.30000000000000004,0.1,1e21,-0]",
+		    "[0.30000000000000004,0.1,1e+21,-0]" },
+		{ "{\"a\":[1.7976931348623157e308,5e-324]}",
+		    "{\"a\":[1.7976931348623157e+308,4.94065645841247e-324]}" },
+		{ "{\"n\":123456789012345678,\"s\":\"1.5\",\"t\":true}",
+		    "{\"n\":1.2345678901234568e+17,\"s\":\"1.5\",\"t\":true}" },
+		{ "[2147483647,2147483648,1000000000000000]",
+		    "[2147483647,2147483648,1e+15]" },
+	};
+	cJSON	*j, *copy, *back, *raw;
+	char	*out;
+	size_t	 i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ck_assert_int_eq(parse_err(cases[i].in, strlen(cases[i].in)),
+		    BODY_OK);
+		ck_assert_int_eq(body_parse(cases[i].in, strlen(cases[i].in),
+		    &j, NULL, 0), BODY_OK);
+		copy = cJSON_Duplicate(j, 1);
+		ck_assert_ptr_nonnull(out = body_print(j));
+		ck_assert_str_eq(out, cases[i].out);
+		/* Read back: the same doubles. */
+		ck_assert_int_eq(body_parse(out, strlen(out), &back, NULL, 0),
+		    BODY_OK);
+		ck_assert(cJSON_Compare(back, copy, 1));
+		/* The tree is as it was: numbers, not raw text. */
+		ck_assert(cJSON_Compare(j, copy, 1));
+		cJSON_free(out);
+		cJSON_Delete(back);
+		cJSON_Delete(copy);
+		cJSON_Delete(j);
+	}
+	/* Raw text of the caller's own stays raw. */
+	j = cJSON_CreateObject();
+	raw = cJSON_CreateRaw("12345678901234567");
+	cJSON_AddItemToObject(j, "id", raw);
+	cJSON_AddNumberToObject(j, "n", 0.1 + 0.2);
+	ck_assert_ptr_nonnull(out = body_print(j));
+	ck_assert_str_eq(out, "{\"id\":12345678901234567,"
+	    "\"n\":0.30000000000000004}");
+	ck_assert(cJSON_IsRaw(raw));
+	ck_assert(cJSON_IsNumber(cJSON_GetObjectItem(j, "n")));
+	cJSON_free(out);
+	cJSON_Delete(j);
+}
+END_TEST
+
 START_TEST(json_dups_sorted)
 {
 	struct buf	 b = { NULL, 0, 0 };
@@ -1648,6 +1706,7 @@ bodies_suite(void)
 	tcase_add_test(tc, json_accepts);
 	tcase_add_test(tc, json_refuses);
 	tcase_add_test(tc, json_number_range);
+	tcase_add_test(tc, print_exact_numbers);
 	tcase_add_test(tc, json_dups_sorted);
 	tcase_add_test(tc, json_nesting);
 	tcase_add_test(tc, json_nodes);
