@@ -289,15 +289,21 @@ proc_pss_kib(pid_t pid)
 	return proc_status_kib(pid, "smaps_rollup", "Pss:");
 }
 
+struct proc_drop {
+	uintptr_t	 pd_page;
+	ElfW(Addr)	 pd_vdso;
+	int		 pd_failed;
+};
+
 static int
 proc_drop_object(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	int		*failed = arg;
-	uintptr_t	 page = (uintptr_t)sysconf(_SC_PAGESIZE), start, end;
-	int		 i;
+	struct proc_drop	*pd = arg;
+	uintptr_t		 page = pd->pd_page, start, end;
+	int			 i;
 
 	(void)size;
-	if (info->dlpi_addr == (ElfW(Addr))getauxval(AT_SYSINFO_EHDR))
+	if (info->dlpi_addr == pd->pd_vdso)
 		return 0;	/* the vDSO: the kernel's own pages */
 	/* Text relocations write code: those copies would be lost. */
 	for (i = 0; i < info->dlpi_phnum; i++) {
@@ -323,7 +329,7 @@ proc_drop_object(struct dl_phdr_info *info, size_t size, void *arg)
 		    ~(page - 1);
 		if (end > start &&
 		    madvise((void *)start, end - start, MADV_DONTNEED) == -1)
-			(*failed)++;
+			pd->pd_failed++;
 	}
 	return 0;
 }
@@ -331,8 +337,11 @@ proc_drop_object(struct dl_phdr_info *info, size_t size, void *arg)
 int
 proc_drop_text(void)
 {
-	int	 failed = 0;
+	struct proc_drop	 pd;
 
-	(void)dl_iterate_phdr(proc_drop_object, &failed);
-	return failed;
+	pd.pd_page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	pd.pd_vdso = (ElfW(Addr))getauxval(AT_SYSINFO_EHDR);
+	pd.pd_failed = 0;
+	(void)dl_iterate_phdr(proc_drop_object, &pd);
+	return pd.pd_failed;
 }
