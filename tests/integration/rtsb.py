@@ -66,6 +66,7 @@ class Daemon:
         self.helper_dir = helper_dir
         self.extra_args = list(extra_args)
         self.proc = None
+        self.log = None
 
     def start(self, wait=True):
         args = [RTSANDBOXD] + (["-d"] if self.debug else []) + \
@@ -78,6 +79,7 @@ class Daemon:
                 self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
                 self.notify.bind(os.path.join(self.root, "notify.sock"))
             env["NOTIFY_SOCKET"] = self.notify.getsockname()
+        self.close_log()
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL,
                                      stdout=self.log, stderr=self.log,
@@ -108,19 +110,26 @@ class Daemon:
         with open(self.log_path, "rb") as f:
             return f.read().decode("utf-8", "replace")
 
+    def close_log(self):
+        if self.log is not None:
+            self.log.close()
+            self.log = None
+
     def stop(self, timeout=10.0):
         if self.proc is None or self.proc.poll() is not None:
+            self.close_log()
             return self.proc.returncode if self.proc else None
         self.proc.send_signal(signal.SIGTERM)
         try:
             return self.proc.wait(timeout)
         finally:
-            self.log.close()
+            self.close_log()
 
     def cleanup(self):
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+        self.close_log()
         if self.notify is not None:
             self.notify.close()
             self.notify = None
@@ -147,13 +156,18 @@ class Client:
 
     def __init__(self, path, initialize=True, hooks=()):
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(30)
-        self.sock.connect(path)
         self.buf = b""
         self.next_id = 0
         self.pending = []
-        if initialize:
-            self.call("initialize", {"client": "tests", "hooks": list(hooks)})
+        try:
+            self.sock.settimeout(30)
+            self.sock.connect(path)
+            if initialize:
+                self.call("initialize",
+                          {"client": "tests", "hooks": list(hooks)})
+        except BaseException:
+            self.sock.close()
+            raise
 
     def send_raw(self, data):
         self.sock.sendall(data)

@@ -460,7 +460,7 @@ class StateDirectory(DaemonTest):
             os.chmod(d.state, mode)
             d.start(wait=False)
             rc = d.proc.wait(15)
-            d.log.close()
+            d.close_log()
             log = d.read_log()
             self.assertNotEqual(rc, 0, log)
             self.assertIn("group or other permission bits", log)
