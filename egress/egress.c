@@ -436,8 +436,7 @@ egress_on_head(struct up_call *up, long status, const struct up_hdr *hdrs,
 		return -1;
 	for (i = 0; i < n && k < EGRESS_RESP_HDRS; i++)
 		if (hdrs_response_allowed(hdrs[i].name, hdrs[i].value,
-		    ec->ec_secret, ec->ec_secret_len,
-		    strncmp(ec->ec_route, "mcp", 3) == 0)) {
+		    ec->ec_reflect, strncmp(ec->ec_route, "mcp", 3) == 0)) {
 			hn[k] = hdrs[i].name;
 			hv[k++] = hdrs[i].value;
 		}

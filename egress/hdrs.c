@@ -175,7 +175,7 @@ hdrs_tchar(unsigned char c)
 
 int
 hdrs_response_allowed(const char *name, const char *value,
-    const char *secret, size_t slen, int mcp)
+    struct reflect *rf, int mcp)
 {
 	static const char	 prefix[] = "anthropic-ratelimit-";
 	size_t			 i, len, max = RESP_HEADER_VALUE_MAX;
@@ -202,5 +202,5 @@ hdrs_response_allowed(const char *name, const char *value,
 	if (!ok || !hdrs_value_ok(value, max, &len))
 		return 0;
 	/* Out of memory counts as found. */
-	return reflect_contains(secret, slen, value, len) == 0;
+	return reflect_search(rf, value, len) == 0;
 }

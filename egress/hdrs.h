@@ -65,9 +65,11 @@ void	hdrs_req_free(struct hdrs_req *hr);
  * or starts with anthropic-ratelimit-, or, when mcp is set, is also
  * mcp-session-id; the value follows the rule above, is at most
  * RESP_HEADER_VALUE_MAX (MCP_HEADER_MAX) chars and does not contain the
- * secret in any variant of reflect.h.  Otherwise 0.  slen must not be 0.
+ * secret in any variant of reflect.h, as reflect_search() with rf finds
+ * it (rf is reset afterwards).  Otherwise 0.
  */
+struct reflect;
 int	hdrs_response_allowed(const char *name, const char *value,
-	    const char *secret, size_t slen, int mcp);
+	    struct reflect *rf, int mcp);
 
 #endif

@@ -1061,18 +1061,42 @@ reflect_finish(struct reflect *r, const void **out, size_t *outlen)
 	return 0;
 }
 
-int
-reflect_contains(const char *secret, size_t slen, const char *s, size_t len)
+void
+reflect_reset(struct reflect *r)
 {
-	struct reflect	*r;
+	/* Held-back bytes can be most of the secret. */
+	if (r->rf_buf != NULL)
+		explicit_bzero(r->rf_buf, r->rf_cap);
+	rf_nfa_reset(r);
+	r->rf_nfa_pos = r->rf_nfa_until = r->rf_trig_pos = 0;
+	r->rf_len = r->rf_out = r->rf_base = 0;
+	r->rf_state = RF_OPEN;
+	r->rf_nomem = 0;
+}
+
+int
+reflect_search(struct reflect *r, const char *s, size_t len)
+{
 	const void	*out;
 	size_t		 outlen;
 	int		 rv = 0;
 
-	if ((r = reflect_new(secret, slen)) == NULL)
-		return -1;
+	reflect_reset(r);
 	if (reflect_feed(r, s, len, &out, &outlen) == -1)
 		rv = r->rf_nomem ? -1 : 1;
+	reflect_reset(r);
+	return rv;
+}
+
+int
+reflect_contains(const char *secret, size_t slen, const char *s, size_t len)
+{
+	struct reflect	*r;
+	int		 rv;
+
+	if ((r = reflect_new(secret, slen)) == NULL)
+		return -1;
+	rv = reflect_search(r, s, len);
 	reflect_free(r);
 	return rv;
 }

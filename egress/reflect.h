@@ -70,6 +70,19 @@ size_t		 reflect_holdback(const struct reflect *);
 void		 reflect_free(struct reflect *);
 
 /*
+ * The filter as reflect_new() made it, for another stream of the same
+ * secret: what it held back is wiped, and a -1 of the last one forgotten.
+ */
+void		 reflect_reset(struct reflect *);
+
+/*
+ * Whether s holds the secret in any variant, searched from a reset filter
+ * that is reset again afterwards: 1 when it does, 0 when it does not, -1
+ * when memory ran out.
+ */
+int		 reflect_search(struct reflect *, const char *s, size_t len);
+
+/*
  * Whether s (a header value, say) contains the secret in any variant: 1 when
  * it does, 0 when it does not, -1 when memory ran out; callers treat any
  * non-zero result as a match.

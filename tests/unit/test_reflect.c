@@ -259,18 +259,18 @@ struct run {
 	uint8_t	 out[BODY_MAX];
 };
 
-/* Feed body in chunks of sizes[] (the last size repeats), then finish. */
+/*
+ * Feed body in chunks of sizes[] (the last size repeats), then finish,
+ * through r.
+ */
 static void
-run_chunks(const char *sec, const uint8_t *body, size_t n,
+run_chunks_on(struct reflect *r, const uint8_t *body, size_t n,
     const size_t *sizes, size_t nsizes, struct run *rr)
 {
-	struct reflect	*r;
 	const void	*out;
 	size_t		 off = 0, len, outlen, k = 0;
 
 	memset(rr, 0, sizeof(*rr) - sizeof(rr->out));
-	r = reflect_new(sec, strlen(sec));
-	ck_assert_ptr_nonnull(r);
 	while (off < n) {
 		len = sizes[k < nsizes - 1 ? k++ : k];
 		if (len > n - off)
@@ -280,7 +280,6 @@ run_chunks(const char *sec, const uint8_t *body, size_t n,
 			rr->failed = 1;
 			rr->fail_from = off;
 			rr->fail_to = off + len;
-			reflect_free(r);
 			return;
 		}
 		ck_assert_uint_le(rr->nout + outlen, sizeof(rr->out));
@@ -295,7 +294,41 @@ run_chunks(const char *sec, const uint8_t *body, size_t n,
 		memcpy(rr->out + rr->nout, out, outlen);
 		rr->nout += outlen;
 	}
+}
+
+/*
+ * The same run on a new filter and on one that ran the previous stream of
+ * the same secret and was reset: they must agree to the byte.
+ */
+static struct reflect	*reused;
+static char		*reused_sec;
+static struct run	 again;
+
+static void
+run_chunks(const char *sec, const uint8_t *body, size_t n,
+    const size_t *sizes, size_t nsizes, struct run *rr)
+{
+	struct reflect	*r;
+
+	r = reflect_new(sec, strlen(sec));
+	ck_assert_ptr_nonnull(r);
+	run_chunks_on(r, body, n, sizes, nsizes, rr);
 	reflect_free(r);
+
+	if (reused == NULL || strcmp(reused_sec, sec) != 0) {
+		reflect_free(reused);
+		free(reused_sec);
+		ck_assert_ptr_nonnull(reused_sec = strdup(sec));
+		reused = reflect_new(sec, strlen(sec));
+		ck_assert_ptr_nonnull(reused);
+	} else
+		reflect_reset(reused);
+	run_chunks_on(reused, body, n, sizes, nsizes, &again);
+	ck_assert_int_eq(again.failed, rr->failed);
+	ck_assert_uint_eq(again.fail_from, rr->fail_from);
+	ck_assert_uint_eq(again.fail_to, rr->fail_to);
+	ck_assert_uint_eq(again.nout, rr->nout);
+	ck_assert(memcmp(again.out, rr->out, rr->nout) == 0);
 }
 
 /* Caught at the chunk holding its last byte, none of it released. */
