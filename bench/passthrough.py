@@ -16,7 +16,8 @@ What it measures (DESIGN.md section 12; PROTOCOL.md section 3):
   (e) small request latency, p50 and p99 over --requests calls: a tiny JSON model call through
       the broker (a fresh Unix connection per call, as the broker closes every connection)
       against the same call sent directly on a keep-alive HTTPS connection (what egress's
-      connection cache gives it); the added latency is broker - direct;
+      connection cache gives it); the added latency is broker - direct; and the CPU time of
+      broker and egress per call (schedstat) over up to 300 more calls through the broker;
   (f) PSS of idle brokers and of the whole daemon: one idle channel, then --channels idle
       channels (sleeper containers, each announced with POST /worker/ready), from daemon.stats
       pss_kib; extrapolated to 100 channels.
@@ -339,9 +340,20 @@ def phase_latency(setup, fw, args, res):
         bl.append((t1 - t0) / 1e3)
         dl.append((t2 - t1) / 1e3)
     direct.close()
+    broker_pid = setup.pids("broker", B.segment_of(fw.channel))[0]
+    egress_pid = setup.pids("egress")[0]
+    # CPU per call of the two processes alone: the broker path only, no tracer.
+    k = min(n, 300)
+    c0 = cpu_of([broker_pid, egress_pid])
+    for _ in range(k):
+        r = B.unix_request(fw.sock, "POST", "/anthropic/v1/messages", body)
+        if r.status != 200:
+            raise RuntimeError("small call: %d %r" % (r.status, r.body[:200]))
+    c1 = cpu_of([broker_pid, egress_pid])
+    res["cpu_call_us"] = {role: (c1[p][1] - c0[p][1]) / k / 1e3
+                          for role, p in (("broker", broker_pid), ("egress", egress_pid))}
+    res["cpu_calls"] = k
     if args.syscalls:
-        broker_pid = setup.pids("broker", B.segment_of(fw.channel))[0]
-        egress_pid = setup.pids("egress")[0]
         k = args.syscall_calls
         with B.SyscallCounter({"broker": broker_pid, "egress": egress_pid},
                               args.syscalls) as sc:
@@ -369,6 +381,9 @@ def phase_latency(setup, fw, args, res):
                                        B.pct(d_out, 50)))
     B.say("      egress used %d upstream connection(s) for the %d calls through the broker" % (
         len(ports), n))
+    B.say("      CPU per call (schedstat, %d calls through the broker alone): broker %.0f us, "
+          "egress %.0f us" % (res["cpu_calls"], res["cpu_call_us"]["broker"],
+                              res["cpu_call_us"]["egress"]))
     if "sc_small" in res:
         B.say("  (h) system calls per small call, %d calls with %s attached (TypeScript %.0f; "
               "before %.0f; target <= %.0f):" % (args.syscall_calls, args.syscalls,
@@ -476,9 +491,11 @@ def main():
                     help="small calls counted for (h)")
     args = ap.parse_args()
     args.syscalls = B.syscall_method(args.syscalls)
-    if args.requests + 20 + (args.syscall_calls if args.syscalls else 0) > 1000:
-        ap.error("--requests + --syscall-calls: at most 980 (one turn, budgets.max_calls "
-                 "1000)")
+    # one turn: 20 warm-up calls, --requests, up to 300 more for the CPU per call
+    if args.requests + 20 + min(args.requests, 300) + \
+            (args.syscall_calls if args.syscalls else 0) > 1000:
+        ap.error("--requests + min(--requests, 300) + --syscall-calls: at most 980 (one turn, "
+                 "budgets.max_calls 1000)")
     with open("/proc/loadavg") as f:
         load = f.read().split()[:3]
     B.say("rtsandbox passthrough benchmark: %d CPUs, load average %s, build %s, uid %d" % (
@@ -547,6 +564,9 @@ def main():
          "+%.0f us (%.1fx direct)" % (res["p99"] - res["p99_direct"],
                                       res["p99"] / res["p99_direct"]),
          "<= 2x direct p99"),
+        ("CPU per small call (us)", "%.0f" % sum(res["cpu_call_us"].values()), "-",
+         "egress %.0f, broker %.0f" % (res["cpu_call_us"]["egress"],
+                                      res["cpu_call_us"]["broker"]), "-"),
     ]
     if "sc_call" in res:
         rows += [
