@@ -316,6 +316,20 @@ ctl_cancel_later(struct ctl_req *cr)
 	return 1;
 }
 
+/*
+ * Two valid ids are the same id: strings byte for byte, integers exactly
+ * (cJSON_Compare() finds numbers equal within a relative epsilon, so 2^53 -
+ * 1 would match its neighbour).  body_print() echoes them exactly.
+ */
+static int
+ctl_id_same(const cJSON *a, const cJSON *b)
+{
+	if (cJSON_IsString(a) && cJSON_IsString(b))
+		return strcmp(a->valuestring, b->valuestring) == 0;
+	return cJSON_IsNumber(a) && cJSON_IsNumber(b) &&
+	    a->valuedouble == b->valuedouble;
+}
+
 static void
 ctl_cancel_request(struct ctl_client *cc, const cJSON *id, cJSON *params,
     const cJSON *target)
@@ -324,7 +338,7 @@ ctl_cancel_request(struct ctl_client *cc, const cJSON *id, cJSON *params,
 	int		 found = 0;
 
 	TAILQ_FOREACH(cr, &cc->cc_reqs, cr_entry) {
-		if (cr->cr_id != NULL && cJSON_Compare(cr->cr_id, target, 1)) {
+		if (cr->cr_id != NULL && ctl_id_same(cr->cr_id, target)) {
 			ctl_req_cancel(cr);
 			found = 1;
 			break;
@@ -363,30 +377,6 @@ ctl_valid_id(const cJSON *id)
 		    d == (double)(long long)d;
 	}
 	return 0;
-}
-
-/*
- * A valid id as it is echoed and compared: a number becomes its digits.
- * cJSON prints a double with 15 significant digits whenever they read back
- * within a relative epsilon, and compares numbers within one, so 2^53 - 1
- * would be answered as 9007199254740990 and match that id.  NULL: out of
- * memory.
- */
-static cJSON *
-ctl_id_exact(cJSON *parent, cJSON *id)
-{
-	char	 digits[24];
-	cJSON	*raw;
-
-	if (!cJSON_IsNumber(id))
-		return id;
-	snprintf(digits, sizeof(digits), "%lld", (long long)id->valuedouble);
-	if ((raw = cJSON_CreateRaw(digits)) == NULL ||
-	    !cJSON_ReplaceItemViaPointer(parent, id, raw)) {
-		cJSON_Delete(raw);
-		return NULL;
-	}
-	return raw;
 }
 
 static const struct ctl_method *
@@ -567,10 +557,6 @@ ctl_handle_line(struct ctl_client *cc, const char *line, size_t len)
 		    "most 1024 bytes");
 		goto done;
 	}
-	if (id != NULL && (id = ctl_id_exact(root, id)) == NULL) {
-		cc->cc_closing = 1;
-		goto done;
-	}
 	if (ver == NULL || !cJSON_IsString(ver) ||
 	    strcmp(ver->valuestring, "2.0") != 0) {
 		ctl_send_error(cc, id, RPC_INVALID_REQUEST,
@@ -600,10 +586,6 @@ ctl_handle_line(struct ctl_client *cc, const char *line, size_t len)
 				    "exactly {\"id\": <request id>}");
 			goto done;
 		}
-		if ((target = ctl_id_exact(params, target)) == NULL) {
-			cc->cc_closing = 1;
-			goto done;
-		}
 		ctl_cancel_request(cc, id, params, target);
 		goto done;
 	}
@@ -622,7 +604,7 @@ ctl_handle_line(struct ctl_client *cc, const char *line, size_t len)
 	if (id != NULL) {
 		TAILQ_FOREACH(cr, &cc->cc_reqs, cr_entry) {
 			if (cr->cr_id != NULL &&
-			    cJSON_Compare(cr->cr_id, id, 1)) {
+			    ctl_id_same(cr->cr_id, id)) {
 				ctl_send_error(cc, id, RPC_INVALID_REQUEST,
 				    "Invalid Request: id already in flight");
 				goto done;
