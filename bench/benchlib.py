@@ -33,7 +33,7 @@ MIB = 1 << 20
 GIB = 1 << 30
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 DOCKER_SOCKET = "/var/run/docker.sock"
-SLEEPER_IMAGE = "rtsandbox-test-sleeper:latest"
+SLEEPER_IMAGE = rtsb.SLEEPER
 WORKER_IMAGE = "rtsandbox-worker:latest"
 
 
@@ -700,6 +700,11 @@ class Setup:
     def __init__(self, image, max_calls=1000, turn_ms=600000, start_ms=30000,
                  default_delay_ms=5, tag="bench", docker_proxy=False, runtime=None,
                  debug=True):
+        # The sleeper is the tests' image: a fresh machine has it only once they ran.
+        if image == SLEEPER_IMAGE:
+            why = rtsb.ensure_sleeper()
+            if why is not None:
+                raise RuntimeError(why)
         self.tmp = tempfile.mkdtemp(prefix="rtsb-bench-", dir="/tmp")
         self.proxy = DockerProxy(os.path.join(self.tmp, "docker.sock")) if docker_proxy \
             else None

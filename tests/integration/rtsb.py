@@ -236,7 +236,8 @@ def docker(*args, timeout=DOCKER_TIMEOUT):
         ["docker"] + list(args), capture_output=True, text=True,
         timeout=timeout, env={"PATH": "/usr/local/bin:/usr/bin:/bin",
                               "DOCKER_CONFIG": _docker_config,
-                              "HOME": _docker_config})
+                              "HOME": _docker_config,
+                              "DOCKER_BUILDKIT": "0"})
 
 
 def docker_cleanup():
@@ -271,6 +272,33 @@ def docker_skip_reason(image):
         return ("image %s missing (the worker's: DOCKER_BUILDKIT=0 docker "
                 "build -f worker/Dockerfile -t %s BUILD/worker)" %
                 (image, image))
+    return None
+
+
+SLEEPER = "rtsandbox-test-sleeper:latest"
+SLEEPER_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                           "fixtures", "sleeper")
+
+
+def ensure_sleeper():
+    """Build the do-nothing worker image (tests/fixtures/sleeper) when it is
+    missing; None, or why it could not be built."""
+    if docker("image", "inspect", SLEEPER).returncode == 0:
+        return None
+    d = tempfile.mkdtemp(prefix="rtsb-sleeper-", dir="/tmp")
+    try:
+        r = subprocess.run(["gcc", "-static", "-O2", "-o",
+                            os.path.join(d, "sleeper"),
+                            os.path.join(SLEEPER_SRC, "sleeper.c")],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            return "cannot build the sleeper: " + r.stderr
+        shutil.copy(os.path.join(SLEEPER_SRC, "Dockerfile"), d)
+        r = docker("build", "-q", "-t", SLEEPER, d, timeout=300)
+        if r.returncode != 0:
+            return "docker build of %s failed: %s" % (SLEEPER, r.stderr)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
     return None
 
 

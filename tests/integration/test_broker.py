@@ -29,13 +29,13 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "fixtures"))
+import rtsb  # noqa: E402
 from rtsb import Client, Daemon, wait_until  # noqa: E402
 import fake_upstream  # noqa: E402
 from fake_upstream import (FakeUpstream, encode_token, header,  # noqa: E402
                            header_values)
 
-SLEEPER = "rtsandbox-test-sleeper:latest"
-SLEEPER_SRC = os.path.join(HERE, "..", "fixtures", "sleeper")
+SLEEPER = rtsb.SLEEPER
 PREFIX_BASE = "rtsbk%dx" % os.getpid()
 DOCKER_SOCKET = "/var/run/docker.sock"
 MIB = 1048576
@@ -66,27 +66,6 @@ def docker(*args, timeout=60):
                               "DOCKER_BUILDKIT": "0"})
 
 
-def _ensure_sleeper():
-    """Build the do-nothing worker image when it is missing."""
-    if docker("image", "inspect", SLEEPER).returncode == 0:
-        return None
-    d = tempfile.mkdtemp(prefix="rtsb-sleeper-", dir="/tmp")
-    try:
-        r = subprocess.run(["gcc", "-static", "-O2", "-o",
-                            os.path.join(d, "sleeper"),
-                            os.path.join(SLEEPER_SRC, "sleeper.c")],
-                           capture_output=True, text=True)
-        if r.returncode != 0:
-            return "cannot build the sleeper: " + r.stderr
-        shutil.copy(os.path.join(SLEEPER_SRC, "Dockerfile"), d)
-        r = docker("build", "-q", "-t", SLEEPER, d, timeout=300)
-        if r.returncode != 0:
-            return "docker build of %s failed: %s" % (SLEEPER, r.stderr)
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
-    return None
-
-
 def docker_skip_reason():
     try:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -105,7 +84,7 @@ def docker_skip_reason():
     if shutil.which("docker", path="/usr/local/bin:/usr/bin:/bin") is None:
         return "the docker command line client is not installed"
     try:
-        return _ensure_sleeper()
+        return rtsb.ensure_sleeper()
     except (OSError, subprocess.TimeoutExpired) as e:
         return "cannot prepare %s: %s" % (SLEEPER, e)
 
