@@ -1,6 +1,6 @@
 /*
- * Inside research/text*.c, html.c, pdf.c and charset.c: the text builder
- * every extractor writes through, and the character set decoders.
+ * Inside research/text.c, tbuf.c, html.c, pdf.c and charset.c: the text
+ * builder every extractor writes through, and the character set decoders.
  */
 #ifndef RTSANDBOX_RESEARCH_TEXTINT_H
 #define RTSANDBOX_RESEARCH_TEXTINT_H
@@ -46,6 +46,8 @@ void	tb_newline(struct tbuf *);
 void	tb_raw(struct tbuf *, const char *, size_t);
 /* Append one code point; 0, or -1 when it no longer fits. */
 int	tb_cp(struct tbuf *, uint32_t);
+/* White space at the end dropped, tb_s a string; -1 when out of memory. */
+int	tb_finish(struct tbuf *);
 
 /* Decode the UTF-8 sequence at s (len > 0): bytes used, *cp (U+FFFD and 1
  * byte for anything ill-formed). */

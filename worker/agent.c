@@ -21,6 +21,7 @@
 #include "agent.h"
 #include "whttp.h"
 #include "wjson.h"
+#include "wlog.h"
 
 /* "Content: a string, or at most 256 blocks" (PROTOCOL.md 5). */
 #define SSE_BLOCKS_MAX		256

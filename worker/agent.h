@@ -53,10 +53,4 @@ char	*agent_turn(const struct agent_config *, const char *, size_t,
 	    size_t *);
 int	 agent_safe_name(const char *, size_t);
 
-/* Logging, one write(2) per line, prefixed "rtsandbox-worker: " (worker.c). */
-void	 wlog(const char *, ...)
-	    __attribute__((format(printf, 1, 2)));
-void	 wlog_errno(const char *, ...)
-	    __attribute__((format(printf, 1, 2)));
-
 #endif /* AGENT_H */

@@ -20,10 +20,10 @@
 #include "agent.h"
 #include "whttp.h"
 #include "wjson.h"
+#include "wlog.h"
 
 #define SOCKET_DEFAULT		"/run/sandbox/broker.sock"
 #define WORKSPACE_DEFAULT	"/workspace"
-#define LOG_PREFIX		"rtsandbox-worker: "
 
 /* "POST /worker/ready (client timeout 5 s)". */
 #define READY_TIMEOUT_MS	5000
@@ -42,50 +42,6 @@
 
 static char	 last_complaint[256];
 static int	 complaint_repeats;
-
-static void __attribute__((format(printf, 2, 0)))
-vlog_line(int err, const char *fmt, va_list ap)
-{
-	char	 msg[2048], line[2304];
-	int	 n;
-
-	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
-	n = snprintf(line, sizeof(line), LOG_PREFIX "%s%s%s\n", msg,
-	    err != 0 ? ": " : "", err != 0 ? strerror(err) : "");
-	if (n < 0)
-		return;
-	if ((size_t)n >= sizeof(line)) {
-		n = sizeof(line) - 1;
-		line[n - 1] = '\n';
-	}
-	/* One write per line; a failed log write has nowhere to go. */
-	if (write(STDERR_FILENO, line, (size_t)n) == -1)
-		return;
-}
-
-void
-wlog(const char *fmt, ...)
-{
-	va_list	 ap;
-	int	 saved = errno;
-
-	va_start(ap, fmt);
-	vlog_line(0, fmt, ap);
-	va_end(ap);
-	errno = saved;
-}
-
-void
-wlog_errno(const char *fmt, ...)
-{
-	va_list	 ap;
-	int	 saved = errno;
-
-	va_start(ap, fmt);
-	vlog_line(saved, fmt, ap);
-	va_end(ap);
-	errno = saved;
-}
 
 /*
  * A broker that is away makes the loop fail four times a second: say it
@@ -122,7 +78,7 @@ all_well(void)
 static void
 on_signal(int sig)
 {
-	static const char	 msg[] = LOG_PREFIX "stopping\n";
+	static const char	 msg[] = WLOG_PREFIX "stopping\n";
 	ssize_t			 n;
 
 	/*
