@@ -1,11 +1,12 @@
 /*
  * The bounded text builder the extractors (text.c, html.c, pdf.c) write
- * through.
+ * through, and text cut at a bound in UTF-16 code units.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "text.h"
 #include "textint.h"
 
 void
@@ -228,4 +229,24 @@ tb_finish(struct tbuf *tb)
 		return -1;
 	tb->tb_s[tb->tb_len] = '\0';
 	return 0;
+}
+
+size_t
+text_cut_units(const char *s, size_t len, size_t max_units, int *cut)
+{
+	const uint8_t	*u = (const uint8_t *)s;
+	size_t		 i = 0, n, units = 0, w;
+	uint32_t	 cp;
+
+	while (i < len) {
+		n = utf8_decode(u + i, len - i, &cp);
+		w = cp >= 0x10000 ? 2 : 1;
+		if (units + w > max_units)
+			break;
+		units += w;
+		i += n;
+	}
+	if (cut != NULL)
+		*cut = i < len;
+	return i;
 }

@@ -276,23 +276,3 @@ text_utf8(const uint8_t *buf, size_t len, const char *charset,
 		cs.cs_kind = CS_UTF8;
 	return charset_decode(&cs, buf, len, outlen);
 }
-
-size_t
-text_cut_units(const char *s, size_t len, size_t max_units, int *cut)
-{
-	const uint8_t	*u = (const uint8_t *)s;
-	size_t		 i = 0, n, units = 0, w;
-	uint32_t	 cp;
-
-	while (i < len) {
-		n = utf8_decode(u + i, len - i, &cp);
-		w = cp >= 0x10000 ? 2 : 1;
-		if (units + w > max_units)
-			break;
-		units += w;
-		i += n;
-	}
-	if (cut != NULL)
-		*cut = i < len;
-	return i;
-}
