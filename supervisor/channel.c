@@ -73,6 +73,8 @@ struct channel {
 };
 
 static TAILQ_HEAD(, channel)	 channels = TAILQ_HEAD_INITIALIZER(channels);
+/* The turns of the channels (turn.c). */
+static struct chan_hooks	 turns;
 
 /* Whether the Docker client follows the event stream, and which time. */
 static int			 chan_events_live;
@@ -101,6 +103,12 @@ static void	chan_step_ensure(struct chan_op *);
 static void	chan_wait_worker(struct chan_op *);
 static void	chan_freshened(struct child *, struct msg *, void *);
 static void	chan_pending_set(const char *, int);
+
+void
+chan_init(const struct chan_hooks *h)
+{
+	turns = *h;
+}
 
 static struct channel *
 chan_find(const char *key)
@@ -320,7 +328,7 @@ chan_broker_event(struct child *c, int ready, void *arg)
 		chan_op_fail(op, "the broker stopped before it was ready");
 	else
 		chan_gc(ch);
-	turn_broker_gone(key, c);
+	turns.ch_broker_gone(key, c);
 	free(key);
 }
 
@@ -440,7 +448,7 @@ chan_broker_msg(struct child *c, struct msg *m, void *arg)
 				log_info("channel %s: worker ready",
 				    ch->ch_segment);
 			ch->ch_worker_ready = 1;
-			turn_worker_ready(ch->ch_key);
+			turns.ch_worker_ready(ch->ch_key);
 			if ((op = ch->ch_worker_wait) != NULL) {
 				ch->ch_worker_wait = NULL;
 				chan_op_done(op, cJSON_CreateObject(), NULL);
@@ -448,11 +456,11 @@ chan_broker_msg(struct child *c, struct msg *m, void *arg)
 		} else if (strcmp(kind, "model_call") == 0 ||
 		    strcmp(kind, "mcp_call") == 0) {
 			sv->sv_count.sc_upstream_calls++;
-			turn_event(ch->ch_key, "model_call");
+			turns.ch_event(ch->ch_key, "model_call");
 		}
 		return 0;
 	default:
-		return turn_broker_msg(ch->ch_key, c, m);
+		return turns.ch_broker_msg(ch->ch_key, c, m);
 	}
 }
 
@@ -772,7 +780,7 @@ chan_kill_pending(void)
 	TAILQ_CONCAT(&todo, &pending_removals, p_entry);
 	while ((p = TAILQ_FIRST(&todo)) != NULL) {
 		TAILQ_REMOVE(&todo, p, p_entry);
-		if (!turn_busy(p->p_key))
+		if (!turns.ch_busy(p->p_key))
 			chan_kill(p->p_key, NULL, NULL);
 		free(p->p_key);
 		free(p);
@@ -848,8 +856,8 @@ method_channel_stop(struct ctl_req *req, cJSON *params)
 
 	if (chan_params(req, params, 0, &key, NULL) == -1)
 		return;
-	turn_abort(key, "The channel was stopped");
-	turn_level_forget(key);
+	turns.ch_abort(key, "The channel was stopped");
+	turns.ch_forget(key);
 	(void)chan_submit(req, key, CHOP_STOP, NULL, NULL, NULL);
 }
 
@@ -860,8 +868,8 @@ method_channel_fresh(struct ctl_req *req, cJSON *params)
 
 	if (chan_params(req, params, 0, &key, NULL) == -1)
 		return;
-	turn_abort(key, "The channel was started fresh");
-	turn_level_forget(key);
+	turns.ch_abort(key, "The channel was started fresh");
+	turns.ch_forget(key);
 	(void)chan_submit(req, key, CHOP_FRESH, NULL, NULL, NULL);
 }
 
@@ -876,7 +884,7 @@ chan_stop_brokers(void)
 
 	for (ch = TAILQ_FIRST(&channels); ch != NULL; ch = next) {
 		next = TAILQ_NEXT(ch, ch_entry);
-		turn_abort(ch->ch_key, "The daemon stopped its brokers");
+		turns.ch_abort(ch->ch_key, "The daemon stopped its brokers");
 		if (ch->ch_broker == NULL)
 			continue;
 		/* A start waiting on this broker fails; it may free ch. */
@@ -999,7 +1007,7 @@ chan_status_answer(struct child *c, struct msg *m, void *arg)
 	cJSON_AddStringToObject(res, "broker", ch == NULL ||
 	    ch->ch_broker == NULL ? "none" : ch->ch_broker_ready ? "ready" :
 	    "starting");
-	cJSON_AddBoolToObject(res, "busy", turn_busy(q->q_key));
+	cJSON_AddBoolToObject(res, "busy", turns.ch_busy(q->q_key));
 	ctl_set_cancel(q->q_req, NULL, NULL);
 	ctl_reply(q->q_req, res);
 	q->q_req = NULL;
@@ -1143,7 +1151,7 @@ chan_container_gone(struct channel *ch, const char *why)
 		chan_op_fail(op, "the container stopped before the worker was "
 		    "ready");
 	}
-	turn_container_gone(key, why);
+	turns.ch_container_gone(key, why);
 	free(key);
 }
 
@@ -1197,7 +1205,7 @@ chan_recheck_busy(void)
 	if (dk == NULL)
 		return;
 	TAILQ_FOREACH(ch, &channels, ch_entry) {
-		if (ch->ch_container[0] == '\0' || !turn_busy(ch->ch_key))
+		if (ch->ch_container[0] == '\0' || !turns.ch_busy(ch->ch_key))
 			continue;
 		msgb_init(&mb, MSG_DOCK_STATUS, 0);
 		msg_add_str(&mb, "channel", ch->ch_key);

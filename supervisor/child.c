@@ -41,6 +41,7 @@ struct child_list	 children = TAILQ_HEAD_INITIALIZER(children);
 
 /* Each broker's and research job's edge at egress has its own number. */
 static uint64_t		 child_next_peer;
+static struct child_hooks	 hooks;
 
 static void	child_spawn(struct child *);
 static void	child_down(struct child *);
@@ -258,10 +259,8 @@ child_became_ready(struct child *c)
 			if (p->c_egress_end != -1 && p->c_pid > 0)
 				child_attach(c, p);
 	child_send_waiting(c);
-	if (c->c_role == PROC_FSGUARD || c->c_role == PROC_DOCKER)
-		chan_kill_pending();
-	if (c->c_singleton)
-		supervisor_ready_check();
+	if (c->c_singleton && hooks.ch_up != NULL)
+		hooks.ch_up(c);
 	if (c->c_event_cb != NULL)
 		c->c_event_cb(c, 1, c->c_event_arg);
 }
@@ -759,7 +758,7 @@ child_egress_msg(struct child *eg, struct msg *m, void *arg)
 }
 
 void
-child_init(void)
+child_init(const struct child_hooks *h)
 {
 	static const enum proc_role singles[] = {
 		PROC_FSGUARD, PROC_DOCKER, PROC_EGRESS
@@ -767,6 +766,7 @@ child_init(void)
 	struct child	*c;
 	size_t		 i;
 
+	hooks = *h;
 	for (i = 0; i < sizeof(singles) / sizeof(singles[0]); i++) {
 		c = child_new(singles[i], NULL, 1);
 		if ((c->c_timer = evtimer_new(sv->sv_base, child_timer,
@@ -775,7 +775,7 @@ child_init(void)
 		if (singles[i] == PROC_EGRESS)
 			c->c_msg_cb = child_egress_msg;
 		if (singles[i] == PROC_DOCKER)
-			c->c_msg_cb = chan_docker_msg;
+			c->c_msg_cb = h->ch_docker_msg;
 	}
 }
 
@@ -870,10 +870,8 @@ child_down(struct child *c)
 	}
 	c->c_pid = -1;
 	c->c_state = CHILD_DOWN;
-	if (c->c_role == PROC_EGRESS)
-		turn_egress_gone();
-	if (c->c_role == PROC_DOCKER)
-		chan_docker_gone();
+	if (c->c_singleton && hooks.ch_down != NULL)
+		hooks.ch_down(c);
 	if (!c->c_singleton) {
 		if (c->c_event_cb != NULL && !was_stopping)
 			c->c_event_cb(c, 0, c->c_event_arg);

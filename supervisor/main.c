@@ -29,7 +29,6 @@
 /* Children get this long to exit after SIGTERM before SIGKILL. */
 #define SHUTDOWN_GRACE_MS	3000
 
-struct supervisor	*sv;
 static struct supervisor sv_store;
 static struct event	*ev_grace;
 
@@ -168,7 +167,7 @@ supervisor_sandbox(void)
 }
 
 /* Once every helper first answered ready: the daemon serves. */
-void
+static void
 supervisor_ready_check(void)
 {
 	static int	 told;
@@ -183,6 +182,41 @@ supervisor_ready_check(void)
 	log_info("every helper is ready");
 	notify_send("READY=1\nSTATUS=serving");
 }
+
+static void
+helper_up(struct child *c)
+{
+	/* removals that waited for the file guard and the Docker client */
+	if (c->c_role == PROC_FSGUARD || c->c_role == PROC_DOCKER)
+		chan_kill_pending();
+	supervisor_ready_check();
+}
+
+static void
+helper_down(struct child *c)
+{
+	if (c->c_role == PROC_EGRESS)
+		turn_egress_gone();
+	if (c->c_role == PROC_DOCKER)
+		chan_docker_gone();
+}
+
+static const struct child_hooks helper_hooks = {
+	.ch_up = helper_up,
+	.ch_down = helper_down,
+	.ch_docker_msg = chan_docker_msg,
+};
+
+static const struct chan_hooks turn_hooks = {
+	.ch_busy = turn_busy,
+	.ch_abort = turn_abort,
+	.ch_forget = turn_level_forget,
+	.ch_broker_gone = turn_broker_gone,
+	.ch_broker_msg = turn_broker_msg,
+	.ch_worker_ready = turn_worker_ready,
+	.ch_container_gone = turn_container_gone,
+	.ch_event = turn_event,
+};
 
 int
 main(int argc, char *argv[])
@@ -295,7 +329,8 @@ main(int argc, char *argv[])
 
 	if (control_listen(ctlfd) == -1)
 		fatalx("cannot serve the control socket");
-	child_init();
+	chan_init(&turn_hooks);
+	child_init(&helper_hooks);
 	child_start_singletons();
 	log_info("rtsandboxd %s started (pid %d)", RTSANDBOX_VERSION,
 	    (int)getpid());

@@ -53,10 +53,9 @@ struct supervisor {
 	int			 sv_stopping;
 };
 
+/* sv.c */
 extern struct supervisor	*sv;
 
-/* main.c: tell a service manager once every helper is first ready. */
-void		 supervisor_ready_check(void);
 /* reload.c: SIGHUP. */
 void		 supervisor_reload(void);
 
@@ -126,7 +125,13 @@ struct child {
 TAILQ_HEAD(child_list, child);
 extern struct child_list	 children;
 
-void		 child_init(void);
+/* What the rest of the supervisor hears of the helpers (main.c). */
+struct child_hooks {
+	void		(*ch_up)(struct child *);	/* ready */
+	void		(*ch_down)(struct child *);	/* gone */
+	child_msg_cb	  ch_docker_msg;	/* the Docker client's events */
+};
+void		 child_init(const struct child_hooks *);
 void		 child_start_singletons(void);
 struct child	*child_singleton(enum proc_role);
 /* Egress's profiles and MCP servers again, after a reload. */
@@ -173,6 +178,19 @@ struct child	*chan_broker(const char *key);
 int		 chan_docker_msg(struct child *, struct msg *, void *);
 void		 chan_docker_gone(void);
 void		 chan_kill_pending(void);
+/* What channel.c tells the turns of its channels, and asks (main.c). */
+struct chan_hooks {
+	int	(*ch_busy)(const char *key);
+	void	(*ch_abort)(const char *key, const char *why);
+	void	(*ch_forget)(const char *key);	/* its thinking level */
+	void	(*ch_broker_gone)(const char *key, const struct child *);
+	int	(*ch_broker_msg)(const char *key, struct child *,
+		    struct msg *);
+	void	(*ch_worker_ready)(const char *key);
+	void	(*ch_container_gone)(const char *key, const char *why);
+	void	(*ch_event)(const char *key, const char *phase);
+};
+void		 chan_init(const struct chan_hooks *);
 
 /* turn.c */
 int		 turn_broker_msg(const char *key, struct child *, struct msg *);
