@@ -766,6 +766,7 @@ class Setup:
             pass
         self.docker.close()
         self.daemon.cleanup()
+        rtsb.docker_cleanup()
         self.fu.stop()
         if self.proxy is not None:
             self.proxy.close()

@@ -259,7 +259,7 @@ child_became_ready(struct child *c)
 			if (p->c_egress_end != -1 && p->c_pid > 0)
 				child_attach(c, p);
 	child_send_waiting(c);
-	if (c->c_singleton && hooks.ch_up != NULL)
+	if (c->c_singleton)
 		hooks.ch_up(c);
 	if (c->c_event_cb != NULL)
 		c->c_event_cb(c, 1, c->c_event_arg);
@@ -870,7 +870,7 @@ child_down(struct child *c)
 	}
 	c->c_pid = -1;
 	c->c_state = CHILD_DOWN;
-	if (c->c_singleton && hooks.ch_down != NULL)
+	if (c->c_singleton)
 		hooks.ch_down(c);
 	if (!c->c_singleton) {
 		if (c->c_event_cb != NULL && !was_stopping)

@@ -51,19 +51,13 @@ UPSTREAM_MCP_HEADERS = {"host", "content-type", "accept", "accept-encoding",
                         "mcp-session-id", "mcp-protocol-version",
                         "authorization", "content-length"}
 
-# Made by setUpModule: a private docker CLI configuration directory (HOME
-# may be another user's under setpriv) and the test CA's directory.
-_docker_config = None
+# Made by setUpModule: the test CA's directory.  The docker CLI runs with
+# rtsb's private configuration directory (HOME may be another user's).
 _certdir = None
 
 
 def docker(*args, timeout=60):
-    return subprocess.run(
-        ["docker"] + list(args), capture_output=True, text=True,
-        timeout=timeout, env={"PATH": "/usr/local/bin:/usr/bin:/bin",
-                              "DOCKER_CONFIG": _docker_config,
-                              "HOME": _docker_config,
-                              "DOCKER_BUILDKIT": "0"})
+    return rtsb.docker(*args, timeout=timeout)
 
 
 def docker_skip_reason():
@@ -94,8 +88,7 @@ DOCKER_SKIP = "not checked yet"
 
 def setUpModule():
     """Docker reachable and the sleeper image there (built when missing)."""
-    global DOCKER_SKIP, _docker_config, _certdir
-    _docker_config = tempfile.mkdtemp(prefix="rtsb-dcfg-", dir="/tmp")
+    global DOCKER_SKIP, _certdir
     _certdir = tempfile.mkdtemp(prefix="rtsb-certs-", dir="/tmp")
     if os.getuid() == 0:
         DOCKER_SKIP = "run as the service user, not root"
@@ -119,9 +112,9 @@ def remove_containers(prefix):
 def tearDownModule():
     if DOCKER_SKIP is None:
         remove_containers(PREFIX_BASE)
-    for d in (_docker_config, _certdir):
-        if d is not None:
-            shutil.rmtree(d, ignore_errors=True)
+    rtsb.docker_cleanup()
+    if _certdir is not None:
+        shutil.rmtree(_certdir, ignore_errors=True)
 
 
 def write_secret(path, text):
