@@ -39,8 +39,8 @@
  * read and often a wake-up in egress.  BATCH is half of egress's window,
  * where egress resumes, so egress never waits for an ack that is not
  * coming. */
-#define BROKER_ACK_LOWAT	(256u * 1024)
-#define BROKER_ACK_BATCH	(512u * 1024)
+#define BROKER_ACK_LOWAT	(128u * 1024)
+#define BROKER_ACK_BATCH	(256u * 1024)
 /* What one read from egress takes at most: a streamed answer comes in
  * frames of 64 KiB, several to a write. */
 #define BROKER_EGRESS_READ	(256u * 1024)

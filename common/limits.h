@@ -375,7 +375,7 @@
 /*
  * Egress serves every channel: the call bodies it holds, at most 512 MiB in
  * all (EGRESS_BODY_BYTES_MAX, egress.c), as much again in frames on their
- * way in, a 1 MiB answer window for each of at most 256 calls, and fetches:
+ * way in, a 512 KiB answer window for each of at most 256 calls, and fetches:
  * 8 at once per research job of 5 MiB read and 5 MiB decoded (eight jobs:
  * 640 MiB) and attachment downloads of 50 MiB in all.  About 2 GiB, and a
  * third more for threads, TLS and fragmentation.  Measured: 482 MiB for one

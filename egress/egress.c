@@ -291,7 +291,7 @@ egress_peer_err(struct frame_conn *fc, enum frame_err err, void *arg)
 /* Response headers passed on at most (the allow-list names a handful). */
 #define EGRESS_RESP_HDRS	32
 /* Egress runs this far ahead of what the broker acknowledged. */
-#define EGRESS_WINDOW		(1024u * 1024)
+#define EGRESS_WINDOW		(512u * 1024)
 /* Body bytes per frame: a few fit in the broker's read buffer together,
  * and it never has to grow it for one. */
 #define EGRESS_FRAME_DATA	(64u * 1024)

@@ -23,7 +23,8 @@
 
 /* Tool calls in flight at once. */
 #define RESEARCH_TOOLS_INFLIGHT	4
-/* Bytes acknowledged to egress in batches below its 1 MiB window. */
+/* Bytes acknowledged to egress in batches of half its window
+ * (EGRESS_WINDOW, egress.c: 512 KiB), where egress resumes. */
 #define RESEARCH_ACK_BATCH	(256u * 1024)
 /* The waits before each try of a model call after the first. */
 static const int	research_retry_s[RESEARCH_RETRIES] = { 2, 8 };

@@ -607,6 +607,18 @@ class BrokerCase(unittest.TestCase):
                     self.assertEqual(res, {"ok": True, "text": "done",
                                            "files": []})
 
+    def role_pid(self, role, name=None):
+        """The pid of the daemon's one process of this role (and name)."""
+        pids = [p["pid"] for p in self.ctl.call("daemon.stats")["processes"]
+                if p["role"] == role and "pid" in p and
+                (name is None or p.get("name") == name)]
+        self.assertEqual(len(pids), 1, pids)
+        return pids[0]
+
+    def broker_pid(self, key=None):
+        return self.role_pid("broker", os.path.basename(os.path.dirname(
+            os.path.dirname(self.sock_path(key or self.CHANNEL)))))
+
     def assertAnswer(self, r, status, text=None):
         self.assertTrue(r.head_complete, r)
         self.assertEqual(r.status, status, r)
@@ -1638,6 +1650,55 @@ class ModelCalls(BrokerCase):
         for e in all_encodings(REAL_TOKEN):
             self.assertNotIn(e, r.raw)
 
+    def test_slow_worker_holds_the_upstream(self):
+        """Back-pressure end to end (PROTOCOL.md 3.2): while the worker
+        reads nothing, the upstream stops sending once the kernel's
+        buffers and egress's window are full, the broker and egress do not
+        take the rest into memory, and every byte arrives afterwards."""
+        self.fu.script({"kind": "big", "bytes": 48 * MIB,
+                        "content_type": "application/octet-stream"})
+        with self.in_turn() as (w, tr, turn):
+            broker, egress = self.broker_pid(), self.role_pid("egress")
+            s = w.send("POST", "/anthropic/v1/messages",
+                       {"max_tokens": 5,
+                        "messages": [{"role": "user", "content": "x"}]})
+            s.settimeout(60)
+            total = 0
+            while total < MIB:
+                chunk = s.recv(1 << 16)
+                self.assertTrue(chunk, "the answer ended at %d" % total)
+                total += len(chunk)
+            # The upstream's count stops moving: it is held.
+            held, deadline = -1, time.monotonic() + 30
+            while time.monotonic() < deadline:
+                time.sleep(0.5)
+                now = self.fu.last()["response"]["bytes"]
+                if now == held:
+                    break
+                held = now
+            self.assertEqual(now, held, "the upstream was never held")
+            rss = {"broker": vm_mib(broker, "VmRSS"),
+                   "egress": vm_mib(egress, "VmRSS")}
+            sys.stderr.write("\n  worker read %d KiB; upstream held at %d "
+                             "KiB; broker %.1f MiB, egress %.1f MiB ... "
+                             % (total >> 10, held >> 10, rss["broker"],
+                                rss["egress"]))
+            # Loopback TCP buffers grow to some 10 MiB in all; the rest
+            # of the 48 MiB waits at the upstream.
+            self.assertLess(held, 24 * MIB)
+            self.assertLess(rss["broker"], 8, rss)
+            self.assertLess(rss["egress"], 12, rss)
+            while True:
+                chunk = s.recv(1 << 20)
+                if not chunk:
+                    break
+                total += len(chunk)
+            s.close()
+        self.assertTrue(self.fu.last()["response"]["done"])
+        # the body and its head and chunk framing
+        self.assertGreater(total, 48 * MIB)
+        self.assertLess(total, 48 * MIB + 64 * 1024)
+
     def test_redirect_502(self):
         self.fu.script({"kind": "redirect", "status": 302,
                         "location": self.fu.url + "/v1/messages"})
@@ -1887,13 +1948,14 @@ def zeros_body(size):
     return body + b" " * (size - len(body))
 
 
-def vm_hwm_mib(pid):
-    """The peak resident size of a process, from /proc/<pid>/status."""
+def vm_mib(pid, field="VmHWM"):
+    """A process's peak (VmHWM) or current (VmRSS) resident size, from
+    /proc/<pid>/status."""
     with open("/proc/%d/status" % pid) as f:
         for line in f:
-            if line.startswith("VmHWM:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024.0
-    raise AssertionError("no VmHWM for pid %d" % pid)
+    raise AssertionError("no %s for pid %d" % (field, pid))
 
 
 class Bounds(BrokerCase):
@@ -1912,15 +1974,6 @@ class Bounds(BrokerCase):
         super().setUp()
         self.start_channel()
 
-    def broker_pid(self, key=None):
-        seg = os.path.basename(os.path.dirname(os.path.dirname(
-            self.sock_path(key or self.CHANNEL))))
-        pids = [p["pid"] for p in self.ctl.call("daemon.stats")["processes"]
-                if p["role"] == "broker" and p.get("name") == seg and
-                "pid" in p]
-        self.assertEqual(len(pids), 1, pids)
-        return pids[0]
-
     def send_big(self, w, target, body, timeout=60):
         headers = [("content-type", "application/json")]
         return w.req("POST", target, body, headers, timeout=timeout)
@@ -1931,7 +1984,7 @@ class Bounds(BrokerCase):
         w = self.worker(key)
         pid = self.broker_pid(key)
         r = self.send_big(w, "/mcp/files", zeros_body(96 * MIB))
-        hwm = vm_hwm_mib(pid)
+        hwm = vm_mib(pid)
         sys.stderr.write("\n  broker VmHWM after a 96 MiB MCP body: "
                          "%.1f MiB\n" % hwm)
         self.assertAnswer(r, 400, "Invalid input")
@@ -1947,7 +2000,7 @@ class Bounds(BrokerCase):
         with self.in_turn() as (w, tr, turn):
             r = self.send_big(w, "/anthropic/v1/messages",
                               zeros_body(96 * MIB))
-            hwm = vm_hwm_mib(pid)
+            hwm = vm_mib(pid)
             sys.stderr.write("\n  broker VmHWM after a 96 MiB model body: "
                              "%.1f MiB\n" % hwm)
             self.assertAnswer(r, 400)
@@ -2088,7 +2141,7 @@ class Bounds(BrokerCase):
             r = w.model(body, timeout=120)
             self.assertAnswer(r, 200)
         sys.stderr.write("\n  broker VmHWM after a 56 MiB model body: "
-                         "%.1f MiB\n" % vm_hwm_mib(pid))
+                         "%.1f MiB\n" % vm_mib(pid))
         self.assertEqual(self.broker_pid(key), pid)
         up = self.fu.last()["json"]
         self.assertEqual(up["model"], MODEL)
