@@ -57,6 +57,8 @@
  */
 /* "hold the request up to 45 s ... at 45 s or on client disconnect → 408". */
 #define BROKER_POLL_MS			45000
+_Static_assert(BROKER_POLL_MS < WORKER_NEXT_TIMEOUT_MS,
+    "the long poll ends before the worker's client gives up");
 /* "body limit 72 MiB" for POST /worker/result. */
 #define RESULT_BODY_MAX			(72u * MIB)
 /* "ok:true with text not a string or over 100 000 chars ... → 400". */

@@ -325,12 +325,13 @@ class Worker:
         return self.req("POST", target, body, headers, timeout=timeout,
                         limit=limit)
 
+    MCP_HEADERS = [("content-type", "application/json"),
+                   ("accept", "application/json, text/event-stream"),
+                   ("authorization", "Bearer sandbox-dummy-token")]
+
     def mcp(self, body, server="files", headers=()):
         return self.req("POST", "/mcp/" + server, body,
-                        [("content-type", "application/json"),
-                         ("accept", "application/json, text/event-stream"),
-                         ("authorization", "Bearer sandbox-dummy-token")] +
-                        list(headers))
+                        self.MCP_HEADERS + list(headers))
 
     def tool(self, name, body):
         return self.req("POST", "/tools/" + name, body)
@@ -767,6 +768,18 @@ class Routes(BrokerCase):
                     self.assertAnswer(w.req(m, t), 404, "Not found")
             self.assertEqual(tr.hook_calls, [])
         self.assertNothingUpstream()
+
+    def test_default_budget_128(self):
+        """budgets.max_calls left at its default: 128 calls in a turn, and
+        the 129th is refused (PROTOCOL.md 3.4)."""
+        body = {"messages": [{"role": "user", "content": "x"}]}
+        with self.in_turn() as (w, tr, turn):
+            n0 = len(self.fu.requests())
+            for i in range(128):
+                r = w.model(body, target="/anthropic/v1/messages/count_tokens")
+                self.assertEqual(r.status, 200, "call %d: %r" % (i + 1, r))
+            self.assertAnswer(w.model(body), 429, "Broker budget exhausted")
+            self.assertEqual(len(self.fu.requests()) - n0, 128)
 
     def test_four_in_flight(self):
         self.fu.script({"kind": "stall", "seconds": 5, "repeat": 4,
@@ -1392,6 +1405,24 @@ class ModelCalls(BrokerCase):
                     r = w.model()
                     self.assertAnswer(r, 502)
                     self.assertNotIn(b"ab", r.body)
+
+    def test_upstream_status_below_200(self):
+        """A 1xx head is interim (RFC 9110 15.2): one followed by a final
+        head is passed over, and a 199 that nothing follows is a 502."""
+        with self.in_turn() as (w, tr, turn):
+            self.fu.script({"kind": "raw", "data":
+                            "HTTP/1.1 199 X\r\ncontent-length: 2"
+                            "\r\n\r\nab"})
+            r = w.model()
+            self.assertAnswer(r, 502)
+            self.assertNotIn(b"ab", r.body)
+            self.fu.script({"kind": "raw", "data":
+                            "HTTP/1.1 103 Early Hints\r\nlink: </a>\r\n"
+                            "\r\nHTTP/1.1 200 OK\r\ncontent-length: 2"
+                            "\r\n\r\nab"})
+            r = w.model()
+            self.assertAnswer(r, 200)
+            self.assertEqual(r.body, b"ab")
 
     def test_upstream_status_out_of_range_text(self):
         with self.in_turn() as (w, tr, turn):
@@ -2189,6 +2220,32 @@ class StartupWindow(BrokerCase):
         self.assertAnswer(w.model(), 410)
         self.assertAnswer(w.tool("roll_dice", {"input": {}}), 410)
         self.assertEqual(self.fu.requests(), [])
+
+    def test_four_in_flight_in_the_window(self):
+        """The startup window holds the rule of 4 calls in flight as a
+        bound turn does (PROTOCOL.md 3.4): a 5th MCP call while 4 wait
+        upstream is refused, and goes through once they are gone."""
+        self.start_channel()
+        w = self.worker()
+        self.fu.script({"kind": "stall", "seconds": 5, "repeat": 4,
+                        "match": "/mcp/files"})
+        held = [w.send("POST", "/mcp/files", rpc("ping", i), w.MCP_HEADERS)
+                for i in range(4)]
+        try:
+            self.fu.wait_for(4, timeout=10)
+            self.assertAnswer(w.mcp(rpc("ping", 5)), 429,
+                              "Broker budget exhausted")
+            self.assertEqual(len(self.fu.requests()), 4)
+        finally:
+            for s in held:
+                s.close()
+        r, deadline = None, time.monotonic() + 5
+        while time.monotonic() < deadline:
+            r = w.mcp(rpc("ping", 6))
+            if r.status != 429:
+                break
+            time.sleep(0.1)
+        mcp_admitted(self, r)
 
     def test_defaults_90s_window_and_120s_silence(self):
         """The defaults as they run, no shortened timers: the startup
