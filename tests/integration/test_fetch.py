@@ -337,6 +337,11 @@ class Redirects(FetchCase):
                 self.assertRefused(r, "too many redirects",
                                    "too many redirects (%d)" % limit)
                 self.assertEqual(len(fx.requests()), limit + 1)
+        # the default, 5
+        fx.reset()
+        r = self.fetch(fx.url("/chain/5"))
+        self.assertOk(r)
+        self.assertEqual(r["redirects"], 5)
         r = self.fetch(fx.url("/chain/6"))
         self.assertRefused(r, "too many redirects", "too many redirects (5)")
 
@@ -490,7 +495,21 @@ class Bounds(FetchCase):
                            % (DEFAULT_MAX, DEFAULT_MAX + 1))
         self.assertLess(self.elapsed, 4)
 
-    def test_largest_bound(self):
+    def test_default_bound(self):
+        for framing in ("chunked", "length"):
+            with self.subTest(framing=framing):
+                r = self.fetch(fx.url("/body?n=%d&framing=%s"
+                                      % (DEFAULT_MAX, framing)))
+                self.assertOk(r)
+                self.assertEqual(r["body_len"], DEFAULT_MAX)
+                self.assertEqual(r["body_sha256"],
+                                 sha(body_bytes(DEFAULT_MAX)))
+        r = self.fetch(fx.url("/body?n=%d&framing=chunked"
+                              % (DEFAULT_MAX + 1)))
+        self.assertRefused(r, "answer too large",
+                           "answer larger than %d bytes" % DEFAULT_MAX)
+
+
         top = 32 * MIB
         url = fx.url("/body?n=%d&framing=chunked" % top)
         r = self.fetch(url, max_bytes=top)
