@@ -1272,6 +1272,13 @@ class ModelCalls(BrokerCase):
                 b"Content-Length: %d\r\n\r\n{" % (96 * MIB + 1)),
                 timeout=20)
             self.assertAnswer(r, 400, "Invalid input")
+            r = w.req("POST", "/mcp/files", raw=(
+                b"POST /mcp/files HTTP/1.1\r\nHost: broker\r\n" +
+                b"".join(b"%s: %s\r\n" % (n.encode(), v.encode())
+                         for n, v in w.MCP_HEADERS) +
+                b"Content-Length: %d\r\n\r\n{" % (96 * MIB + 1)),
+                timeout=20)
+            self.assertAnswer(r, 400, "Invalid input")
         self.assertNothingUpstream(0)
         self.assertEqual(tr.hook_calls, [])
 
