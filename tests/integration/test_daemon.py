@@ -184,6 +184,8 @@ class ControlSocket(unittest.TestCase):
                      b'{"jsonrpc":"2.0","id":9007199254740992,'
                      b'"method":"initialize"}',
                      b'{"jsonrpc":"2.0","id":null,"method":"initialize"}',
+                     b'{"jsonrpc":"2.0","id":"%s","method":"initialize"}'
+                     % (b"i" * 1025),
                      b'{"jsonrpc":"2.0","id":1,"method":"x","extra":1}',
                      b'{"jsonrpc":"2.0","id":1,"id":2,"method":"x"}'):
             m = self.raw(line + b"\n")
@@ -194,6 +196,11 @@ class ControlSocket(unittest.TestCase):
                          b'"params":{"client":"x"}}\n' % n)
             self.assertEqual(m["id"], n)
             self.assertIn("result", m)
+        # and a string id of up to 1024 bytes
+        m = self.raw(b'{"jsonrpc":"2.0","id":"%s","method":"initialize",'
+                     b'"params":{"client":"x"}}\n' % (b"i" * 1024))
+        self.assertEqual(m["id"], "i" * 1024)
+        self.assertIn("result", m)
         self.assertAlive()
 
     def test_unknown_method(self):
