@@ -744,10 +744,14 @@ ctl_client_free(struct ctl_client *cc)
 		cl->cl_cb(NULL, "the client disconnected", cl->cl_arg);
 		free(cl);
 	}
-	/* A client that goes away cancels what it asked for. */
+	/* A client that goes away cancels what it asked for.  A hook that
+	 * answers all the same is let be, as in ctl_req_cancel(): the
+	 * request is freed here, once. */
 	while ((cr = TAILQ_FIRST(&cc->cc_reqs)) != NULL) {
+		cr->cr_cancelling = 1;
 		if (cr->cr_cancel != NULL)
 			cr->cr_cancel(cr, cr->cr_cancel_arg);
+		cr->cr_cancelling = 0;
 		ctl_req_free(cr);
 	}
 	TAILQ_REMOVE(&ctl_clients, cc, cc_entry);
