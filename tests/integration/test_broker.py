@@ -2231,9 +2231,11 @@ class StartupWindow(BrokerCase):
     def test_four_in_flight_in_the_window(self):
         """The startup window holds the rule of 4 calls in flight as a
         bound turn does (PROTOCOL.md 3.4): a 5th MCP call while 4 wait
-        upstream is refused, and goes through once they are gone."""
-        self.start_channel()
-        w = self.worker()
+        upstream is refused, and goes through once they are gone.  A
+        channel of its own: the window's 32 calls are its broker's."""
+        key = "brk-window-inflight"
+        self.start_channel(key)
+        w = self.worker(key)
         self.fu.script({"kind": "stall", "seconds": 5, "repeat": 4,
                         "match": "/mcp/files"})
         held = [w.send("POST", "/mcp/files", rpc("ping", i), w.MCP_HEADERS)
