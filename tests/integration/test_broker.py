@@ -1696,7 +1696,9 @@ class ModelCalls(BrokerCase):
         self.fu.script({"kind": "big", "bytes": 48 * MIB,
                         "content_type": "application/octet-stream"})
         with self.in_turn() as (w, tr, turn):
-            broker, egress = self.broker_pid(), self.role_pid("egress")
+            pids = {"broker": self.broker_pid(),
+                    "egress": self.role_pid("egress")}
+            before = {k: vm_mib(p, "VmRSS") for k, p in pids.items()}
             s = w.send("POST", "/anthropic/v1/messages",
                        {"max_tokens": 5,
                         "messages": [{"role": "user", "content": "x"}]})
@@ -1715,17 +1717,19 @@ class ModelCalls(BrokerCase):
                     break
                 held = now
             self.assertEqual(now, held, "the upstream was never held")
-            rss = {"broker": vm_mib(broker, "VmRSS"),
-                   "egress": vm_mib(egress, "VmRSS")}
+            grew = {k: vm_mib(p, "VmRSS") - before[k]
+                    for k, p in pids.items()}
             sys.stderr.write("\n  worker read %d KiB; upstream held at %d "
-                             "KiB; broker %.1f MiB, egress %.1f MiB ... "
-                             % (total >> 10, held >> 10, rss["broker"],
-                                rss["egress"]))
+                             "KiB; broker grew %.1f MiB, egress %.1f MiB ... "
+                             % (total >> 10, held >> 10, grew["broker"],
+                                grew["egress"]))
             # Loopback TCP buffers grow to some 10 MiB in all; the rest
-            # of the 48 MiB waits at the upstream.
+            # of the 48 MiB waits at the upstream, not in broker or egress
+            # (growth, not size: a sanitizer build starts at 20-100 MiB,
+            # and its quarantine keeps what the held bytes passed through).
             self.assertLess(held, 24 * MIB)
-            self.assertLess(rss["broker"], 8, rss)
-            self.assertLess(rss["egress"], 12, rss)
+            self.assertLess(grew["broker"], 24, grew)
+            self.assertLess(grew["egress"], 24, grew)
             while True:
                 chunk = s.recv(1 << 20)
                 if not chunk:
