@@ -276,6 +276,12 @@ def proc_cpu_ticks(pid):
     return int(fields[11]) + int(fields[12])
 
 
+def proc_minflt(pid):
+    """Minor page faults of the whole process so far."""
+    with open("/proc/%d/stat" % pid) as f:
+        return int(f.read().rsplit(")", 1)[1].split()[7])
+
+
 def proc_sched_ns(pid, field=0):
     """A schedstat field summed over all threads, in ns: 0 the time on a CPU (finer than
     the ticks of stat), 1 the time runnable but waiting for one; 0 once gone."""

@@ -27,6 +27,10 @@ What it measures (DESIGN.md section 12; PROTOCOL.md section 3):
       system call costs 10-20 us, and one that stays put from run to run far better than
       times do (it still moves with the load: a busier host makes each wake-up carry more);
   (h) the same per small call, over --syscall-calls calls.
+  The floor under (e): bench/hops (built with the tree) times the same two hops with
+      nothing in them, a Unix connection per call into one process, a socket pair to a
+      second, a keep-alive TCP connection from there to an upstream, all blocking on
+      epoll_wait; what no broker and egress that keep the split can go below on this host.
 
 How it works: the in-process fake upstream (tests/fixtures/fake_upstream.py) and the real
 rtsandboxd (tests/integration/rtsb.py; without -d, logging as in service, in front because
@@ -128,8 +132,8 @@ class FakeWorker:
 
 
 def cpu_of(pids):
-    """{pid: (ticks, schedstat ns)}"""
-    return {p: (B.proc_cpu_ticks(p), B.proc_sched_ns(p)) for p in pids}
+    """{pid: (ticks, schedstat ns, minor faults)}"""
+    return {p: (B.proc_cpu_ticks(p), B.proc_sched_ns(p), B.proc_minflt(p)) for p in pids}
 
 
 def stream_broker(sock, fu, nbytes):
@@ -352,6 +356,8 @@ def phase_latency(setup, fw, args, res):
     c1 = cpu_of([broker_pid, egress_pid])
     res["cpu_call_us"] = {role: (c1[p][1] - c0[p][1]) / k / 1e3
                           for role, p in (("broker", broker_pid), ("egress", egress_pid))}
+    res["flt_call"] = {role: (c1[p][2] - c0[p][2]) / k
+                       for role, p in (("broker", broker_pid), ("egress", egress_pid))}
     res["cpu_calls"] = k
     if args.syscalls:
         k = args.syscall_calls
@@ -382,8 +388,20 @@ def phase_latency(setup, fw, args, res):
     B.say("      egress used %d upstream connection(s) for the %d calls through the broker" % (
         len(ports), n))
     B.say("      CPU per call (schedstat, %d calls through the broker alone): broker %.0f us, "
-          "egress %.0f us" % (res["cpu_calls"], res["cpu_call_us"]["broker"],
-                              res["cpu_call_us"]["egress"]))
+          "egress %.0f us; minor page faults per call: broker %.1f, egress %.1f" % (
+              res["cpu_calls"], res["cpu_call_us"]["broker"], res["cpu_call_us"]["egress"],
+              res["flt_call"]["broker"], res["flt_call"]["egress"]))
+    hops = os.path.join(B.rtsb.BUILD, "bench", "hops")
+    if os.path.exists(hops):
+        # The floor: the same two hops with nothing in them (bench/hops.c).
+        fl = json.loads(subprocess.run([hops, "-e", "-j", "-n", "2000"], check=True,
+                                       capture_output=True, text=True, timeout=300).stdout)
+        res["floor"] = fl
+        B.say("      floor (bench/hops -e: two bare relaying processes, blocking on epoll, %d "
+              "system calls per call between them, no parsing, no TLS, %d calls): added p50 "
+              "%.0f us; CPU per call: broker %.0f us, egress %.0f us" % (
+                  fl["relay_syscalls"], fl["calls"], fl["added_p50"], fl["broker_cpu"],
+                  fl["egress_cpu"]))
     if "sc_small" in res:
         B.say("  (h) system calls per small call, %d calls with %s attached (TypeScript %.0f; "
               "before %.0f; target <= %.0f):" % (args.syscall_calls, args.syscalls,
@@ -560,6 +578,13 @@ def main():
         ("small call p50 (us)", "%.0f" % res["p50"], "%.0f direct" % res["p50_direct"],
          "+%.0f us" % (res["p50"] - res["p50_direct"]),
          "added <= %.0f us" % TARGET["added_p50_us"]),
+    ]
+    if "floor" in res:
+        rows.append(("  floor, two bare relays (us)", "%.0f added" % res["floor"]["added_p50"],
+                     "-", "%.0f us over the floor" % (
+                         res["p50"] - res["p50_direct"] - res["floor"]["added_p50"]),
+                     "added <= %.0f us" % TARGET["added_p50_us"]))
+    rows += [
         ("small call p99 (us)", "%.0f" % res["p99"], "%.0f direct" % res["p99_direct"],
          "+%.0f us (%.1fx direct)" % (res["p99"] - res["p99_direct"],
                                       res["p99"] / res["p99_direct"]),
