@@ -259,8 +259,11 @@ sup_send(struct broker *br, struct msgb *mb)
 	return 0;
 }
 
+/* turn_id: the bound turn a call was made in, which the supervisor holds
+ * the call to; NULL for the startup window and the worker's routes. */
 static void
-sup_event(struct broker *br, const char *kind, const char *route, int status)
+sup_event(struct broker *br, const char *kind, const char *route, int status,
+    const char *turn_id)
 {
 	struct msgb	 mb;
 
@@ -268,6 +271,8 @@ sup_event(struct broker *br, const char *kind, const char *route, int status)
 	msg_add_str(&mb, "kind", kind);
 	msg_add_str(&mb, "route", route);
 	msg_add_uint(&mb, "status", status);
+	if (turn_id != NULL)
+		msg_add_str(&mb, "turn_id", turn_id);
 	(void)sup_send(br, &mb);
 }
 
@@ -427,9 +432,9 @@ worker_route(struct broker *br, struct http_conn *c,
 		 */
 		if (!br->br_ready) {
 			log_info("worker ready");
-			sup_event(br, "worker_ready", p, 200);
+			sup_event(br, "worker_ready", p, 200, NULL);
 		} else if (br->br_turn_id != NULL && br->br_turn_delivered)
-			sup_event(br, "worker_ready", p, 200);
+			sup_event(br, "worker_ready", p, 200, NULL);
 		br->br_ready = 1;
 		window_rearm(br);
 		respond_text(c, 200, "Ready");
@@ -747,7 +752,8 @@ call_body(struct http_conn *c, const char *body, size_t len, void *arg)
 			    "rebuilt");
 			return;
 		}
-		sup_event(br, "model_call", h->h_path, 0);
+		sup_event(br, "model_call", h->h_path, 0, cl->cl_scope->sc_turn ?
+		    cl->cl_scope->sc_turn_id : NULL);
 		return;
 	case CALL_MCP:
 		ms = mcp_find(br, h->h_path + strlen("/mcp/"));
@@ -774,7 +780,8 @@ call_body(struct http_conn *c, const char *body, size_t len, void *arg)
 			call_refuse(cl, rc, BODY_INVALID_INPUT);
 			return;
 		}
-		sup_event(br, "mcp_call", h->h_path, 0);
+		sup_event(br, "mcp_call", h->h_path, 0, cl->cl_scope->sc_turn ?
+		    cl->cl_scope->sc_turn_id : NULL);
 		return;
 	case CALL_TOOL:
 		switch (body_tool_input(body, len, &input, &why, err,
@@ -817,7 +824,7 @@ call_body(struct http_conn *c, const char *body, size_t len, void *arg)
 			call_refuse(cl, 503, NULL);
 			return;
 		}
-		sup_event(br, "tool_call", h->h_path, 0);
+		sup_event(br, "tool_call", h->h_path, 0, NULL);
 		return;
 	}
 }

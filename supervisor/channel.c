@@ -433,7 +433,7 @@ chan_broker_msg(struct child *c, struct msg *m, void *arg)
 {
 	struct channel	*ch = arg;
 	struct chan_op	*op;
-	const char	*kind, *route;
+	const char	*kind, *route, *turn_id = NULL;
 	uint64_t	 status;
 
 	switch (m->m_type) {
@@ -441,6 +441,8 @@ chan_broker_msg(struct child *c, struct msg *m, void *arg)
 		if (msg_get_str(m, "kind", 32, &kind) == -1 ||
 		    msg_get_str(m, "route", 512, &route) == -1 ||
 		    msg_get_uint(m, "status", 0, 599, &status) == -1 ||
+		    msg_get_str_opt(m, "turn_id",
+		    UTF8_BYTES_MAX(SAFE_NAME_MAX), &turn_id) == -1 ||
 		    msg_end(m) == -1)
 			return -1;
 		if (strcmp(kind, "worker_ready") == 0) {
@@ -456,7 +458,7 @@ chan_broker_msg(struct child *c, struct msg *m, void *arg)
 		} else if (strcmp(kind, "model_call") == 0 ||
 		    strcmp(kind, "mcp_call") == 0) {
 			sv->sv_count.sc_upstream_calls++;
-			turns.ch_event(ch->ch_key, "model_call");
+			turns.ch_call(ch->ch_key, c, turn_id);
 		}
 		return 0;
 	default:

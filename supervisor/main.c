@@ -215,7 +215,7 @@ static const struct chan_hooks turn_hooks = {
 	.ch_broker_msg = turn_broker_msg,
 	.ch_worker_ready = turn_worker_ready,
 	.ch_container_gone = turn_container_gone,
-	.ch_event = turn_event,
+	.ch_call = turn_call,
 };
 
 int

@@ -188,7 +188,9 @@ struct chan_hooks {
 		    struct msg *);
 	void	(*ch_worker_ready)(const char *key);
 	void	(*ch_container_gone)(const char *key, const char *why);
-	void	(*ch_event)(const char *key, const char *phase);
+	/* a model or MCP call the broker made in turn turn_id (or NULL) */
+	void	(*ch_call)(const char *key, struct child *,
+		    const char *turn_id);
 };
 void		 chan_init(const struct chan_hooks *);
 
@@ -206,7 +208,7 @@ void		 turn_abort(const char *key, const char *why);
 void		 turn_level_forget(const char *key);
 uint64_t	 chan_stop_brokers(void);
 /* A phase of the channel's running turn, for its client. */
-void		 turn_event(const char *key, const char *phase);
+void		 turn_call(const char *key, struct child *, const char *turn_id);
 void		 method_turn_run(struct ctl_req *, struct cJSON *);
 void		 method_turn_cancel(struct ctl_req *, struct cJSON *);
 uint64_t	 chan_count(void);

@@ -51,6 +51,8 @@ struct turn {
 	int			 t_bound_early;	/* while the channel starts */
 	int			 t_delivered;	/* the worker took it */
 	unsigned		 t_ntools;
+	uint64_t		 t_max_calls;	/* the budget bound at egress */
+	uint64_t		 t_calls;	/* of it, those the broker made */
 	char			*t_key;
 	char			*t_profile;
 	char			*t_id;
@@ -297,6 +299,25 @@ turn_violation(struct turn *t, struct child *b, enum violation rule,
 	turn_end(t, turn_failure("worker_failed", msg, NULL), 1);
 }
 
+/*
+ * A call of the bound turn's budget, as the broker reports it: a model or
+ * MCP call it sent to egress, or a host tool call.  Egress holds the first
+ * two to the budget on its own; the supervisor holds the broker's word to
+ * it as well, so that a broker taken over can neither have the client's
+ * tool.call hook called nor the client notified without end (DESIGN.md 1,
+ * invariants 6 and 7).  -1 once the broker broke the budget and was
+ * stopped (the turn ended with it).
+ */
+static int
+turn_count_call(struct turn *t, struct child *b)
+{
+	if (++t->t_calls <= t->t_max_calls)
+		return 0;
+	turn_violation(t, b, VIOLATION_BUDGET, "more calls than the turn's "
+	    "budget");
+	return -1;
+}
+
 static void
 turn_deadline(evutil_socket_t fd, short ev, void *arg)
 {
@@ -445,7 +466,7 @@ turn_deliver(struct turn *t)
 	msg_add_str(&bind, "turn_id", t->t_id);
 	msg_add_str(&bind, "thinking", t->t_thinking);
 	msg_add_uint(&bind, "deadline_ms", turn_ms_left(t));
-	msg_add_uint(&bind, "max_calls", sv->sv_conf->max_calls);
+	msg_add_uint(&bind, "max_calls", t->t_max_calls);
 	msgb_init(&submit, MSG_BRK_SUBMIT, 0);
 	msg_add_str(&submit, "turn_id", t->t_id);
 	msg_add_data(&submit, t->t_json, strlen(t->t_json));
@@ -470,11 +491,14 @@ turn_bind(struct turn *t, const struct child *b)
 	struct msgb	 mb;
 
 	t->t_peer = b->c_peer;
+	/* One budget for egress, the broker and the supervisor, whatever a
+	 * reload does meanwhile. */
+	t->t_max_calls = sv->sv_conf->max_calls;
 	msgb_init(&mb, MSG_EGR_BIND, 0);
 	msg_add_uint(&mb, "peer", t->t_peer);
 	msg_add_str(&mb, "turn_id", t->t_id);
 	msg_add_str(&mb, "thinking", t->t_thinking);
-	msg_add_uint(&mb, "max_calls", sv->sv_conf->max_calls);
+	msg_add_uint(&mb, "max_calls", t->t_max_calls);
 	msg_add_uint(&mb, "deadline_ms", turn_ms_left(t));
 	if ((eg = child_singleton(PROC_EGRESS)) == NULL ||
 	    child_request(eg, &mb, turn_bound, t) == -1) {
@@ -698,6 +722,10 @@ turn_tool_call(struct turn *t, struct child *b, struct msg *m)
 		    "is not a JSON object");
 		return 0;
 	}
+	if (strcmp(turn_id, t->t_id) == 0 && turn_count_call(t, b) == -1) {
+		cJSON_Delete(input);
+		return 0;
+	}
 	if ((tt = calloc(1, sizeof(*tt))) == NULL)
 		fatal("%s", __func__);
 	tt->tt_turn = t;
@@ -745,7 +773,9 @@ turn_broker_msg(const char *key, struct child *c, struct msg *m)
 		if (msg_get_str(m, "turn_id", UTF8_BYTES_MAX(SAFE_NAME_MAX),
 		    &turn_id) == -1 || msg_end(m) == -1)
 			return -1;
-		if (t != NULL && strcmp(turn_id, t->t_id) == 0) {
+		/* Once: a broker taken over could say it without end. */
+		if (t != NULL && strcmp(turn_id, t->t_id) == 0 &&
+		    !t->t_delivered) {
 			t->t_delivered = 1;
 			turn_progress(t, "delivered");
 		}
@@ -903,13 +933,18 @@ turn_busy(const char *key)
 	return turn_find(key) != NULL;
 }
 
+/* A model or MCP call: one of another turn, one that settled meanwhile,
+ * or of the startup window (turn_id NULL) is not the running turn's. */
 void
-turn_event(const char *key, const char *phase)
+turn_call(const char *key, struct child *b, const char *turn_id)
 {
 	struct turn	*t = turn_find(key);
 
-	if (t != NULL)
-		turn_progress(t, phase);
+	if (t == NULL || t->t_state != TURN_SUBMITTED || turn_id == NULL ||
+	    strcmp(turn_id, t->t_id) != 0)
+		return;
+	if (turn_count_call(t, b) == 0)
+		turn_progress(t, "model_call");
 }
 
 static void

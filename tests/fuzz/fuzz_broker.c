@@ -172,6 +172,8 @@ sup_frame(struct frame_conn *fc, struct frame *f, void *arg)
 	const uint8_t	*data;
 	size_t		 len;
 	uint64_t	 u;
+	unsigned long	 bound;
+	int		 n = 0;
 	static const char ok[] = "{\"ok\":true,\"text\":\"4\"}";
 	static const char bad[] = "{\"ok\":false,\"error\":\"no\"}";
 
@@ -184,6 +186,13 @@ sup_frame(struct frame_conn *fc, struct frame *f, void *arg)
 		CHECK(msg_get_str(&m, "kind", 64, &s) == 0 &&
 		    msg_get_str(&m, "route", HTTP_HEAD_MAX, &s) == 0 &&
 		    msg_get_uint(&m, "status", 0, 599, &u) == 0);
+		/* A call is held to the turn it was made in, if any: one
+		 * this harness bound. */
+		s = NULL;
+		CHECK(msg_get_str_opt(&m, "turn_id",
+		    UTF8_BYTES_MAX(SAFE_NAME_MAX), &s) == 0);
+		CHECK(s == NULL || (sscanf(s, "turn-%lu%n", &bound, &n) == 1 &&
+		    s[n] == '\0' && bound >= 1 && bound <= nturns));
 		break;
 	case MSG_BRK_DELIVERED:
 		CHECK(msg_get_str(&m, "turn_id", UTF8_BYTES_MAX(SAFE_NAME_MAX),

@@ -49,6 +49,7 @@ class HookClient(Client):
         super().__init__(path, hooks=("tool.call", "memory.block",
                                       "effort.judge"))
         self.hook_calls = []
+        self.progress = []
         self.hold_tools = hold_tools
         self.lock = threading.Lock()
 
@@ -61,6 +62,8 @@ class HookClient(Client):
                 if "error" in m:
                     raise AssertionError(m["error"])
                 return m["result"]
+            if m.get("method") == "turn.progress":
+                self.progress.append(m["params"]["phase"])
             if "method" in m and "id" in m:
                 with self.lock:
                     self.hook_calls.append(m["method"])
@@ -346,6 +349,28 @@ class Hostile(unittest.TestCase):
         self.assertTurnStopped(res, "tool_call")
         self.assertCounted("tool_call")
         self.assertLessEqual(c.hook_calls.count("tool.call"), 4)
+
+    def test_more_calls_told_than_the_budget(self):
+        """A broker that tells of more calls than the turn's budget is
+        stopped, and the client hears of no more than the budget; a turn
+        taken three times over is delivered once."""
+        c, res = self.turn("events")
+        self.assertTurnStopped(res, "budget")
+        self.assertCounted("budget")
+        self.assertEqual(c.progress.count("model_call"), MAX_CALLS,
+                         c.progress)
+        self.assertEqual(c.progress.count("delivered"), 1, c.progress)
+        self.assertUpstreamSaw(0)
+
+    def test_more_tool_calls_than_the_budget(self):
+        """Host tool calls count in the same budget as the calls egress
+        sees: after three model calls, the fourth tool call is one too
+        many, and the client's tool.call hook is never asked for it."""
+        c, res = self.turn("tool_budget")
+        self.assertTurnStopped(res, "budget")
+        self.assertCounted("budget")
+        self.assertEqual(c.hook_calls.count("tool.call"), MAX_CALLS - 3,
+                         c.hook_calls)
 
     def test_tool_input_not_an_object(self):
         c, res = self.turn("tool_input")

@@ -310,6 +310,41 @@ tool_call(uint64_t id, const char *turn, const char *name, const char *input)
 	send_obj(FD_PARENT, o, input, strlen(input), -1);
 }
 
+/* The answer to tool call id: 1, or 0 once the supervisor closed the
+ * edge. */
+static int
+wait_tool_answer(uint64_t id)
+{
+	cJSON	*o, *i;
+	int	 found;
+
+	for (;;) {
+		if ((o = recv_obj(FD_PARENT, NULL, NULL, NULL)) == NULL) {
+			say("the supervisor closed the edge");
+			return 0;
+		}
+		i = cJSON_GetObjectItemCaseSensitive(o, "id");
+		found = strcmp(type_of(o), "brk_tool_answer") == 0 &&
+		    cJSON_IsNumber(i) && (uint64_t)i->valuedouble == id;
+		cJSON_Delete(o);
+		if (found)
+			return 1;
+	}
+}
+
+/* What the real broker says once it sent a model call to egress. */
+static void
+call_event(const char *turn)
+{
+	cJSON	*o = obj("brk_event");
+
+	cJSON_AddStringToObject(o, "kind", "model_call");
+	cJSON_AddStringToObject(o, "route", "/anthropic/v1/messages");
+	cJSON_AddNumberToObject(o, "status", 0);
+	cJSON_AddStringToObject(o, "turn_id", turn);
+	send_obj(FD_PARENT, o, NULL, 0, -1);
+}
+
 static void
 result(const char *turn, const char *json)
 {
@@ -456,6 +491,28 @@ attack(void)
 	} else if (strcmp(hcase, "tool_flood") == 0) {
 		for (i = 1; i <= 5; i++)
 			tool_call(i, turn, "roll_dice", "{\"sides\":6}");
+	} else if (strcmp(hcase, "events") == 0) {
+		cJSON	*o;
+
+		/* taken three times over, then seven calls told, one past
+		 * the configuration's max_calls of 6 */
+		for (i = 0; i < 3; i++) {
+			o = obj("brk_delivered");
+			cJSON_AddStringToObject(o, "turn_id", turn);
+			send_obj(FD_PARENT, o, NULL, 0, -1);
+		}
+		for (i = 0; i < 7; i++)
+			call_event(turn);
+	} else if (strcmp(hcase, "tool_budget") == 0) {
+		/* one budget: three model calls told, then tool calls, one
+		 * at a time, until the fourth breaks it */
+		for (i = 0; i < 3; i++)
+			call_event(turn);
+		for (i = 1; i <= 4; i++) {
+			tool_call(i, turn, "roll_dice", "{\"sides\":6}");
+			if (!wait_tool_answer(i))
+				break;
+		}
 	} else if (strcmp(hcase, "tool_input") == 0)
 		tool_call(1, turn, "roll_dice", "[1,2,3]");
 	else if (strcmp(hcase, "result_text") == 0) {
