@@ -339,6 +339,10 @@ _Static_assert(BROKER_POLL_MS < WORKER_NEXT_TIMEOUT_MS,
 #define RESEARCH_READ_MAX		400000u
 /* Internal: tool calls run for one answer; later ones get an error. */
 #define RESEARCH_CALLS_MAX		16u
+/* Internal: web_search and fetch_content calls of one job in all, each
+ * step's over every step; the supervisor holds a job's searches to it,
+ * and egress its fetches. */
+#define RESEARCH_TOOL_CALLS_MAX		(RESEARCH_STEPS_MAX * RESEARCH_CALLS_MAX)
 
 /*
  * DESIGN.md 9 / attachments.fetch

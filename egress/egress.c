@@ -93,6 +93,7 @@ struct egress_peer {
 	size_t				 ep_ncalls;
 	TAILQ_HEAD(, egress_fetch)	 ep_fetches;
 	size_t				 ep_nfetches;
+	uint64_t			 ep_fetches_asked;	/* in all */
 	/* brokers: the profile, the bound turn and the last one ended */
 	struct egress_profile		*ep_profile;
 	uint64_t			 ep_max_output_tokens;	/* at attach */
@@ -1069,6 +1070,14 @@ egress_fetch(struct egress *eg, struct egress_peer *ep, struct msg *m)
 		return -1;
 	if (ep != NULL && egress_fetch_find(ep, m->m_id) != NULL)
 		return -1;
+	/* Each fetch a job asks for counts, refused or not: one more than
+	 * every step can run is a job taken over (DESIGN.md 1, invariant 7). */
+	if (ep != NULL && ++ep->ep_fetches_asked > RESEARCH_TOOL_CALLS_MAX) {
+		egress_violation(ep, VIOLATION_BUDGET, "more fetches than a "
+		    "research job makes");
+		egress_fetch_refuse(eg, ep, m->m_id, "too many fetches");
+		return 0;
+	}
 	fo.fo_url = url;
 	fo.fo_deadline_ms = deadline;
 	fo.fo_max_bytes = max_bytes;

@@ -29,6 +29,8 @@ struct research_job {
 	struct ctl_client	*rj_client;
 	struct event		*rj_deadline;
 	TAILQ_HEAD(, research_search) rj_searches;
+	unsigned		 rj_nsearches;	/* in flight */
+	uint64_t		 rj_searches_asked;	/* in all */
 };
 
 /* One web_search the job asked for, waiting for the client's hook. */
@@ -123,6 +125,7 @@ static void
 research_child_event(struct child *c, int ready, void *arg)
 {
 	struct research_job	*rj = arg;
+	char			 why[96];
 
 	if (ready) {
 		log_debug("channel %s: research job %llu running", rj->rj_key,
@@ -131,8 +134,13 @@ research_child_event(struct child *c, int ready, void *arg)
 	}
 	rj->rj_child = NULL;
 	sv->sv_count.sc_failures++;
-	research_end(rj, research_failure("failed",
-	    "the research job ended without a report"));
+	if (c->c_violation != VIOLATION_NONE) {
+		snprintf(why, sizeof(why), "the research job broke a rule (%s) "
+		    "and was stopped", violation_name(c->c_violation));
+		research_end(rj, research_failure("failed", why));
+	} else
+		research_end(rj, research_failure("failed",
+		    "the research job ended without a report"));
 }
 
 static void
@@ -153,6 +161,7 @@ research_search_answer(struct research_search *rs, int ok, const char *text,
 	else
 		msgb_free(&mb);
 	TAILQ_REMOVE(&rj->rj_searches, rs, rs_entry);
+	rj->rj_nsearches--;
 	free(rs);
 }
 
@@ -185,8 +194,14 @@ research_search_done(cJSON *result, const char *error, void *arg)
 	research_search_answer(rs, 1, text->valuestring, NULL);
 }
 
+/*
+ * A web_search of the job, for the client's search.query hook.  A job runs
+ * at most one answer's tool calls at once, and every step's in all; past
+ * either it was taken over, and is stopped before the client is asked
+ * (DESIGN.md 1, invariants 6 and 7).
+ */
 static int
-research_search(struct research_job *rj, struct msg *m)
+research_search(struct research_job *rj, struct child *c, struct msg *m)
 {
 	struct research_search	*rs;
 	const char		*query;
@@ -198,11 +213,22 @@ research_search(struct research_job *rj, struct msg *m)
 	if (utf8_text_check(query, strlen(query), RESEARCH_QUERY_MAX) == -1 ||
 	    query[0] == '\0')
 		return -1;
+	if (rj->rj_nsearches >= RESEARCH_CALLS_MAX) {
+		child_violation(c, VIOLATION_IN_FLIGHT, "more web searches in "
+		    "flight than one answer runs");
+		return 0;
+	}
+	if (++rj->rj_searches_asked > RESEARCH_TOOL_CALLS_MAX) {
+		child_violation(c, VIOLATION_BUDGET, "more web searches than a "
+		    "research job makes");
+		return 0;
+	}
 	if ((rs = calloc(1, sizeof(*rs))) == NULL)
 		fatal("%s", __func__);
 	rs->rs_job = rj;
 	rs->rs_id = m->m_id;
 	TAILQ_INSERT_TAIL(&rj->rj_searches, rs, rs_entry);
+	rj->rj_nsearches++;
 	if (rj->rj_client == NULL ||
 	    (ctl_client_hooks(rj->rj_client) & HOOK_SEARCH_QUERY) == 0) {
 		research_search_answer(rs, 0, NULL,
@@ -268,7 +294,7 @@ research_child_msg(struct child *c, struct msg *m, void *arg)
 
 	switch (m->m_type) {
 	case MSG_RES_SEARCH:
-		return research_search(rj, m);
+		return research_search(rj, c, m);
 	case MSG_RES_REPORT:
 		return research_report(rj, m);
 	default:

@@ -403,6 +403,38 @@ class Hostile(unittest.TestCase):
         self.assertFalse(r["ok"], r)
         return r
 
+    def test_research_job_searches_past_every_step(self):
+        """24 steps of 16 calls: the 385th web_search stops the job."""
+        r = self.research("research_searches")
+        self.assertIn("broke a rule (budget)", r["message"])
+        self.assertCounted("budget")
+
+    def test_research_job_fetches_past_every_step(self):
+        r = self.research("research_fetches")
+        self.assertIn("broke a rule (budget)", r["message"])
+        self.assertCounted("budget")
+
+    def test_research_job_searches_in_flight(self):
+        """A client that holds its search.query answers is asked at most
+        16 times at once: the 17th search stops the job."""
+        c = Client(self.d.socket, hooks=("search.query",))
+        self.addCleanup(c.close)
+        c.sock.settimeout(60)
+        rid = c.request("research.run", {
+            "channel": "hostile:research_search_flight", "task": "find out",
+            "author": {"id": "u1", "name": "A"}})
+        asked = 0
+        while True:
+            m = c.read_message()
+            if m.get("method") == "search.query":
+                asked += 1      # held: never answered
+            elif m.get("id") == rid:
+                break
+        self.assertFalse(m["result"]["ok"], m)
+        self.assertIn("broke a rule (in_flight)", m["result"]["message"])
+        self.assertCounted("in_flight")
+        self.assertLessEqual(asked, 16)
+
     def test_research_job_another_model(self):
         self.research("research_model")
         self.assertCounted("model")

@@ -538,10 +538,41 @@ attack(void)
 	free(turn);
 }
 
+/* n frames of type t at once, ids from 1, each with its one field. */
+static void
+research_flood(const char *t, size_t n)
+{
+	cJSON	*o;
+	size_t	 i;
+
+	for (i = 1; i <= n; i++) {
+		o = obj(t);
+		cJSON_AddNumberToObject(o, "id", (double)i);
+		if (strcmp(t, "res_search") == 0) {
+			cJSON_AddStringToObject(o, "query", "rtsandbox");
+			send_obj(FD_PARENT, o, NULL, 0, -1);
+		} else {
+			/* refused by egress at once: no fetch runs */
+			cJSON_AddStringToObject(o, "url", "ftp://example.org/");
+			cJSON_AddNumberToObject(o, "deadline_ms", 1000);
+			cJSON_AddNumberToObject(o, "max_bytes", 1024);
+			cJSON_AddNumberToObject(o, "max_redirects", 0);
+			send_obj(FD_EGRESS, o, NULL, 0, -1);
+		}
+	}
+}
+
 static void
 research_attack(void)
 {
-	if (strcmp(hcase, "research_model") == 0)
+	/* a job runs at most 16 tool calls at once, 24 x 16 in all */
+	if (strcmp(hcase, "research_searches") == 0)
+		research_flood("res_search", 24 * 16 + 1);
+	else if (strcmp(hcase, "research_search_flight") == 0)
+		research_flood("res_search", 17);
+	else if (strcmp(hcase, "research_fetches") == 0)
+		research_flood("egr_fetch", 24 * 16 + 1);
+	else if (strcmp(hcase, "research_model") == 0)
 		model_call(NULL, "{\"model\":\"other-model\",\"messages\":[],"
 		    "\"max_tokens\":1024}");
 	else if (strcmp(hcase, "research_mcp") == 0)
