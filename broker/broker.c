@@ -1375,12 +1375,19 @@ broker_configured(struct role_parent *rp, void *arg)
 	static const struct http_server_cbs cbs = {
 		broker_on_head, broker_on_close
 	};
-	struct broker	*br = arg;
+	struct broker		*br = arg;
+	struct http_limits	 lim;
 
 	if (br->br_channel == NULL)
 		return "no configuration";
+	http_limits_default(&lim);
+#ifdef RTSANDBOX_FUZZING
+	/* fuzz_broker's inputs are thousands of workers a second on one
+	 * broker: resting would leave most of them unserved. */
+	lim.hl_refusals = 0;
+#endif
 	br->br_http = http_server_new(br->br_base, br->br_listen_fd, &cbs, br,
-	    NULL);
+	    &lim);
 	if (br->br_http == NULL)
 		return "cannot serve the listening socket";
 	/* The startup window exists when the broker starts. */

@@ -24,12 +24,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -46,6 +48,11 @@
 #define HTTP_ACCEPT_BURST	1
 /* How long the listener rests when descriptors or memory run out. */
 #define HTTP_ACCEPT_PAUSE_MS	1000
+/* Rests after refusals are logged at most once in this time. */
+#define HTTP_REST_LOG_MS	60000
+/* A refused request counts once more for each of these read of its body:
+ * reading 96 MiB to refuse them costs what a hundred small refusals do. */
+#define HTTP_REFUSAL_BYTES	(1024 * 1024)
 /* Bytes per read and per writev: fewer wake-ups on large bodies. */
 #define HTTP_READ_MAX		65536
 /* The read tried as soon as a connection is taken: a small call whole. */
@@ -118,6 +125,8 @@ struct http_conn {
 	http_conn_cb		 c_on_drain;
 	size_t			 c_lowat;
 	int			 c_drain_armed;
+	int			 c_status;	/* of the answer, 0: none */
+	size_t			 c_body_in;	/* body bytes read */
 	void			*c_data;
 };
 TAILQ_HEAD(http_connq, http_conn);
@@ -134,12 +143,19 @@ struct http_server {
 	size_t			 s_moved;	/* bytes since the last trim */
 	int			 s_corked;
 	TAILQ_HEAD(, http_conn)	 s_dirty;	/* to write when uncorked */
+	int			 s_resting;	/* the listener waits for s_pause */
+	unsigned		 s_refused;	/* refusals in the window */
+	int64_t			 s_refused_since; /* the window's start, ms */
+	unsigned		 s_rests;
+	unsigned		 s_rests_unlogged;
+	int64_t			 s_rest_logged;	/* ms, or 0 */
 };
 
 static void	conn_input(struct http_conn *);
 static void	conn_close(struct http_conn *);
 static void	conn_kick(struct http_conn *);
 static void	conn_flush_done(struct http_conn *);
+static void	http_refused(struct http_server *, unsigned);
 
 void
 http_limits_default(struct http_limits *lim)
@@ -148,6 +164,8 @@ http_limits_default(struct http_limits *lim)
 	lim->hl_head_ms = BROKER_HEADER_TIMEOUT_MS;
 	lim->hl_silence_ms = BROKER_SILENCE_MS;
 	lim->hl_linger_ms = HTTP_LINGER_MS;
+	lim->hl_refusals = BROKER_REFUSALS_MAX;
+	lim->hl_refusal_ms = BROKER_REFUSAL_WINDOW_MS;
 }
 
 const char *
@@ -286,6 +304,8 @@ conn_close(struct http_conn *c)
 	}
 	c->c_npiov = c->c_npsize = 0;
 	c->c_state = C_CLOSED;
+	if (c->c_status == 0 || c->c_status >= 400)
+		http_refused(c->c_srv, 1 + c->c_body_in / HTTP_REFUSAL_BYTES);
 	bufferevent_free(c->c_bev);
 	c->c_bev = NULL;
 	c->c_srv->s_nconn--;
@@ -537,6 +557,7 @@ conn_put_head(struct http_conn *c, int status, const char *ctype,
 	size_t		 i;
 	int		 rv = 0;
 
+	c->c_status = status;
 	rv |= evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status,
 	    http_reason(status)) == -1 ? -1 : 0;
 	if (ctype != NULL) {
@@ -1004,6 +1025,7 @@ conn_body_append(void *arg, const char *data, size_t len)
 	}
 	memcpy(c->c_body + c->c_body_len, data, len);
 	c->c_body_len += len;
+	c->c_body_in += len;
 	c->c_srv->s_moved += len;
 	return 0;
 }
@@ -1027,6 +1049,7 @@ conn_read_body(struct http_conn *c)
 			return;
 		}
 		c->c_body_len += n;
+		c->c_body_in += n;
 		c->c_srv->s_moved += n;
 		if (c->c_body_len == c->c_head.h_content_length)
 			conn_body_done(c);
@@ -1351,16 +1374,18 @@ conn_new(struct http_server *srv, int fd)
 
 /* Without its timer the listener keeps accepting rather than stop. */
 static void
-http_accept_pause(struct http_server *srv)
+http_accept_pause(struct http_server *srv, int ms)
 {
 	struct timeval	 tv;
 
-	if (evtimer_add(srv->s_pause, ms_to_tv(HTTP_ACCEPT_PAUSE_MS, &tv)) ==
-	    -1) {
+	if (srv->s_resting)
+		return;
+	if (evtimer_add(srv->s_pause, ms_to_tv(ms, &tv)) == -1) {
 		log_warnx("%s: evtimer_add", __func__);
 		return;
 	}
 	event_del(srv->s_ev);
+	srv->s_resting = 1;
 }
 
 static void
@@ -1369,13 +1394,69 @@ http_accept_resume(evutil_socket_t fd, short ev, void *arg)
 	struct http_server	*srv = arg;
 	struct timeval		 tv;
 
+	/* A rest lasts until the window is over: a new one begins. */
+	srv->s_resting = 0;
+	srv->s_refused = 0;
 	if (event_add(srv->s_ev, NULL) == -1) {
 		log_warnx("%s: event_add", __func__);
 		if (evtimer_add(srv->s_pause, ms_to_tv(HTTP_ACCEPT_PAUSE_MS,
 		    &tv)) == -1)
 			log_warnx("%s: the listener stops: evtimer_add",
 			    __func__);
+		else
+			srv->s_resting = 1;
 	}
+}
+
+static int64_t
+mono_ms(void)
+{
+	struct timespec	 ts;
+
+	/* From the vDSO: no system call. */
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * A connection ended refused: answered 400 or more, closed unanswered, or
+ * turned away at the connection limit; it counts n (HTTP_REFUSAL_BYTES).
+ * Past hl_refusals within hl_refusal_ms, the listener rests until that
+ * time is over, so that a peer that floods the broker with refused
+ * requests is served at that pace (BROKER_REFUSALS_MAX).
+ */
+static void
+http_refused(struct http_server *srv, unsigned n)
+{
+	int64_t	 now, left;
+
+	if (srv->s_lim.hl_refusals == 0)
+		return;
+	now = mono_ms();
+	if (srv->s_refused == 0 ||
+	    now - srv->s_refused_since >= srv->s_lim.hl_refusal_ms) {
+		srv->s_refused_since = now;
+		srv->s_refused = 0;
+	}
+	srv->s_refused = n > UINT_MAX - srv->s_refused ? UINT_MAX :
+	    srv->s_refused + n;
+	if (srv->s_refused < srv->s_lim.hl_refusals || srv->s_resting)
+		return;
+	left = srv->s_refused_since + srv->s_lim.hl_refusal_ms - now;
+	if (left < 1)
+		left = 1;
+	srv->s_rests++;
+	srv->s_rests_unlogged++;
+	if (srv->s_rest_logged == 0 ||
+	    now - srv->s_rest_logged >= HTTP_REST_LOG_MS) {
+		log_warnx("%u refusals within %d ms: new connections "
+		    "wait %lld ms (%u such rests since the last report)",
+		    srv->s_refused, srv->s_lim.hl_refusal_ms, (long long)left,
+		    srv->s_rests_unlogged);
+		srv->s_rest_logged = now;
+		srv->s_rests_unlogged = 0;
+	}
+	http_accept_pause(srv, (int)left);
 }
 
 static void
@@ -1384,7 +1465,7 @@ http_accept(evutil_socket_t fd, short ev, void *arg)
 	struct http_server	*srv = arg;
 	int			 i, s;
 
-	for (i = 0; i < HTTP_ACCEPT_BURST; i++) {
+	for (i = 0; i < HTTP_ACCEPT_BURST && !srv->s_resting; i++) {
 		if ((s = accept4(fd, NULL, NULL,
 		    SOCK_NONBLOCK | SOCK_CLOEXEC)) == -1) {
 			switch (errno) {
@@ -1398,7 +1479,7 @@ http_accept(evutil_socket_t fd, short ev, void *arg)
 			case ENOBUFS:
 			case ENOMEM:
 				log_warn("%s: accept4", __func__);
-				http_accept_pause(srv);
+				http_accept_pause(srv, HTTP_ACCEPT_PAUSE_MS);
 				return;
 			default:
 				log_warn("%s: accept4", __func__);
@@ -1411,6 +1492,7 @@ http_accept(evutil_socket_t fd, short ev, void *arg)
 			    srv->s_nconn);
 			if (close(s) == -1)
 				log_warn("%s: close", __func__);
+			http_refused(srv, 1);
 			continue;
 		}
 		conn_new(srv, s);
@@ -1428,7 +1510,8 @@ http_server_new(struct event_base *base, int fd,
 
 	if (cbs == NULL || cbs->on_head == NULL || (lim != NULL &&
 	    (lim->hl_conn_max == 0 || lim->hl_head_ms <= 0 ||
-	    lim->hl_silence_ms <= 0 || lim->hl_linger_ms <= 0))) {
+	    lim->hl_silence_ms <= 0 || lim->hl_linger_ms <= 0 ||
+	    (lim->hl_refusals > 0 && lim->hl_refusal_ms <= 0)))) {
 		log_warnx("%s: invalid arguments", __func__);
 		return NULL;
 	}
@@ -1496,6 +1579,12 @@ unsigned
 http_server_nconn(const struct http_server *srv)
 {
 	return srv->s_nconn;
+}
+
+unsigned
+http_server_rests(const struct http_server *srv)
+{
+	return srv->s_rests;
 }
 
 void

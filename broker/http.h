@@ -30,6 +30,10 @@ struct http_limits {
 	int		 hl_head_ms;	/* BROKER_HEADER_TIMEOUT_MS */
 	int		 hl_silence_ms;	/* BROKER_SILENCE_MS, not for GET */
 	int		 hl_linger_ms;	/* HTTP_LINGER_MS */
+	/* After hl_refusals refusals within hl_refusal_ms of the first, the
+	 * listener rests until that time is over; 0: it never rests. */
+	unsigned	 hl_refusals;	/* BROKER_REFUSALS_MAX */
+	int		 hl_refusal_ms;	/* BROKER_REFUSAL_WINDOW_MS */
 };
 void		 http_limits_default(struct http_limits *);
 
@@ -84,6 +88,8 @@ struct http_server *http_server_new(struct event_base *, int listen_fd,
 void		 http_server_free(struct http_server *);
 /* Open connections (the refused ones are never counted). */
 unsigned	 http_server_nconn(const struct http_server *);
+/* Times the listener rested after too many refusals (hl_refusals). */
+unsigned	 http_server_rests(const struct http_server *);
 /*
  * While corked, what is queued on any connection waits, and uncorking
  * writes it, one writev(2) per connection: a router that answers several

@@ -136,6 +136,18 @@ _Static_assert(BROKER_POLL_MS < WORKER_NEXT_TIMEOUT_MS,
 #define BROKER_HEADER_TIMEOUT_MS	10000
 /* "a 120 s silence limit on body reads and writes". */
 #define BROKER_SILENCE_MS		120000
+/*
+ * Not in PROTOCOL.md: a worker whose connections end refused (an answer of
+ * 400 or more, closed unanswered, or past the 16) 64 times within a second
+ * is not served for the rest of that second: its connections wait in the
+ * listen queue.  A refused body counts once more per MiB read, so that
+ * bodies of 64 MiB or more are refused about once a second at most.  A
+ * flood of refused calls then costs its broker almost nothing instead of
+ * most of a core (DESIGN.md 1, invariant 7); a worker that keeps to the
+ * contract is never refused that often.
+ */
+#define BROKER_REFUSALS_MAX		64u
+#define BROKER_REFUSAL_WINDOW_MS	1000
 
 /*
  * 4. Bodies

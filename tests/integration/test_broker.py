@@ -2075,6 +2075,38 @@ class Bounds(BrokerCase):
         self.assertEqual(self.broker_pid(), pid)
         self.assertEqual(len(self.fu.requests(path="/v1/*")), 1)
 
+    def test_refused_flood_rests(self):
+        """A worker whose requests are refused 64 times within a second is
+        not served for the rest of that second (BROKER_REFUSALS_MAX): the
+        broker says so in the log once, stays up, and serves again."""
+        key = "brk-bounds-flood"
+        self.start_channel(key)
+        w = self.worker(key)
+        pid = self.broker_pid(key)
+        mark = len(self.d.read_log())
+        # no turn bound: a model call is 410
+        for _ in range(63):
+            self.assertAnswer(w.model(timeout=10), 410)
+        self.assertNotIn("refusals within",
+                         self.d.read_log()[mark:])
+        self.assertAnswer(w.model(timeout=10), 410)
+        deadline = time.monotonic() + 10
+        while ("64 refusals within 1000 ms"
+               not in self.d.read_log()[mark:]):
+            self.assertLess(time.monotonic(), deadline,
+                            self.d.read_log()[mark:])
+            time.sleep(0.05)
+        t0 = time.monotonic()
+        for _ in range(200):
+            self.assertAnswer(w.model(timeout=10), 410)
+        # served at 64 a second at most: 200 take three rests or more
+        self.assertGreater(time.monotonic() - t0, 2.5)
+        # logged once a minute at most
+        self.assertEqual(self.d.read_log()[mark:].count(
+            "refusals within"), 1)
+        self.assertEqual(self.broker_pid(key), pid)
+        mcp_admitted(self, w.mcp(rpc("ping", 1)))
+
     @staticmethod
     def raw_request(target, body, headers):
         """A request whose header values are bytes, sent as they are."""

@@ -1075,6 +1075,131 @@ START_TEST(test_bad_heads)
 END_TEST
 
 static void
+t_on_body_refuse(struct http_conn *c, const char *body, size_t len,
+    void *arg)
+{
+	struct t	*t = arg;
+
+	t->nbody++;
+	t->rv[t->nrv++] = http_respond_text(c, 413, "too much");
+}
+
+/* A 404 for "/no", a 413 once the body of "/body" is read, a 200 for
+ * anything else. */
+static void
+router_refuse(struct t *t, struct http_conn *c, const struct http_head *h)
+{
+	int	 no = strncmp(h->h_target, "/no", 3) == 0;
+
+	if (strcmp(h->h_target, "/body") == 0) {
+		ck_assert_int_eq(http_read_body(c, 8 * MIB_, t_on_body_refuse,
+		    t_on_body_err), 0);
+		return;
+	}
+	t->rv[t->nrv++] = http_respond_text(c, no ? 404 : 200,
+	    no ? "no" : "hello");
+}
+
+static void
+cl_refused(struct t *t, int n)
+{
+	struct resp	 r;
+	int		 i;
+
+	for (i = 0; i < n; i++) {
+		cl_exchange(t, "GET /no HTTP/1.1\r\nHost: b\r\n\r\n", &r);
+		assert_text(&r, 404, "no");
+		resp_free(&r);
+	}
+}
+
+static void
+client_refusals(struct t *t)
+{
+	struct resp	 r;
+	int64_t		 t0;
+	size_t		 len = 3 * MIB_ + 256;
+	char		*big;
+	int		 i, n, fd;
+
+	/* Answers under 400 are not refusals. */
+	for (i = 0; i < 3 * (int)t->lim.hl_refusals; i++) {
+		cl_exchange(t, "GET / HTTP/1.1\r\nHost: b\r\n\r\n", &r);
+		assert_text(&r, 200, "hello");
+		resp_free(&r);
+	}
+
+	/* Three 404 and a bad head: the listener rests until the window
+	 * that began with the first is over, and the next connection,
+	 * taken into the listen queue, is served only then. */
+	t0 = now_ms();
+	cl_refused(t, (int)t->lim.hl_refusals - 1);
+	cl_exchange(t, "GET / HTTP/1.1\r\n\r\n", &r);
+	assert_text(&r, 400, "bad request");
+	resp_free(&r);
+	cl_exchange(t, "GET / HTTP/1.1\r\nHost: b\r\n\r\n", &r);
+	ck_assert_int_ge(now_ms() - t0, t->lim.hl_refusal_ms - CLOCK_SLACK_MS);
+	assert_text(&r, 200, "hello");
+	resp_free(&r);
+
+	/* A new window: one refusal fewer than the bound rests nothing. */
+	cl_refused(t, (int)t->lim.hl_refusals - 1);
+	msleep(t->lim.hl_refusal_ms + 50);
+
+	/* Connections closed unanswered count too. */
+	t0 = now_ms();
+	for (i = 0; i < (int)t->lim.hl_refusals; i++) {
+		fd = cl_connect(t);
+		ck_assert_int_eq(shutdown(fd, SHUT_WR), 0);
+		cl_read(fd, &r);
+		ck_assert_uint_eq(r.len, 0);
+		ck_assert(r.eof);
+		resp_free(&r);
+		close(fd);
+	}
+	cl_exchange(t, "GET / HTTP/1.1\r\nHost: b\r\n\r\n", &r);
+	ck_assert_int_ge(now_ms() - t0, t->lim.hl_refusal_ms - CLOCK_SLACK_MS);
+	assert_text(&r, 200, "hello");
+	resp_free(&r);
+	msleep(t->lim.hl_refusal_ms + 50);
+
+	/* A refused body counts once more per MiB read: 3 MiB and the
+	 * answer are four refusals. */
+	ck_assert_ptr_nonnull(big = malloc(len));
+	n = snprintf(big, len, "POST /body HTTP/1.1\r\nHost: b\r\n"
+	    "Content-Length: %u\r\n\r\n", 3 * MIB_);
+	memset(big + n, 'x', 3 * MIB_);
+	t0 = now_ms();
+	fd = cl_connect(t);
+	cl_send(fd, big, n + 3 * MIB_);
+	cl_read(fd, &r);
+	close(fd);
+	assert_text(&r, 413, "too much");
+	resp_free(&r);
+	free(big);
+	cl_exchange(t, "GET / HTTP/1.1\r\nHost: b\r\n\r\n", &r);
+	ck_assert_int_ge(now_ms() - t0, t->lim.hl_refusal_ms - CLOCK_SLACK_MS);
+	assert_text(&r, 200, "hello");
+	resp_free(&r);
+}
+
+START_TEST(test_refusals_rest)
+{
+	struct t	 t;
+
+	t_init(&t, router_refuse, client_refusals);
+	t.lim.hl_refusals = 4;
+	t.lim.hl_refusal_ms = 500;
+	t.want_closes = 3 * 4 + 3 + 1 + 3 + 1 + 2;
+	t_run(&t);
+	ck_assert_uint_eq(http_server_rests(t.srv), 3);
+	ck_assert_int_eq(t.nbody, 1);
+	ck_assert_uint_eq(http_server_nconn(t.srv), 0);
+	t_free(&t);
+}
+END_TEST
+
+static void
 client_body_silence(struct t *t)
 {
 	struct resp	 r;
@@ -1864,6 +1989,14 @@ START_TEST(test_server_args)
 	ck_assert_int_eq(lim.hl_head_ms, 10000);
 	ck_assert_int_eq(lim.hl_silence_ms, 120000);
 	ck_assert_ptr_null(http_server_new(base, sv[0], &nocbs, NULL, NULL));
+	ck_assert_uint_eq(lim.hl_refusals, 64);
+	ck_assert_int_eq(lim.hl_refusal_ms, 1000);
+	lim.hl_refusal_ms = 0;
+	ck_assert_ptr_null(http_server_new(base, sv[0], &cbs, NULL, &lim));
+	lim.hl_refusals = 0;
+	ck_assert_ptr_nonnull(srv = http_server_new(base, sv[0], &cbs, NULL,
+	    &lim));
+	http_server_free(srv);
 	lim.hl_conn_max = 0;
 	ck_assert_ptr_null(http_server_new(base, sv[0], &cbs, NULL, &lim));
 	ck_assert_ptr_null(http_server_new(base, -1, &cbs, NULL, NULL));
@@ -1901,6 +2034,7 @@ http_suite(void)
 	tcase_add_test(tc, test_body_aborted);
 	tcase_add_test(tc, test_expect_continue);
 	tcase_add_test(tc, test_conn_limit);
+	tcase_add_test(tc, test_refusals_rest);
 	tcase_add_test(tc, test_slowloris);
 	tcase_add_test(tc, test_bad_heads);
 	tcase_add_test(tc, test_body_silence);
