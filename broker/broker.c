@@ -133,14 +133,6 @@ struct broker {
 	TAILQ_HEAD(, call)	 br_batch;	/* got data from this read */
 };
 
-static uint64_t
-now_ms(void)
-{
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Scopes */
 
@@ -176,7 +168,7 @@ scope_current(struct broker *br)
 
 	if (sc == NULL || sc->sc_ended)
 		return NULL;
-	if (sc->sc_deadline != 0 && now_ms() >= sc->sc_deadline)
+	if (sc->sc_deadline != 0 && proc_now_ms() >= sc->sc_deadline)
 		return NULL;
 	return sc;
 }
@@ -185,7 +177,7 @@ static int
 window_used_up(const struct scope *sc)
 {
 	return sc->sc_ended || sc->sc_calls_left == 0 ||
-	    (sc->sc_deadline != 0 && now_ms() >= sc->sc_deadline);
+	    (sc->sc_deadline != 0 && proc_now_ms() >= sc->sc_deadline);
 }
 
 /*
@@ -197,7 +189,7 @@ static void
 window_rearm(struct broker *br)
 {
 	struct scope	*sc = br->br_scope;
-	uint64_t	 now = now_ms();
+	uint64_t	 now = proc_now_ms();
 
 	if (sc != NULL && sc->sc_turn)
 		return;
@@ -1210,7 +1202,7 @@ broker_bind(struct broker *br, struct msg *m)
 	    &calls) == -1 ||
 	    msg_end(m) == -1 || rebuild_level_parse(thinking, &level) == -1)
 		return -1;
-	if ((sc = scope_new(1, calls, now_ms() + deadline_ms)) == NULL)
+	if ((sc = scope_new(1, calls, proc_now_ms() + deadline_ms)) == NULL)
 		fatal("%s", __func__);
 	sc->sc_turn_id = xstrdup(turn_id);
 	sc->sc_level = level;

@@ -31,7 +31,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -41,6 +40,7 @@
 #include "http.h"
 #include "limits.h"
 #include "log.h"
+#include "proc.h"
 
 /* Connections taken per wake-up of the listener: one, as the listener
  * stays ready while more wait, and trying for a second that is not there
@@ -1408,16 +1408,6 @@ http_accept_resume(evutil_socket_t fd, short ev, void *arg)
 	}
 }
 
-static int64_t
-mono_ms(void)
-{
-	struct timespec	 ts;
-
-	/* From the vDSO: no system call. */
-	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /*
  * A connection ended refused: answered 400 or more, closed unanswered, or
  * turned away at the connection limit; it counts n (HTTP_REFUSAL_BYTES).
@@ -1432,7 +1422,7 @@ http_refused(struct http_server *srv, unsigned n)
 
 	if (srv->s_lim.hl_refusals == 0)
 		return;
-	now = mono_ms();
+	now = (int64_t)proc_now_ms();
 	if (srv->s_refused == 0 ||
 	    now - srv->s_refused_since >= srv->s_lim.hl_refusal_ms) {
 		srv->s_refused_since = now;

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -344,4 +345,13 @@ proc_drop_text(void)
 	pd.pd_failed = 0;
 	(void)dl_iterate_phdr(proc_drop_object, &pd);
 	return pd.pd_failed;
+}
+
+uint64_t
+proc_now_ms(void)
+{
+	struct timespec	 ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }

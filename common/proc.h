@@ -7,6 +7,8 @@
 
 #include <sys/types.h>
 
+#include <stdint.h>
+
 enum proc_role {
 	PROC_SUPERVISOR = 0,
 	PROC_FSGUARD,
@@ -61,5 +63,8 @@ int	proc_drop_text(void);
 /* Resident and proportional set size in KiB from /proc; -1 when unknown. */
 long	proc_rss_kib(pid_t);
 long	proc_pss_kib(pid_t);
+
+/* The monotonic clock in ms, from the vDSO: no system call. */
+uint64_t proc_now_ms(void);
 
 #endif

@@ -529,14 +529,6 @@ egress_mcp_find(const struct egress *eg, const char *name)
 	return NULL;
 }
 
-static uint64_t
-now_ms(void)
-{
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /*
  * A rule broken by a peer (DESIGN.md 1, invariant 6): logged with the
@@ -598,7 +590,7 @@ egress_inflight(const struct egress_peer *ep, unsigned scope)
 static int
 egress_window_take(struct egress_peer *ep)
 {
-	uint64_t	 now = now_ms();
+	uint64_t	 now = proc_now_ms();
 
 	ep->ep_window_tokens += (double)(now - ep->ep_window_at) *
 	    EGRESS_WINDOW_PER_MS;
@@ -652,7 +644,7 @@ egress_scope(struct egress_peer *ep, const char *turn_id,
 		return VIOLATION_NONE;
 	}
 	if (ep->ep_turn_id != NULL && strcmp(turn_id, ep->ep_turn_id) == 0) {
-		if (now_ms() >= ep->ep_turn_deadline) {
+		if (proc_now_ms() >= ep->ep_turn_deadline) {
 			*ended = 1;
 			return VIOLATION_NONE;
 		}
@@ -1435,7 +1427,7 @@ egress_attach(struct egress *eg, struct msg *m)
 	ep->ep_level = level;
 	ep->ep_calls_left = calls;
 	ep->ep_window_tokens = EGRESS_WINDOW_BURST;
-	ep->ep_window_at = now_ms();
+	ep->ep_window_at = proc_now_ms();
 	if (asprintf(&ep->ep_name, "%s[%s]", proc_role_name(r), channel) ==
 	    -1)
 		fatal("%s", __func__);
@@ -1491,7 +1483,7 @@ egress_bind(struct egress *eg, struct msg *m)
 	ep->ep_turn_id = xstrdup_opt(turn_id);
 	ep->ep_turn_level = level;
 	ep->ep_turn_calls_left = calls;
-	ep->ep_turn_deadline = now_ms() + deadline_ms;
+	ep->ep_turn_deadline = proc_now_ms() + deadline_ms;
 	ep->ep_turn_gen++;
 	log_debug("%s: turn %s bound (%s, %llu calls)", ep->ep_name, turn_id,
 	    thinking, (unsigned long long)calls);

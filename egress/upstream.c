@@ -266,14 +266,6 @@ up_result_to_string(enum up_result r)
 	return "other error";
 }
 
-static uint64_t
-now_ms(void)
-{
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static char *
 up_strdup(const char *s)
@@ -777,7 +769,7 @@ up_conn_release(struct up_conn *co, int reusable)
 	}
 	/* Pooled connections read, to see a close. */
 	up_ev_add(co->co_rev, &co->co_rev_on);
-	co->co_idle_ms = now_ms();
+	co->co_idle_ms = proc_now_ms();
 	co->co_idle = 1;
 	TAILQ_INSERT_HEAD(&up->up_idle, co, co_idle_entry);
 	up->up_nidle++;
@@ -837,7 +829,7 @@ static struct up_conn *
 up_pool_take(struct upstream *up, const char *key)
 {
 	struct up_conn	*co, *next;
-	uint64_t	 now = now_ms();
+	uint64_t	 now = proc_now_ms();
 	ssize_t		 n;
 	uint8_t		 b;
 
@@ -1452,7 +1444,7 @@ static int
 up_dns_find(struct upstream *up, struct up_call *c)
 {
 	struct up_dns	*dn;
-	uint64_t	 now = now_ms();
+	uint64_t	 now = proc_now_ms();
 	size_t		 i;
 
 	for (i = 0; i < UP_DNS_CACHE; i++) {
@@ -1491,7 +1483,7 @@ up_dns_put(struct upstream *up, const struct up_call *c)
 	memcpy(slot->dn_addr, c->uc_addr, sizeof(slot->dn_addr));
 	memcpy(slot->dn_addrlen, c->uc_addrlen, sizeof(slot->dn_addrlen));
 	slot->dn_naddr = c->uc_naddr;
-	slot->dn_until = now_ms() + UP_DNS_TTL_MS;
+	slot->dn_until = proc_now_ms() + UP_DNS_TTL_MS;
 }
 
 /* The call's port into each address. */
