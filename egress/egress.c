@@ -15,13 +15,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cjson/cJSON.h>
 #include <event2/event.h>
-#include <event2/util.h>
 
 #include "buildconf.h"
 #include "cred.h"
 #include "egress.h"
+#include "egress_int.h"
 #include "fetch.h"
 #include "hdrs.h"
 #include "policy.h"
@@ -30,16 +29,9 @@
 #include "limits.h"
 #include "log.h"
 #include "proc.h"
-#include "netvet.h"
 #include "role.h"
 #include "sandbox.h"
 #include "violation.h"
-
-/* Fetches one research job may have running at once; each holds up to
- * FETCH_BYTES_MAX. */
-#define EGRESS_PEER_FETCHES_MAX	8u
-/* The largest integer a JSON number carries exactly. */
-#define EGRESS_UINT_MAX		UINT64_C(9007199254740991)
 
 /* Calls held for one peer, and for every peer together; each call keeps
  * its body (up to the edge's data bound) until it ends, so these bound
@@ -58,125 +50,7 @@
 #define EGRESS_WINDOW_BURST	(2 * STARTUP_CALLS)
 #define EGRESS_WINDOW_PER_MS	((double)STARTUP_CALLS / STARTUP_REARM_MS)
 
-struct egress_mcp {
-	char			*em_name;
-	char			*em_url;
-	char			**em_tools;
-	size_t			 em_ntools;
-};
-
-/*
- * A profile of the configuration: its model and its own copy of its MCP
- * servers.  A reload retires it (eg_retired) while peers attached before
- * still hold it (epr_refs), and frees it when the last is gone.
- */
-struct egress_profile {
-	TAILQ_ENTRY(egress_profile)	 epr_entry;
-	char				*epr_name;
-	char				*epr_model;
-	struct egress_mcp		 epr_mcp[MCP_SERVERS_MAX];
-	size_t				 epr_nmcp;
-	unsigned			 epr_refs;
-	int				 epr_retired;
-};
-TAILQ_HEAD(egress_profile_list, egress_profile);
-
-/* One broker (or research job) edge, and the policy it is held to. */
-struct egress_peer {
-	TAILQ_ENTRY(egress_peer)	 ep_entry;
-	struct egress			*ep_egress;
-	struct frame_conn		*ep_conn;
-	enum proc_role			 ep_role;
-	uint64_t			 ep_id;		/* the supervisor's */
-	char				*ep_name;	/* "broker[chan]" */
-	TAILQ_HEAD(, egress_call)	 ep_calls;
-	size_t				 ep_ncalls;
-	TAILQ_HEAD(, egress_fetch)	 ep_fetches;
-	size_t				 ep_nfetches;
-	uint64_t			 ep_fetches_asked;	/* in all */
-	/* brokers: the profile, the bound turn and the last one ended */
-	struct egress_profile		*ep_profile;
-	uint64_t			 ep_max_output_tokens;	/* at attach */
-	char				*ep_turn_id;
-	enum policy_level		 ep_turn_level;
-	uint64_t			 ep_turn_calls_left;
-	uint64_t			 ep_turn_deadline;	/* monotonic ms */
-	unsigned			 ep_turn_gen;	/* 0: no turn yet */
-	char				*ep_ended_turn_id;
-	double				 ep_window_tokens;
-	uint64_t			 ep_window_at;	/* monotonic ms */
-	/* research jobs: the research model, thinking and budget */
-	char				*ep_model;
-	enum policy_level		 ep_level;
-	uint64_t			 ep_calls_left;
-};
-
-/* One controlled fetch, for a research job or the supervisor. */
-struct egress_fetch {
-	TAILQ_ENTRY(egress_fetch)	 ef_entry;
-	struct egress			*ef_egress;
-	struct egress_peer		*ef_peer;	/* NULL: supervisor */
-	uint64_t			 ef_id;
-	struct fetch			*ef_fetch;
-};
-
-/* One upstream call on behalf of a peer. */
-struct egress_call {
-	TAILQ_ENTRY(egress_call)	 ec_entry;
-	struct egress_peer		*ec_peer;
-	uint64_t			 ec_id;
-	unsigned			 ec_scope;	/* turn gen; 0 window */
-	struct up_call			*ec_up;
-	struct reflect			*ec_reflect;
-	char				*ec_body;	/* kept until on_end */
-	size_t				 ec_body_len;
-	char				*ec_route;
-	long				 ec_status;
-	int				 ec_head_sent;
-	int				 ec_refused;	/* status outside 200-599 */
-	int				 ec_paused;
-	/* Held until the bytes that came with them were filtered: */
-	struct msgb			 ec_head;
-	int				 ec_head_held;
-	const void			*ec_out;	/* the filter's, released */
-	size_t				 ec_outlen;
-	uint64_t			 ec_unacked;
-	uint64_t			 ec_bytes;
-	struct timespec			 ec_start;
-	char				 ec_secret[CRED_FILE_MAX];
-	size_t				 ec_secret_len;
-};
-
-struct egress {
-	struct event_base		*eg_base;
-	char				*eg_upstream_url;
-	char				*eg_credential_file;
-	char				*eg_ca_file;
-	char				*eg_mcp_credential_file;
-	struct cred_cache		 eg_cred;	/* what they held */
-	struct cred_cache		 eg_mcp_cred;
-	int				 eg_allow_http;
-	uint64_t			 eg_max_output_tokens;
-	struct egress_mcp		 eg_mcp[MCP_SERVERS_MAX];
-	size_t				 eg_nmcp;
-	struct egress_profile_list	 eg_profiles;
-	struct egress_profile_list	 eg_retired;	/* held by peers */
-	int				 eg_reloading;
-	uid_t				 eg_uid;
-	struct upstream			*eg_upstream;
-	int				 eg_have_config;
-	TAILQ_HEAD(, egress_peer)	 eg_peers;
-	size_t				 eg_ncalls;
-	size_t				 eg_body_bytes;
-	struct role_parent		*eg_rp;
-	struct fetch_resolver		*eg_resolver;
-	struct fetch_env		 eg_fetch_env;
-	TAILQ_HEAD(, egress_fetch)	 eg_fetches;	/* the supervisor's */
-	char				*eg_test_dns;
-	char				*eg_test_fetch_ca;
-};
-
-static char *
+char *
 xstrdup_opt(const char *s)
 {
 	char	*p;
@@ -203,46 +77,6 @@ xasprintf_opt(const char *fmt, ...)
 }
 
 static void	egress_call_free(struct egress_call *);
-static void	egress_fetch_free(struct egress_fetch *);
-
-static void
-egress_mcp_clear(struct egress_mcp *em)
-{
-	size_t	 i;
-
-	for (i = 0; i < em->em_ntools; i++)
-		free(em->em_tools[i]);
-	free(em->em_tools);
-	free(em->em_name);
-	free(em->em_url);
-	memset(em, 0, sizeof(*em));
-}
-
-static void
-egress_profile_free(struct egress_profile *epr)
-{
-	size_t	 i;
-
-	for (i = 0; i < epr->epr_nmcp; i++)
-		egress_mcp_clear(&epr->epr_mcp[i]);
-	free(epr->epr_name);
-	free(epr->epr_model);
-	free(epr);
-}
-
-/* A peer lets go of its profile: a retired one held by nobody goes. */
-static void
-egress_profile_release(struct egress *eg, struct egress_profile *epr)
-{
-	if (epr == NULL)
-		return;
-	if (epr->epr_refs > 0)
-		epr->epr_refs--;
-	if (epr->epr_retired && epr->epr_refs == 0) {
-		TAILQ_REMOVE(&eg->eg_retired, epr, epr_entry);
-		egress_profile_free(epr);
-	}
-}
 
 static void
 egress_peer_free(struct egress_peer *ep)
@@ -269,9 +103,6 @@ egress_peer_free(struct egress_peer *ep)
 	free(ep->ep_model);
 	free(ep);
 }
-
-static void	egress_violation(struct egress_peer *, enum violation,
-		    const char *);
 
 /* A broken frame is a violation; the end of the edge or an I/O error
  * (the peer was killed) is not. */
@@ -328,7 +159,7 @@ egress_call_find(struct egress_peer *ep, uint64_t id)
 	return NULL;
 }
 
-static void
+void
 egress_send(struct egress_peer *ep, struct msgb *mb)
 {
 	if (msg_send(ep->ep_conn, mb) == -1)
@@ -518,24 +349,12 @@ static const struct up_callbacks egress_up_cbs = {
 	egress_on_head, egress_on_data, egress_on_end, egress_on_flush
 };
 
-static const struct egress_mcp *
-egress_mcp_find(const struct egress *eg, const char *name)
-{
-	size_t	 i;
-
-	for (i = 0; i < eg->eg_nmcp; i++)
-		if (strcmp(eg->eg_mcp[i].em_name, name) == 0)
-			return &eg->eg_mcp[i];
-	return NULL;
-}
-
-
 /*
  * A rule broken by a peer (DESIGN.md 1, invariant 6): logged with the
  * channel, reported to the supervisor, which counts it and stops the peer.
  * Egress goes on.
  */
-static void
+void
 egress_violation(struct egress_peer *ep, enum violation v, const char *why)
 {
 	struct msgb	 mb;
@@ -561,17 +380,6 @@ egress_refuse_call(struct egress_peer *ep, uint64_t id, int status,
 	msg_add_uint(&mb, "status", status);
 	msg_add_str(&mb, "error", error);
 	egress_send(ep, &mb);
-}
-
-static const struct egress_mcp *
-egress_profile_mcp(const struct egress_profile *epr, const char *name)
-{
-	size_t	 i;
-
-	for (i = 0; epr != NULL && i < epr->epr_nmcp; i++)
-		if (strcmp(epr->epr_mcp[i].em_name, name) == 0)
-			return &epr->epr_mcp[i];
-	return NULL;
 }
 
 static unsigned
@@ -959,147 +767,6 @@ egress_cancel(struct egress_peer *ep, struct msg *m)
 	return 0;
 }
 
-/*
- * The controlled fetch (PROTOCOL.md 8) for a research job or the
- * supervisor (ep NULL).  Options out of range are answered as a failed
- * fetch naming the option.
- */
-
-static void
-egress_fetch_free(struct egress_fetch *ef)
-{
-	if (ef->ef_peer != NULL) {
-		TAILQ_REMOVE(&ef->ef_peer->ep_fetches, ef, ef_entry);
-		ef->ef_peer->ep_nfetches--;
-	} else
-		TAILQ_REMOVE(&ef->ef_egress->eg_fetches, ef, ef_entry);
-	free(ef);
-}
-
-static void
-egress_fetch_send(struct egress *eg, struct egress_peer *ep,
-    struct msgb *mb)
-{
-	if (ep != NULL)
-		egress_send(ep, mb);
-	else
-		role_send(eg->eg_rp, mb);
-}
-
-static void
-egress_fetch_refuse(struct egress *eg, struct egress_peer *ep, uint64_t id,
-    const char *why)
-{
-	struct msgb	 mb;
-
-	log_warnx("%s fetch refused: %s", ep ? ep->ep_name : "supervisor",
-	    why);
-	msgb_init(&mb, MSG_EGR_FETCHED, id);
-	msg_add_bool(&mb, "ok", 0);
-	msg_add_str(&mb, "error", why);
-	egress_fetch_send(eg, ep, &mb);
-}
-
-/* The host log gets the host, status, size and time, never the body. */
-static void
-egress_fetch_done(const struct fetch_result *fr, void *arg)
-{
-	struct egress_fetch	*ef = arg;
-	const char		*who;
-	struct msgb		 mb;
-
-	who = ef->ef_peer != NULL ? ef->ef_peer->ep_name : "supervisor";
-	msgb_init(&mb, MSG_EGR_FETCHED, ef->ef_id);
-	msg_add_bool(&mb, "ok", fr->fr_ok);
-	if (fr->fr_ok) {
-		log_info("%s fetch %s: %ld, %zu bytes, %ld ms", who,
-		    fr->fr_host, fr->fr_status, fr->fr_body_len, fr->fr_ms);
-		msg_add_uint(&mb, "status", fr->fr_status);
-		msg_add_str(&mb, "url", fr->fr_url);
-		if (fr->fr_content_type != NULL)
-			msg_add_str(&mb, "content_type", fr->fr_content_type);
-		if (fr->fr_location != NULL)
-			msg_add_str(&mb, "location", fr->fr_location);
-		if (fr->fr_body_len > 0)
-			msg_add_data(&mb, fr->fr_body, fr->fr_body_len);
-	} else {
-		log_warnx("%s fetch %s: failed after %ld ms: %s", who,
-		    fr->fr_host, fr->fr_ms, fr->fr_error);
-		msg_add_str(&mb, "error", fr->fr_error);
-	}
-	egress_fetch_send(ef->ef_egress, ef->ef_peer, &mb);
-	egress_fetch_free(ef);
-}
-
-static struct egress_fetch *
-egress_fetch_find(struct egress_peer *ep, uint64_t id)
-{
-	struct egress_fetch	*ef;
-
-	TAILQ_FOREACH(ef, &ep->ep_fetches, ef_entry)
-		if (ef->ef_id == id)
-			return ef;
-	return NULL;
-}
-
-static int
-egress_fetch(struct egress *eg, struct egress_peer *ep, struct msg *m)
-{
-	struct egress_fetch	*ef;
-	struct fetch_opts	 fo;
-	const char		*url, *why;
-	uint64_t		 deadline, max_bytes, max_redirects;
-	char			 busy[64];
-
-	if (msg_get_str(m, "url", URL_BYTES_MAX, &url) == -1 ||
-	    msg_get_uint(m, "deadline_ms", 0, EGRESS_UINT_MAX, &deadline) ==
-	    -1 ||
-	    msg_get_uint(m, "max_bytes", 0, EGRESS_UINT_MAX, &max_bytes) ==
-	    -1 ||
-	    msg_get_uint(m, "max_redirects", 0, EGRESS_UINT_MAX,
-	    &max_redirects) == -1 ||
-	    msg_end(m) == -1)
-		return -1;
-	if (ep != NULL && egress_fetch_find(ep, m->m_id) != NULL)
-		return -1;
-	/* Each fetch a job asks for counts, refused or not: one more than
-	 * every step can run is a job taken over (DESIGN.md 1, invariant 7). */
-	if (ep != NULL && ++ep->ep_fetches_asked > RESEARCH_TOOL_CALLS_MAX) {
-		egress_violation(ep, VIOLATION_BUDGET, "more fetches than a "
-		    "research job makes");
-		egress_fetch_refuse(eg, ep, m->m_id, "too many fetches");
-		return 0;
-	}
-	fo.fo_url = url;
-	fo.fo_deadline_ms = deadline;
-	fo.fo_max_bytes = max_bytes;
-	fo.fo_max_redirects = max_redirects;
-	if ((why = fetch_opts_check(&fo)) != NULL) {
-		egress_fetch_refuse(eg, ep, m->m_id, why);
-		return 0;
-	}
-	if (ep != NULL && ep->ep_nfetches >= EGRESS_PEER_FETCHES_MAX) {
-		snprintf(busy, sizeof(busy), "too many fetches at once (%u)",
-		    EGRESS_PEER_FETCHES_MAX);
-		egress_fetch_refuse(eg, ep, m->m_id, busy);
-		return 0;
-	}
-	if ((ef = calloc(1, sizeof(*ef))) == NULL)
-		fatal("%s", __func__);
-	ef->ef_egress = eg;
-	ef->ef_peer = ep;
-	ef->ef_id = m->m_id;
-	if (ep != NULL) {
-		TAILQ_INSERT_TAIL(&ep->ep_fetches, ef, ef_entry);
-		ep->ep_nfetches++;
-	} else
-		TAILQ_INSERT_TAIL(&eg->eg_fetches, ef, ef_entry);
-	/* Answers from the event loop, never from in here. */
-	ef->ef_fetch = fetch_start(&eg->eg_fetch_env, &fo, egress_fetch_done,
-	    ef);
-	return 0;
-}
-
 /* A frame outside the message table closes only that peer's edge. */
 static void
 egress_peer_violation(struct egress_peer *ep, struct msg *m)
@@ -1145,206 +812,6 @@ egress_dispatch_peer(struct frame_conn *fc, struct frame *f, void *arg)
 		return;
 	}
 	msg_free(&m);
-}
-
-#if RTSANDBOX_TEST_SEAMS
-/* An optional boolean: absent is false. */
-static int
-egress_get_bool_opt(struct msg *m, const char *key, int *out)
-{
-	*out = 0;
-	if (m->m_obj == NULL ||
-	    cJSON_GetObjectItemCaseSensitive(m->m_obj, key) == NULL)
-		return 0;
-	return msg_get_bool(m, key, out);
-}
-
-/*
- * Test builds only: the fetch's name server, loopback counted as public,
- * and the CA the fetch trusts.  A release build refuses these fields at
- * msg_end().
- */
-static int
-egress_config_seams(struct egress *eg, struct msg *m)
-{
-	struct sockaddr_storage	 ss;
-	const char		*dns = NULL, *ca = NULL;
-	int			 loopback, sslen = sizeof(ss);
-
-	if (msg_get_str_opt(m, "test_dns", 64, &dns) == -1 ||
-	    msg_get_str_opt(m, "test_fetch_ca_file", PATH_BYTES_MAX, &ca) ==
-	    -1 ||
-	    egress_get_bool_opt(m, "test_loopback_public", &loopback) == -1)
-		return -1;
-	if (dns != NULL && evutil_parse_sockaddr_port(dns,
-	    (struct sockaddr *)&ss, &sslen) == -1)
-		return -1;
-	eg->eg_test_dns = xstrdup_opt(dns);
-	eg->eg_test_fetch_ca = xstrdup_opt(ca);
-	if (loopback) {
-		log_warnx("test seam: loopback addresses count as public");
-		nv_test_loopback_public(1);
-	}
-	return 0;
-}
-#endif
-
-static int
-egress_config(struct egress *eg, struct msg *m)
-{
-	const char	*url, *cred, *ca, *mcpcred;
-	uint64_t	 uid;
-	int		 allow_http;
-
-	if (msg_get_str(m, "upstream_url", URL_BYTES_MAX, &url) == -1 ||
-	    msg_get_str(m, "credential_file", PATH_BYTES_MAX, &cred) == -1 ||
-	    msg_get_str_opt(m, "ca_file", PATH_BYTES_MAX, &ca) == -1 ||
-	    msg_get_str_opt(m, "mcp_credential_file", PATH_BYTES_MAX,
-	    &mcpcred) == -1 ||
-	    msg_get_bool(m, "allow_http", &allow_http) == -1 ||
-	    msg_get_uint(m, "uid", 1, UINT32_MAX - 1, &uid) == -1 ||
-	    msg_get_uint(m, "max_output_tokens", MAX_OUTPUT_TOKENS_MIN,
-	    MAX_OUTPUT_TOKENS_MAX, &eg->eg_max_output_tokens) == -1)
-		return -1;
-#if RTSANDBOX_TEST_SEAMS
-	if (egress_config_seams(eg, m) == -1)
-		return -1;
-#endif
-	if (msg_end(m) == -1)
-		return -1;
-	eg->eg_uid = uid;
-	eg->eg_upstream_url = xstrdup_opt(url);
-	eg->eg_credential_file = xstrdup_opt(cred);
-	eg->eg_ca_file = xstrdup_opt(ca);
-	eg->eg_mcp_credential_file = xstrdup_opt(mcpcred);
-	eg->eg_allow_http = allow_http;
-	eg->eg_have_config = 1;
-	return 0;
-}
-
-/* Tools one MCP server may allow (the configuration's bound). */
-#define EGRESS_MCP_TOOLS_MAX	128u
-
-static int
-egress_config_mcp(struct egress *eg, struct msg *m)
-{
-	struct egress_mcp	*em;
-	const char		*name, *url, **tools;
-	size_t			 n, i;
-
-	if (msg_get_str(m, "name", MCP_SERVER_NAME_MAX, &name) == -1 ||
-	    msg_get_str(m, "url", URL_BYTES_MAX, &url) == -1 ||
-	    msg_get_strv(m, "tools", EGRESS_MCP_TOOLS_MAX, TOOL_USE_NAME_MAX,
-	    &tools, &n) == -1 || msg_end(m) == -1)
-		return -1;
-	if (eg->eg_nmcp == MCP_SERVERS_MAX || egress_mcp_find(eg, name) != NULL)
-		return -1;
-	em = &eg->eg_mcp[eg->eg_nmcp++];
-	em->em_name = xstrdup_opt(name);
-	em->em_url = xstrdup_opt(url);
-	if ((em->em_tools = calloc(n + 1, sizeof(char *))) == NULL)
-		fatal("%s", __func__);
-	for (i = 0; i < n; i++)
-		em->em_tools[i] = xstrdup_opt(tools[i]);
-	em->em_ntools = n;
-	return 0;
-}
-
-static struct egress_profile *
-egress_profile_find(const struct egress *eg, const char *name)
-{
-	struct egress_profile	*epr;
-
-	TAILQ_FOREACH(epr, &eg->eg_profiles, epr_entry)
-		if (strcmp(epr->epr_name, name) == 0)
-			return epr;
-	return NULL;
-}
-
-/* A profile: its model and the names of its MCP servers, each configured
- * before it. */
-static int
-egress_config_profile(struct egress *eg, struct msg *m)
-{
-	struct egress_profile	*epr;
-	const char		*name, *model, **mcp;
-	size_t			 n, i;
-
-	if (msg_get_str(m, "name", PROFILE_NAME_MAX, &name) == -1 ||
-	    msg_get_str(m, "model", MODEL_NAME_BYTES_MAX, &model) == -1 ||
-	    msg_get_strv(m, "mcp", MCP_SERVERS_MAX, MCP_SERVER_NAME_MAX, &mcp,
-	    &n) == -1 || msg_end(m) == -1 ||
-	    egress_profile_find(eg, name) != NULL)
-		return -1;
-	if ((epr = calloc(1, sizeof(*epr))) == NULL)
-		fatal("%s", __func__);
-	epr->epr_name = xstrdup_opt(name);
-	epr->epr_model = xstrdup_opt(model);
-	for (i = 0; i < n; i++) {
-		const struct egress_mcp	*em = egress_mcp_find(eg, mcp[i]);
-		struct egress_mcp	*cp = &epr->epr_mcp[i];
-		size_t			 k;
-
-		if (em == NULL) {
-			epr->epr_nmcp = i;
-			egress_profile_free(epr);
-			return -1;
-		}
-		cp->em_name = xstrdup_opt(em->em_name);
-		cp->em_url = xstrdup_opt(em->em_url);
-		if ((cp->em_tools = calloc(em->em_ntools + 1,
-		    sizeof(char *))) == NULL)
-			fatal("%s", __func__);
-		for (k = 0; k < em->em_ntools; k++)
-			cp->em_tools[k] = xstrdup_opt(em->em_tools[k]);
-		cp->em_ntools = em->em_ntools;
-	}
-	epr->epr_nmcp = n;
-	TAILQ_INSERT_TAIL(&eg->eg_profiles, epr, epr_entry);
-	return 0;
-}
-
-/*
- * A reload: the servers and profiles that follow replace the current ones
- * for the peers attached from now on; each peer attached before keeps the
- * profile and the output bound it was attached with.
- */
-static int
-egress_reload(struct egress *eg, struct msg *m)
-{
-	struct egress_profile	*epr;
-	uint64_t		 max;
-	size_t			 i;
-
-	if (msg_get_uint(m, "max_output_tokens", MAX_OUTPUT_TOKENS_MIN,
-	    MAX_OUTPUT_TOKENS_MAX, &max) == -1 || msg_end(m) == -1)
-		return -1;
-	eg->eg_max_output_tokens = max;
-	for (i = 0; i < eg->eg_nmcp; i++)
-		egress_mcp_clear(&eg->eg_mcp[i]);
-	eg->eg_nmcp = 0;
-	while ((epr = TAILQ_FIRST(&eg->eg_profiles)) != NULL) {
-		TAILQ_REMOVE(&eg->eg_profiles, epr, epr_entry);
-		if (epr->epr_refs == 0)
-			egress_profile_free(epr);
-		else {
-			epr->epr_retired = 1;
-			TAILQ_INSERT_TAIL(&eg->eg_retired, epr, epr_entry);
-		}
-	}
-	eg->eg_reloading = 1;
-	return 0;
-}
-
-static int
-egress_reloaded(struct egress *eg, struct msg *m)
-{
-	if (msg_end(m) == -1)
-		return -1;
-	eg->eg_reloading = 0;
-	log_info("configuration reloaded: %zu MCP servers, profiles for the "
-	    "peers attached from now on", eg->eg_nmcp);
-	return 0;
 }
 
 static struct egress_peer *

@@ -1,0 +1,279 @@
+/*
+ * Egress's configuration: the upstream, the MCP servers with their allowed
+ * tools, and the profiles each broker is held to; a reload replaces the
+ * servers and profiles for the peers attached from then on.
+ */
+#include <sys/socket.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <event2/util.h>
+
+#include "buildconf.h"
+#include "egress_int.h"
+#include "limits.h"
+#include "log.h"
+#include "netvet.h"
+
+static void
+egress_mcp_clear(struct egress_mcp *em)
+{
+	size_t	 i;
+
+	for (i = 0; i < em->em_ntools; i++)
+		free(em->em_tools[i]);
+	free(em->em_tools);
+	free(em->em_name);
+	free(em->em_url);
+	memset(em, 0, sizeof(*em));
+}
+
+static void
+egress_profile_free(struct egress_profile *epr)
+{
+	size_t	 i;
+
+	for (i = 0; i < epr->epr_nmcp; i++)
+		egress_mcp_clear(&epr->epr_mcp[i]);
+	free(epr->epr_name);
+	free(epr->epr_model);
+	free(epr);
+}
+
+/* A peer lets go of its profile: a retired one held by nobody goes. */
+void
+egress_profile_release(struct egress *eg, struct egress_profile *epr)
+{
+	if (epr == NULL)
+		return;
+	if (epr->epr_refs > 0)
+		epr->epr_refs--;
+	if (epr->epr_retired && epr->epr_refs == 0) {
+		TAILQ_REMOVE(&eg->eg_retired, epr, epr_entry);
+		egress_profile_free(epr);
+	}
+}
+
+static const struct egress_mcp *
+egress_mcp_find(const struct egress *eg, const char *name)
+{
+	size_t	 i;
+
+	for (i = 0; i < eg->eg_nmcp; i++)
+		if (strcmp(eg->eg_mcp[i].em_name, name) == 0)
+			return &eg->eg_mcp[i];
+	return NULL;
+}
+
+const struct egress_mcp *
+egress_profile_mcp(const struct egress_profile *epr, const char *name)
+{
+	size_t	 i;
+
+	for (i = 0; epr != NULL && i < epr->epr_nmcp; i++)
+		if (strcmp(epr->epr_mcp[i].em_name, name) == 0)
+			return &epr->epr_mcp[i];
+	return NULL;
+}
+
+#if RTSANDBOX_TEST_SEAMS
+/* An optional boolean: absent is false. */
+static int
+egress_get_bool_opt(struct msg *m, const char *key, int *out)
+{
+	*out = 0;
+	if (m->m_obj == NULL ||
+	    cJSON_GetObjectItemCaseSensitive(m->m_obj, key) == NULL)
+		return 0;
+	return msg_get_bool(m, key, out);
+}
+
+/*
+ * Test builds only: the fetch's name server, loopback counted as public,
+ * and the CA the fetch trusts.  A release build refuses these fields at
+ * msg_end().
+ */
+static int
+egress_config_seams(struct egress *eg, struct msg *m)
+{
+	struct sockaddr_storage	 ss;
+	const char		*dns = NULL, *ca = NULL;
+	int			 loopback, sslen = sizeof(ss);
+
+	if (msg_get_str_opt(m, "test_dns", 64, &dns) == -1 ||
+	    msg_get_str_opt(m, "test_fetch_ca_file", PATH_BYTES_MAX, &ca) ==
+	    -1 ||
+	    egress_get_bool_opt(m, "test_loopback_public", &loopback) == -1)
+		return -1;
+	if (dns != NULL && evutil_parse_sockaddr_port(dns,
+	    (struct sockaddr *)&ss, &sslen) == -1)
+		return -1;
+	eg->eg_test_dns = xstrdup_opt(dns);
+	eg->eg_test_fetch_ca = xstrdup_opt(ca);
+	if (loopback) {
+		log_warnx("test seam: loopback addresses count as public");
+		nv_test_loopback_public(1);
+	}
+	return 0;
+}
+#endif
+
+int
+egress_config(struct egress *eg, struct msg *m)
+{
+	const char	*url, *cred, *ca, *mcpcred;
+	uint64_t	 uid;
+	int		 allow_http;
+
+	if (msg_get_str(m, "upstream_url", URL_BYTES_MAX, &url) == -1 ||
+	    msg_get_str(m, "credential_file", PATH_BYTES_MAX, &cred) == -1 ||
+	    msg_get_str_opt(m, "ca_file", PATH_BYTES_MAX, &ca) == -1 ||
+	    msg_get_str_opt(m, "mcp_credential_file", PATH_BYTES_MAX,
+	    &mcpcred) == -1 ||
+	    msg_get_bool(m, "allow_http", &allow_http) == -1 ||
+	    msg_get_uint(m, "uid", 1, UINT32_MAX - 1, &uid) == -1 ||
+	    msg_get_uint(m, "max_output_tokens", MAX_OUTPUT_TOKENS_MIN,
+	    MAX_OUTPUT_TOKENS_MAX, &eg->eg_max_output_tokens) == -1)
+		return -1;
+#if RTSANDBOX_TEST_SEAMS
+	if (egress_config_seams(eg, m) == -1)
+		return -1;
+#endif
+	if (msg_end(m) == -1)
+		return -1;
+	eg->eg_uid = uid;
+	eg->eg_upstream_url = xstrdup_opt(url);
+	eg->eg_credential_file = xstrdup_opt(cred);
+	eg->eg_ca_file = xstrdup_opt(ca);
+	eg->eg_mcp_credential_file = xstrdup_opt(mcpcred);
+	eg->eg_allow_http = allow_http;
+	eg->eg_have_config = 1;
+	return 0;
+}
+
+/* Tools one MCP server may allow (the configuration's bound). */
+#define EGRESS_MCP_TOOLS_MAX	128u
+
+int
+egress_config_mcp(struct egress *eg, struct msg *m)
+{
+	struct egress_mcp	*em;
+	const char		*name, *url, **tools;
+	size_t			 n, i;
+
+	if (msg_get_str(m, "name", MCP_SERVER_NAME_MAX, &name) == -1 ||
+	    msg_get_str(m, "url", URL_BYTES_MAX, &url) == -1 ||
+	    msg_get_strv(m, "tools", EGRESS_MCP_TOOLS_MAX, TOOL_USE_NAME_MAX,
+	    &tools, &n) == -1 || msg_end(m) == -1)
+		return -1;
+	if (eg->eg_nmcp == MCP_SERVERS_MAX || egress_mcp_find(eg, name) != NULL)
+		return -1;
+	em = &eg->eg_mcp[eg->eg_nmcp++];
+	em->em_name = xstrdup_opt(name);
+	em->em_url = xstrdup_opt(url);
+	if ((em->em_tools = calloc(n + 1, sizeof(char *))) == NULL)
+		fatal("%s", __func__);
+	for (i = 0; i < n; i++)
+		em->em_tools[i] = xstrdup_opt(tools[i]);
+	em->em_ntools = n;
+	return 0;
+}
+
+struct egress_profile *
+egress_profile_find(const struct egress *eg, const char *name)
+{
+	struct egress_profile	*epr;
+
+	TAILQ_FOREACH(epr, &eg->eg_profiles, epr_entry)
+		if (strcmp(epr->epr_name, name) == 0)
+			return epr;
+	return NULL;
+}
+
+/* A profile: its model and the names of its MCP servers, each configured
+ * before it. */
+int
+egress_config_profile(struct egress *eg, struct msg *m)
+{
+	struct egress_profile	*epr;
+	const char		*name, *model, **mcp;
+	size_t			 n, i;
+
+	if (msg_get_str(m, "name", PROFILE_NAME_MAX, &name) == -1 ||
+	    msg_get_str(m, "model", MODEL_NAME_BYTES_MAX, &model) == -1 ||
+	    msg_get_strv(m, "mcp", MCP_SERVERS_MAX, MCP_SERVER_NAME_MAX, &mcp,
+	    &n) == -1 || msg_end(m) == -1 ||
+	    egress_profile_find(eg, name) != NULL)
+		return -1;
+	if ((epr = calloc(1, sizeof(*epr))) == NULL)
+		fatal("%s", __func__);
+	epr->epr_name = xstrdup_opt(name);
+	epr->epr_model = xstrdup_opt(model);
+	for (i = 0; i < n; i++) {
+		const struct egress_mcp	*em = egress_mcp_find(eg, mcp[i]);
+		struct egress_mcp	*cp = &epr->epr_mcp[i];
+		size_t			 k;
+
+		if (em == NULL) {
+			epr->epr_nmcp = i;
+			egress_profile_free(epr);
+			return -1;
+		}
+		cp->em_name = xstrdup_opt(em->em_name);
+		cp->em_url = xstrdup_opt(em->em_url);
+		if ((cp->em_tools = calloc(em->em_ntools + 1,
+		    sizeof(char *))) == NULL)
+			fatal("%s", __func__);
+		for (k = 0; k < em->em_ntools; k++)
+			cp->em_tools[k] = xstrdup_opt(em->em_tools[k]);
+		cp->em_ntools = em->em_ntools;
+	}
+	epr->epr_nmcp = n;
+	TAILQ_INSERT_TAIL(&eg->eg_profiles, epr, epr_entry);
+	return 0;
+}
+
+/*
+ * A reload: the servers and profiles that follow replace the current ones
+ * for the peers attached from now on; each peer attached before keeps the
+ * profile and the output bound it was attached with.
+ */
+int
+egress_reload(struct egress *eg, struct msg *m)
+{
+	struct egress_profile	*epr;
+	uint64_t		 max;
+	size_t			 i;
+
+	if (msg_get_uint(m, "max_output_tokens", MAX_OUTPUT_TOKENS_MIN,
+	    MAX_OUTPUT_TOKENS_MAX, &max) == -1 || msg_end(m) == -1)
+		return -1;
+	eg->eg_max_output_tokens = max;
+	for (i = 0; i < eg->eg_nmcp; i++)
+		egress_mcp_clear(&eg->eg_mcp[i]);
+	eg->eg_nmcp = 0;
+	while ((epr = TAILQ_FIRST(&eg->eg_profiles)) != NULL) {
+		TAILQ_REMOVE(&eg->eg_profiles, epr, epr_entry);
+		if (epr->epr_refs == 0)
+			egress_profile_free(epr);
+		else {
+			epr->epr_retired = 1;
+			TAILQ_INSERT_TAIL(&eg->eg_retired, epr, epr_entry);
+		}
+	}
+	eg->eg_reloading = 1;
+	return 0;
+}
+
+int
+egress_reloaded(struct egress *eg, struct msg *m)
+{
+	if (msg_end(m) == -1)
+		return -1;
+	eg->eg_reloading = 0;
+	log_info("configuration reloaded: %zu MCP servers, profiles for the "
+	    "peers attached from now on", eg->eg_nmcp);
+	return 0;
+}

@@ -1,0 +1,181 @@
+/*
+ * What egress's files share: its state, its peers (brokers and research
+ * jobs), their calls and fetches, and the configuration they are held to.
+ * Private to egress/.
+ */
+#ifndef RTSANDBOX_EGRESS_INT_H
+#define RTSANDBOX_EGRESS_INT_H
+
+#include <sys/queue.h>
+#include <sys/types.h>
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "cred.h"
+#include "fetch.h"
+#include "limits.h"
+#include "msg.h"
+#include "policy.h"
+#include "proc.h"
+#include "violation.h"
+
+struct up_call;
+struct reflect;
+struct upstream;
+struct role_parent;
+struct fetch_resolver;
+
+/* Fetches one research job may have running at once; each holds up to
+ * FETCH_BYTES_MAX. */
+#define EGRESS_PEER_FETCHES_MAX	8u
+/* The largest integer a JSON number carries exactly. */
+#define EGRESS_UINT_MAX		UINT64_C(9007199254740991)
+
+struct egress_mcp {
+	char			*em_name;
+	char			*em_url;
+	char			**em_tools;
+	size_t			 em_ntools;
+};
+
+/*
+ * A profile of the configuration: its model and its own copy of its MCP
+ * servers.  A reload retires it (eg_retired) while peers attached before
+ * still hold it (epr_refs), and frees it when the last is gone.
+ */
+struct egress_profile {
+	TAILQ_ENTRY(egress_profile)	 epr_entry;
+	char				*epr_name;
+	char				*epr_model;
+	struct egress_mcp		 epr_mcp[MCP_SERVERS_MAX];
+	size_t				 epr_nmcp;
+	unsigned			 epr_refs;
+	int				 epr_retired;
+};
+TAILQ_HEAD(egress_profile_list, egress_profile);
+
+/* One broker (or research job) edge, and the policy it is held to. */
+struct egress_peer {
+	TAILQ_ENTRY(egress_peer)	 ep_entry;
+	struct egress			*ep_egress;
+	struct frame_conn		*ep_conn;
+	enum proc_role			 ep_role;
+	uint64_t			 ep_id;		/* the supervisor's */
+	char				*ep_name;	/* "broker[chan]" */
+	TAILQ_HEAD(, egress_call)	 ep_calls;
+	size_t				 ep_ncalls;
+	TAILQ_HEAD(, egress_fetch)	 ep_fetches;
+	size_t				 ep_nfetches;
+	uint64_t			 ep_fetches_asked;	/* in all */
+	/* brokers: the profile, the bound turn and the last one ended */
+	struct egress_profile		*ep_profile;
+	uint64_t			 ep_max_output_tokens;	/* at attach */
+	char				*ep_turn_id;
+	enum policy_level		 ep_turn_level;
+	uint64_t			 ep_turn_calls_left;
+	uint64_t			 ep_turn_deadline;	/* monotonic ms */
+	unsigned			 ep_turn_gen;	/* 0: no turn yet */
+	char				*ep_ended_turn_id;
+	double				 ep_window_tokens;
+	uint64_t			 ep_window_at;	/* monotonic ms */
+	/* research jobs: the research model, thinking and budget */
+	char				*ep_model;
+	enum policy_level		 ep_level;
+	uint64_t			 ep_calls_left;
+};
+
+/* One controlled fetch, for a research job or the supervisor. */
+struct egress_fetch {
+	TAILQ_ENTRY(egress_fetch)	 ef_entry;
+	struct egress			*ef_egress;
+	struct egress_peer		*ef_peer;	/* NULL: supervisor */
+	uint64_t			 ef_id;
+	struct fetch			*ef_fetch;
+};
+
+/* One upstream call on behalf of a peer. */
+struct egress_call {
+	TAILQ_ENTRY(egress_call)	 ec_entry;
+	struct egress_peer		*ec_peer;
+	uint64_t			 ec_id;
+	unsigned			 ec_scope;	/* turn gen; 0 window */
+	struct up_call			*ec_up;
+	struct reflect			*ec_reflect;
+	char				*ec_body;	/* kept until on_end */
+	size_t				 ec_body_len;
+	char				*ec_route;
+	long				 ec_status;
+	int				 ec_head_sent;
+	int				 ec_refused;	/* status outside 200-599 */
+	int				 ec_paused;
+	/* Held until the bytes that came with them were filtered: */
+	struct msgb			 ec_head;
+	int				 ec_head_held;
+	const void			*ec_out;	/* the filter's, released */
+	size_t				 ec_outlen;
+	uint64_t			 ec_unacked;
+	uint64_t			 ec_bytes;
+	struct timespec			 ec_start;
+	char				 ec_secret[CRED_FILE_MAX];
+	size_t				 ec_secret_len;
+};
+
+struct egress {
+	struct event_base		*eg_base;
+	char				*eg_upstream_url;
+	char				*eg_credential_file;
+	char				*eg_ca_file;
+	char				*eg_mcp_credential_file;
+	struct cred_cache		 eg_cred;	/* what they held */
+	struct cred_cache		 eg_mcp_cred;
+	int				 eg_allow_http;
+	uint64_t			 eg_max_output_tokens;
+	struct egress_mcp		 eg_mcp[MCP_SERVERS_MAX];
+	size_t				 eg_nmcp;
+	struct egress_profile_list	 eg_profiles;
+	struct egress_profile_list	 eg_retired;	/* held by peers */
+	int				 eg_reloading;
+	uid_t				 eg_uid;
+	struct upstream			*eg_upstream;
+	int				 eg_have_config;
+	TAILQ_HEAD(, egress_peer)	 eg_peers;
+	size_t				 eg_ncalls;
+	size_t				 eg_body_bytes;
+	struct role_parent		*eg_rp;
+	struct fetch_resolver		*eg_resolver;
+	struct fetch_env		 eg_fetch_env;
+	TAILQ_HEAD(, egress_fetch)	 eg_fetches;	/* the supervisor's */
+	char				*eg_test_dns;
+	char				*eg_test_fetch_ca;
+};
+
+/* egress.c */
+char		*xstrdup_opt(const char *);
+void		 egress_send(struct egress_peer *, struct msgb *);
+/* A rule broken by a peer: logged, reported to the supervisor. */
+void		 egress_violation(struct egress_peer *, enum violation,
+		    const char *);
+
+/* conf.c: the configuration, MCP servers and profiles, reloads. */
+int		 egress_config(struct egress *, struct msg *);
+int		 egress_config_mcp(struct egress *, struct msg *);
+int		 egress_config_profile(struct egress *, struct msg *);
+int		 egress_reload(struct egress *, struct msg *);
+int		 egress_reloaded(struct egress *, struct msg *);
+struct egress_profile *egress_profile_find(const struct egress *,
+		    const char *);
+const struct egress_mcp *egress_profile_mcp(const struct egress_profile *,
+		    const char *);
+/* A peer lets go of its profile. */
+void		 egress_profile_release(struct egress *,
+		    struct egress_profile *);
+
+/* fetchreq.c: the controlled fetch for a research job or (ep NULL) the
+ * supervisor. */
+int		 egress_fetch(struct egress *, struct egress_peer *,
+		    struct msg *);
+void		 egress_fetch_free(struct egress_fetch *);
+
+#endif
