@@ -85,8 +85,17 @@ struct frame_conn {
 	void			(*c_batchcb)(struct frame_conn *, void *);
 	unsigned		 c_delivered;	/* frames this read */
 
+	/* A peer that does not read: see frame_conn_set_outq_cap(). */
+	size_t			 c_oq_cap;	/* 0: none */
+	unsigned		 c_oq_stall_ms;
+	void			(*c_stallcb)(struct frame_conn *, void *);
+	struct event		*c_stallev;
+	int			 c_oq_full;	/* reading stopped for it */
+	struct frame_budget	*c_budget;	/* NULL: none */
+
 	int			 c_shrink;	/* free c_rbuf once empty */
 	int			 c_paused;
+	int			 c_reading;	/* c_rev added */
 	int			 c_failed;	/* err callback called */
 	enum frame_err		 c_werr;	/* for the loop */
 	int			 c_busy;	/* inside our handlers */
@@ -258,6 +267,72 @@ conn_event_del(struct event *ev)
 		log_warnx("%s: event_del failed", __func__);
 }
 
+/* The read buffer is given back: so is its share of the budget. */
+static void
+conn_rbuf_free(struct frame_conn *c)
+{
+	if (c->c_budget != NULL)
+		c->c_budget->fb_used -= c->c_rcap;
+	free(c->c_rbuf);
+	c->c_rbuf = NULL;
+	c->c_rcap = 0;
+}
+
+/* Read when neither the receiver nor a full queue says otherwise. */
+static void
+conn_read_update(struct frame_conn *c)
+{
+	int	 want = !c->c_failed && !c->c_freed && !c->c_paused &&
+	    !c->c_oq_full;
+
+	if (want == c->c_reading)
+		return;
+	if (!want) {
+		conn_event_del(c->c_rev);
+		c->c_reading = 0;
+		return;
+	}
+	if (event_add(c->c_rev, NULL) == -1) {
+		log_warnx("%s: event_add failed", __func__);
+		c->c_werr = FRAME_IO;
+		event_active(c->c_wev, EV_WRITE, 1);
+		return;
+	}
+	c->c_reading = 1;
+	/* Frames already buffered would otherwise wait for the peer. */
+	if (c->c_rlen > 0)
+		event_active(c->c_rev, EV_READ, 1);
+}
+
+/*
+ * After the queue grew or shrank: stop reading the peer while more than
+ * the cap waits for it, and give it stall_ms to take something.
+ */
+static void
+conn_outq_check(struct frame_conn *c, int progress)
+{
+	struct timeval	 tv;
+
+	if (c->c_oq_cap == 0 || c->c_failed || c->c_freed)
+		return;
+	if (c->c_pending <= c->c_oq_cap) {
+		if (c->c_oq_full) {
+			c->c_oq_full = 0;
+			evtimer_del(c->c_stallev);
+			conn_read_update(c);
+		}
+		return;
+	}
+	if (c->c_oq_full && !progress)
+		return;
+	c->c_oq_full = 1;
+	conn_read_update(c);
+	tv.tv_sec = c->c_oq_stall_ms / 1000;
+	tv.tv_usec = (c->c_oq_stall_ms % 1000) * 1000;
+	if (evtimer_add(c->c_stallev, &tv) == -1)
+		log_warnx("%s: evtimer_add failed", __func__);
+}
+
 static void
 conn_fdq_close(struct frame_conn *c)
 {
@@ -273,7 +348,10 @@ conn_fail(struct frame_conn *c, enum frame_err err)
 		return;
 	c->c_failed = 1;
 	conn_event_del(c->c_rev);
+	c->c_reading = 0;
 	conn_event_del(c->c_wev);
+	if (c->c_stallev != NULL)
+		evtimer_del(c->c_stallev);
 	conn_fdq_close(c);
 	c->c_errcb(c, err, c->c_arg);
 }
@@ -285,6 +363,8 @@ conn_destroy(struct frame_conn *c)
 
 	event_free(c->c_rev);
 	event_free(c->c_wev);
+	if (c->c_stallev != NULL)
+		event_free(c->c_stallev);
 	fd_close(c->c_fd);
 	while ((fo = TAILQ_FIRST(&c->c_outq)) != NULL) {
 		TAILQ_REMOVE(&c->c_outq, fo, fo_entry);
@@ -292,7 +372,7 @@ conn_destroy(struct frame_conn *c)
 		free(fo);
 	}
 	conn_fdq_close(c);
-	free(c->c_rbuf);
+	conn_rbuf_free(c);
 	free(c);
 }
 
@@ -363,7 +443,7 @@ conn_deliver(struct frame_conn *c)
 		p += total;
 		if (c->c_freed || c->c_failed)
 			return -1;
-		if (c->c_paused) {
+		if (!c->c_reading) {
 			rc = -1;
 			break;
 		}
@@ -376,26 +456,33 @@ conn_deliver(struct frame_conn *c)
 	return rc;
 }
 
-/* Make room for the rest of the current frame (or its header). */
+/*
+ * Make room for more of the current frame (or its header).  The buffer
+ * grows with what arrived, at most doubling, never at once to the length
+ * the header declares: a peer that sends a header of 100 MiB and nothing
+ * more costs the base size.  Returns -1 when memory or the budget refuses.
+ */
 static int
 conn_rbuf_reserve(struct frame_conn *c)
 {
 	uint32_t	 jl, dl;
-	size_t		 want = FRAME_HDR_LEN;
+	size_t		 want = FRAME_HDR_LEN, grown;
 	uint8_t		*p;
 
 	/* Frames delivered before are the receiver's no longer. */
 	if (c->c_rlen == 0 && c->c_rcap > c->c_rbase) {
 		/* Give back what a large frame needed. */
-		free(c->c_rbuf);
-		c->c_rbuf = NULL;
-		c->c_rcap = 0;
+		conn_rbuf_free(c);
 	}
 	/* The header was checked by conn_deliver() already. */
 	if (c->c_rlen >= FRAME_HDR_LEN &&
 	    frame_header_parse(c->c_rbuf + c->c_rstart, &c->c_in, &jl, &dl) ==
-	    FRAME_OK)
+	    FRAME_OK) {
 		want = FRAME_HDR_LEN + (size_t)jl + dl;
+		grown = 2 * c->c_rlen;
+		if (want > grown)
+			want = grown;
+	}
 	if (want < c->c_rbase)
 		want = c->c_rbase;
 	/* The current frame moves to the front when what follows it has
@@ -407,9 +494,21 @@ conn_rbuf_reserve(struct frame_conn *c)
 	}
 	if (c->c_rcap >= want)
 		return 0;
+	if (c->c_budget != NULL && want - c->c_rcap >
+	    c->c_budget->fb_max - c->c_budget->fb_used) {
+		log_warnx("%s: %zu bytes more would pass the budget of %zu "
+		    "(%zu in use)", __func__, want - c->c_rcap,
+		    c->c_budget->fb_max, c->c_budget->fb_used);
+		return -1;
+	}
 	if ((p = realloc(c->c_rbuf, want)) == NULL) {
 		log_warn("%s: realloc", __func__);
 		return -1;
+	}
+	if (c->c_budget != NULL) {
+		c->c_budget->fb_used += want - c->c_rcap;
+		if (c->c_budget->fb_used > c->c_budget->fb_peak)
+			c->c_budget->fb_peak = c->c_budget->fb_used;
 	}
 	c->c_rbuf = p;
 	c->c_rcap = want;
@@ -426,7 +525,7 @@ conn_read(struct frame_conn *c)
 	ssize_t		 n;
 	int		 fds[FRAME_MAXFDS], nfds = 0, i;
 
-	if (c->c_failed || c->c_paused)
+	if (c->c_failed || !c->c_reading)
 		return;
 	/* Frames left in the buffer by a pause come first. */
 	if (conn_deliver(c) == -1)
@@ -507,6 +606,8 @@ conn_sent(struct frame_conn *c, size_t n)
 		fds_close(fo->fo_fds, fo->fo_nfds);
 		free(fo);
 	}
+	if (c->c_oq_full)
+		conn_outq_check(c, 1);
 }
 
 /* Write until the queue is empty or the socket is full; -1 on failure. */
@@ -569,9 +670,8 @@ conn_shrink_now(struct frame_conn *c)
 	c->c_shrink = 0;
 	if (c->c_rlen > 0 || c->c_rbuf == NULL)
 		return;
-	free(c->c_rbuf);
-	c->c_rbuf = NULL;
-	c->c_rcap = c->c_rstart = 0;
+	conn_rbuf_free(c);
+	c->c_rstart = 0;
 }
 
 static void
@@ -654,6 +754,7 @@ frame_conn_new(struct event_base *base, int fd, const struct frame_limits *in,
 		log_warnx("%s: event_add failed", __func__);
 		goto fail;
 	}
+	c->c_reading = 1;
 	return c;
  fail:
 	if (c->c_rev != NULL)
@@ -674,7 +775,10 @@ frame_conn_free(struct frame_conn *c)
 		/* The handler that called us frees it on its way out. */
 		c->c_freed = 1;
 		conn_event_del(c->c_rev);
+		c->c_reading = 0;
 		conn_event_del(c->c_wev);
+		if (c->c_stallev != NULL)
+			evtimer_del(c->c_stallev);
 		return;
 	}
 	conn_destroy(c);
@@ -704,6 +808,8 @@ conn_queued(struct frame_conn *c)
 	if (c->c_draincb != NULL && c->c_lowat > 0 &&
 	    c->c_pending >= c->c_lowat)
 		c->c_drain_armed = 1;
+	if (!c->c_oq_full)
+		conn_outq_check(c, 0);
 	return FRAME_OK;
 }
 
@@ -918,22 +1024,59 @@ frame_conn_set_drain_cb(struct frame_conn *c,
 void
 frame_conn_pause(struct frame_conn *c, int paused)
 {
-	if (c->c_failed || c->c_freed || !paused == !c->c_paused)
+	if (c->c_failed || c->c_freed)
 		return;
 	c->c_paused = paused != 0;
-	if (c->c_paused) {
-		conn_event_del(c->c_rev);
+	conn_read_update(c);
+}
+
+static void
+conn_stall_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct frame_conn	*c = arg;
+
+	if (c->c_failed || c->c_freed || !c->c_oq_full)
+		return;
+	log_warnx("peer took nothing of %zu queued bytes for %u ms",
+	    c->c_pending, c->c_oq_stall_ms);
+	c->c_busy++;
+	c->c_stallcb(c, c->c_arg);
+	if (--c->c_busy == 0 && c->c_freed)
+		conn_destroy(c);
+}
+
+void
+frame_conn_set_outq_cap(struct frame_conn *c, size_t cap, unsigned stall_ms,
+    void (*stalled)(struct frame_conn *, void *))
+{
+	if (c->c_stallev == NULL && (c->c_stallev = evtimer_new(c->c_base,
+	    conn_stall_cb, c)) == NULL) {
+		log_warnx("%s: evtimer_new failed", __func__);
 		return;
 	}
-	if (event_add(c->c_rev, NULL) == -1) {
-		log_warnx("%s: event_add failed", __func__);
-		c->c_werr = FRAME_IO;
-		event_active(c->c_wev, EV_WRITE, 1);
-		return;
+	c->c_oq_cap = cap;
+	c->c_oq_stall_ms = stall_ms;
+	c->c_stallcb = stalled;
+	conn_outq_check(c, 0);
+}
+
+int
+frame_conn_outq_full(const struct frame_conn *c)
+{
+	return c->c_oq_full;
+}
+
+void
+frame_conn_set_budget(struct frame_conn *c, struct frame_budget *b)
+{
+	if (c->c_budget != NULL)
+		c->c_budget->fb_used -= c->c_rcap;
+	c->c_budget = b;
+	if (b != NULL) {
+		b->fb_used += c->c_rcap;
+		if (b->fb_used > b->fb_peak)
+			b->fb_peak = b->fb_used;
 	}
-	/* Frames already buffered would otherwise wait for the peer. */
-	if (c->c_rlen > 0)
-		event_active(c->c_rev, EV_READ, 1);
 }
 
 /* Skip n written bytes in an iovec array. */

@@ -114,6 +114,35 @@ void		 frame_conn_set_read_size(struct frame_conn *, size_t);
 void		 frame_conn_shrink(struct frame_conn *);
 /* Stop or resume reading frames (back-pressure from the receiver). */
 void		 frame_conn_pause(struct frame_conn *, int paused);
+
+/*
+ * Back-pressure on a peer that does not read what is sent to it (DESIGN.md
+ * 1, invariant 7): while more than cap bytes wait to be written, the conn
+ * reads no frames from the peer, so that what it answers cannot pile up.
+ * If nothing at all is written for stall_ms meanwhile, stalled runs once:
+ * its owner stops the peer (the conn is not freed for it).
+ */
+void		 frame_conn_set_outq_cap(struct frame_conn *, size_t cap,
+		    unsigned stall_ms,
+		    void (*stalled)(struct frame_conn *, void *));
+/* Whether the conn has stopped reading for its peer's unread answers. */
+int		 frame_conn_outq_full(const struct frame_conn *);
+
+/*
+ * What a process holds in read buffers for a class of peers, together: a
+ * conn given a budget counts its read buffer against it, and a buffer that
+ * would grow past fb_max fails that conn with FRAME_OUT_OF_MEMORY, so that
+ * the peers together can never make the process run out (the one whose
+ * frame does not fit is dropped, never the process).  Read buffers grow
+ * with the bytes that arrived, not with the length a header declares.
+ */
+struct frame_budget {
+	size_t		 fb_max;
+	size_t		 fb_used;
+	size_t		 fb_peak;
+};
+void		 frame_conn_set_budget(struct frame_conn *,
+		    struct frame_budget *);
 /*
  * Called after the frames one read brought have all been delivered (NULL:
  * none): a receiver that holds back what those frames made it send sends

@@ -1104,6 +1104,184 @@ START_TEST(back_pressure)
 END_TEST
 
 /*
+ * A read buffer grows with what arrived, never at once to what a header
+ * declares, and against the budget its conn shares: a frame whose buffer
+ * fits the budget exactly is read, one byte more fails that conn alone.
+ */
+static void
+budget_frame(size_t budget, int fits)
+{
+	struct event_base	*base = base_new();
+	struct frame_budget	 fb = { 0 };
+	struct rx		 a = { 0 }, b = { 0 };
+	const size_t		 dlen = 3u << 20;
+	const size_t		 total = FRAME_HDR_LEN + 2 + dlen;
+	uint8_t			*wire = malloc(total);
+	size_t			 part = 100 * 1024;
+	int			 sv[2], sw[2];
+
+	ck_assert_ptr_nonnull(wire);
+	mkframe(wire, "{}", NULL, 0);
+	frame_header_write(wire, 2, dlen);
+	memset(wire + FRAME_HDR_LEN + 2, 'x', dlen);
+	pair(sv);
+	pair(sw);
+	fb.fb_max = budget;
+	conn(base, sv[1], &lim_big, &lim_big, &a);
+	conn(base, sw[1], &lim_big, &lim_big, &b);
+	frame_conn_set_budget(a.conn, &fb);
+	frame_conn_set_budget(b.conn, &fb);
+	ck_assert_int_eq(fcntl(sv[0], F_SETFL, O_NONBLOCK), 0);
+
+	/* The header and 100 KiB: the buffer is what arrived, at most
+	 * doubled (or the 128 KiB a read starts with), not 3 MiB. */
+	raw_send(sv[0], wire, part, NULL, 0);
+	RUN_UNTIL(base, fb.fb_used > 0);
+	/* the buffer is made ready for more when more comes */
+	raw_send(sv[0], wire + part, 1, NULL, 0);
+	part++;
+	run_ready(base);
+	ck_assert_uint_gt(fb.fb_used, 0);
+	ck_assert_uint_le(fb.fb_used, 2 * part);
+	ck_assert_int_eq(a.nerr, 0);
+	/* A header alone on the other conn costs the base size. */
+	raw_send(sw[0], wire, FRAME_HDR_LEN, NULL, 0);
+	run_ready(base);
+	raw_send(sw[0], wire + FRAME_HDR_LEN, 1, NULL, 0);
+	run_ready(base);
+	ck_assert_int_eq(b.nerr, 0);
+	ck_assert_uint_le(fb.fb_used, 2 * part + 128 * 1024);
+	close(sw[0]);
+	RUN_UNTIL(base, b.nerr == 1);
+	ck_assert_int_eq(b.err, FRAME_TRUNCATED);
+	frame_conn_free(b.conn);
+	b.conn = NULL;
+
+	/* The rest of the frame, as the socket takes it. */
+	while (part < total && a.nerr == 0) {
+		ssize_t	 n = write(sv[0], wire + part, total - part);
+
+		if (n > 0)
+			part += n;
+		else
+			ck_assert(n == -1 && errno == EAGAIN);
+		event_base_loop(base, EVLOOP_NONBLOCK);
+	}
+	if (fits) {
+		RUN_UNTIL(base, a.nframes == 1);
+		ck_assert_uint_eq(a.data_len[0], dlen);
+		ck_assert_int_eq(a.nerr, 0);
+		ck_assert_uint_eq(fb.fb_peak, total);
+	} else {
+		RUN_UNTIL(base, a.nerr == 1);
+		ck_assert_int_eq(a.err, FRAME_OUT_OF_MEMORY);
+		ck_assert_int_eq(a.nframes, 0);
+		ck_assert_uint_le(fb.fb_peak, budget);
+	}
+	close(sv[0]);
+	rx_clear(&a);
+	rx_clear(&b);
+	/* Every buffer given back is given back to the budget too. */
+	ck_assert_uint_eq(fb.fb_used, 0);
+	free(wire);
+	base_free(base);
+}
+
+START_TEST(budget_at_limit)
+{
+	budget_frame(FRAME_HDR_LEN + 2 + (3u << 20), 1);
+}
+END_TEST
+
+START_TEST(budget_past_limit)
+{
+	budget_frame(FRAME_HDR_LEN + 2 + (3u << 20) - 1, 0);
+}
+END_TEST
+
+static int	 nstalled;
+
+static void
+on_stall(struct frame_conn *c, void *arg)
+{
+	nstalled++;
+}
+
+/*
+ * A peer that does not read: past the cap of what is queued for it, its
+ * frames are not read; taking something now and then keeps it from being
+ * reported stalled; taking nothing for the bound reports it; reading it
+ * all lets its frames in again.
+ */
+START_TEST(outq_cap)
+{
+	struct event_base	*base = base_new();
+	struct rx		 a = { 0 };
+	uint8_t			*data = pattern(256 * 1024, 3), buf[64];
+	uint8_t			 sink[65536];
+	size_t			 len;
+	double			 t0;
+	int			 sv[2], i;
+
+	nstalled = 0;
+	pair(sv);
+	conn(base, sv[0], &lim_big, &lim_big, &a);
+	frame_conn_set_outq_cap(a.conn, 64 * 1024, 300, on_stall);
+	ck_assert_int_eq(fcntl(sv[1], F_SETFL, O_NONBLOCK), 0);
+	for (i = 0; i < 32 && !frame_conn_outq_full(a.conn); i++)
+		ck_assert_int_eq(frame_conn_send(a.conn, "{}", 2, data,
+		    256 * 1024, NULL, 0), FRAME_OK);
+	ck_assert(frame_conn_outq_full(a.conn));
+	ck_assert_uint_gt(frame_conn_pending(a.conn), 64 * 1024);
+	/* what the reads below take, and more */
+	for (i = 0; i < 8; i++)
+		ck_assert_int_eq(frame_conn_send(a.conn, "{}", 2, data,
+		    256 * 1024, NULL, 0), FRAME_OK);
+	len = mkframe(buf, "{\"in\":1}", NULL, 0);
+	raw_send(sv[1], buf, len, NULL, 0);
+	/* Some taken every 100 ms (enough for the kernel to call the
+	 * socket writable again): slow, not stalled. */
+	t0 = now();
+	i = 0;
+	while (now() - t0 < 0.7) {
+		event_base_loop(base, EVLOOP_ONCE);
+		if (now() - t0 > 0.1 * (i + 1)) {
+			ck_assert_int_gt(read(sv[1], sink, sizeof(sink)), 0);
+			ck_assert_int_gt(read(sv[1], sink, sizeof(sink)), 0);
+			ck_assert_int_gt(read(sv[1], sink, sizeof(sink)), 0);
+			i++;
+		}
+	}
+	ck_assert_uint_gt(frame_conn_pending(a.conn), 64 * 1024);
+	ck_assert_int_eq(nstalled, 0);
+	ck_assert_int_eq(a.nframes, 0);
+	/* Nothing taken: reported once, after the bound. */
+	t0 = now();
+	RUN_UNTIL(base, nstalled == 1);
+	ck_assert(now() - t0 >= 0.28);
+	for (i = 0; i < 20; i++)
+		event_base_loop(base, EVLOOP_ONCE);
+	ck_assert_int_eq(nstalled, 1);
+	ck_assert_int_eq(a.nframes, 0);
+	/* Read it all: the peer's frame comes in. */
+	while (frame_conn_pending(a.conn) > 0 || a.nframes == 0) {
+		ssize_t	 n = read(sv[1], sink, sizeof(sink));
+
+		ck_assert(n > 0 || (n == -1 && errno == EAGAIN));
+		event_base_loop(base, EVLOOP_NONBLOCK);
+	}
+	ck_assert(!frame_conn_outq_full(a.conn));
+	ck_assert_int_eq(a.nframes, 1);
+	ck_assert_str_eq(a.json[0], "{\"in\":1}");
+	ck_assert_int_eq(a.nerr, 0);
+	close(sv[1]);
+	rx_clear(&a);
+	free(data);
+	base_free(base);
+}
+END_TEST
+
+/*
  * Several frames in one write, from the caller's buffers: what the socket
  * does not take at once is copied, so the buffers may change as soon as
  * the call returns.
@@ -1574,6 +1752,9 @@ frame_suite(void)
 	tcase_add_test(tc, send_and_free_in_cb);
 	tcase_add_test(tc, pause_resume);
 	tcase_add_test(tc, back_pressure);
+	tcase_add_test(tc, budget_at_limit);
+	tcase_add_test(tc, budget_past_limit);
+	tcase_add_test(tc, outq_cap);
 	tcase_add_test(tc, sendv_round_trip);
 	tcase_add_test(tc, sendv_refused);
 	tcase_add_test(tc, batch_callback);
