@@ -150,6 +150,40 @@ _Static_assert(BROKER_POLL_MS < WORKER_NEXT_TIMEOUT_MS,
 #define BROKER_REFUSAL_WINDOW_MS	1000
 
 /*
+ * Not in PROTOCOL.md: the supervisor and egress each count what a broker
+ * or research job sent that they refused without it breaking a rule on its
+ * own (common/violation.h: a call, tool call or result for a turn that has
+ * ended, an acknowledgement of a call that is over).  A legitimate peer
+ * sends a handful when a turn ends under it (its calls in flight, their
+ * acknowledgements, at most 4 tool calls); past 64 within a second it is
+ * stopped as a violation (DESIGN.md 1, invariant 7).  Such refusals are
+ * logged at most once a minute per peer, with their count.
+ */
+#define PEER_REFUSALS_MAX		64u
+#define PEER_REFUSAL_WINDOW_MS		1000
+#define PEER_REFUSAL_LOG_MS		60000
+/*
+ * Not in PROTOCOL.md: back-pressure on a broker or research job that does
+ * not read its pipe (DESIGN.md 1, invariant 7).  While more than 1 MiB
+ * waits to be written to it, the supervisor and egress read nothing more
+ * from it, so that answers to what it sends cannot pile up; one that takes
+ * nothing of what waits for 30 s is stopped (a legitimate one is never
+ * that busy: its longest step, the rebuild of a 96 MiB body, takes a few
+ * seconds).
+ */
+#define PEER_QUEUE_MAX			(1u * MIB)
+#define PEER_STALL_MS			30000
+/*
+ * Not in PROTOCOL.md: what the read buffers of every broker and research
+ * job may hold together, in the supervisor and in egress (frame.h).  A
+ * buffer grows with the bytes that arrived, so a header alone costs
+ * 128 KiB; ten frames at the edge's maximum of 100 MiB fit at once, and a
+ * peer whose frame does not is dropped, never the process.
+ */
+#define SUPERVISOR_PEER_READ_MAX	(1024u * MIB)
+#define EGRESS_PEER_READ_MAX		(1024u * MIB)
+
+/*
  * 4. Bodies
  */
 /* 4.1: "author": {"id": ≤256 chars, "name": ≤256 chars}. */

@@ -98,6 +98,12 @@
 	X(EGR_BOUND,       "egr_bound",       R_EGR, R_SUP, 0, 0, NONE) \
 	X(EGR_UNBIND,      "egr_unbind",      R_SUP, R_EGR, 0, 0, NONE) \
 	X(EGR_VIOLATION,   "egr_violation",   R_EGR, R_SUP, 0, 0, NONE) \
+	/* a stopped broker or research job: its calls are cancelled and \
+	 * its edge closed before it is signalled */			\
+	X(EGR_DROP,        "egr_drop",        R_SUP, R_EGR, 0, 0, NONE) \
+	/* egress's own count of the calls it made with a credential,	\
+	 * at most once a second while it grows */			\
+	X(EGR_COUNTERS,    "egr_counters",    R_EGR, R_SUP, 0, 0, NONE) \
 	/* the controlled fetch of PROTOCOL.md 8: research jobs and the	\
 	 * supervisor's attachment downloads; the answer carries the body */ \
 	X(EGR_FETCH,       "egr_fetch",       R_SUP | R_RES, R_EGR, 0, 0, EGR_FETCHED) \

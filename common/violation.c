@@ -1,5 +1,6 @@
 #include <string.h>
 
+#include "limits.h"
 #include "violation.h"
 
 static const char *const violation_names[VIOLATION__COUNT] = {
@@ -26,4 +27,24 @@ violation_from_name(const char *name)
 		if (strcmp(violation_names[i], name) == 0)
 			return i;
 	return VIOLATION_NONE;
+}
+
+int
+refusal_count(struct refusals *rf, uint64_t now_ms, uint64_t *log_n)
+{
+	rf->rf_total++;
+	rf->rf_unlogged++;
+	*log_n = 0;
+	if (rf->rf_total == 1 ||
+	    now_ms - rf->rf_logged_at >= PEER_REFUSAL_LOG_MS) {
+		*log_n = rf->rf_unlogged;
+		rf->rf_unlogged = 0;
+		rf->rf_logged_at = now_ms;
+	}
+	if (rf->rf_in_window == 0 ||
+	    now_ms - rf->rf_window_at >= PEER_REFUSAL_WINDOW_MS) {
+		rf->rf_window_at = now_ms;
+		rf->rf_in_window = 0;
+	}
+	return ++rf->rf_in_window > PEER_REFUSALS_MAX;
 }

@@ -8,6 +8,8 @@
 #ifndef RTSANDBOX_VIOLATION_H
 #define RTSANDBOX_VIOLATION_H
 
+#include <stdint.h>
+
 /* X(enum suffix, name in logs and daemon.stats) */
 #define VIOLATION_TABLE(X)						\
 	/* a frame the message table refuses, or a descriptor count,	\
@@ -43,7 +45,10 @@
 	 * turn allows */						\
 	X(TOOL_CALL,	"tool_call")					\
 	/* a turn result that breaks a bound of PROTOCOL.md 4.2 */	\
-	X(RESULT,	"result")
+	X(RESULT,	"result")					\
+	/* a peer that reads nothing of what is sent to it for		\
+	 * PEER_STALL_MS while PEER_QUEUE_MAX waits */			\
+	X(STALL,	"stall")
 
 enum violation {
 	VIOLATION_NONE = 0,
@@ -52,6 +57,31 @@ enum violation {
 #undef VIOLATION_ENUM
 	VIOLATION__COUNT
 };
+
+/*
+ * What a peer sent that was refused without being a violation on its own:
+ * a call for a turn that has ended, a tool call, a result or an
+ * acknowledgement that names no live turn or call.  A legitimate peer
+ * sends a few of these when a turn ends under it; one that sends more than
+ * PEER_REFUSALS_MAX within PEER_REFUSAL_WINDOW_MS runs someone else's code
+ * (DESIGN.md 1, invariant 7).  Each peer has one of these; refusals are
+ * logged at most once per PEER_REFUSAL_LOG_MS, with their count.
+ */
+struct refusals {
+	uint64_t	 rf_window_at;	/* monotonic ms the window began */
+	unsigned	 rf_in_window;
+	uint64_t	 rf_logged_at;	/* monotonic ms of the last line */
+	uint64_t	 rf_unlogged;	/* counted since that line */
+	uint64_t	 rf_total;
+};
+
+/*
+ * Count one refusal at now_ms.  Returns 1 once the peer is past its
+ * allowance, else 0.  *log_n is set to the number of refusals a log line
+ * due now covers (this one included), or 0 when none is due.
+ */
+int		 refusal_count(struct refusals *, uint64_t now_ms,
+		    uint64_t *log_n);
 
 /* "model"; "none" for VIOLATION_NONE and anything out of range. */
 const char	*violation_name(enum violation);

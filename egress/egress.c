@@ -33,13 +33,24 @@
 #include "sandbox.h"
 #include "violation.h"
 
-/* Calls held for one peer, and for every peer together; each call keeps
+/*
+ * Calls held for one peer, and for every peer together; each call keeps
  * its body (up to the edge's data bound) until it ends, so these bound
  * egress's memory (DESIGN.md 1, invariant 7).  A legitimate broker has at
- * most 4 calls of its turn in flight, plus startup-window calls. */
+ * most 4 calls of its turn in flight, plus startup-window calls.  Each
+ * peer has a share of its own that no other peer can take: 4 calls and
+ * 16 MiB of bodies, a turn's calls in flight of any ordinary size.
+ * Beyond it a peer draws on a pool every peer shares, up to its own cap:
+ * a few peers that fill the pool leave every other one its share.
+ */
 #define EGRESS_PEER_CALLS_MAX	16u
+#define EGRESS_PEER_BODY_MAX	(192u * MIB)
+#define EGRESS_SHARE_CALLS	SCOPE_INFLIGHT_MAX
+#define EGRESS_SHARE_BYTES	(16u * MIB)
 #define EGRESS_CALLS_MAX	256u
-#define EGRESS_BODY_BYTES_MAX	(512u * 1024 * 1024)
+#define EGRESS_BODY_BYTES_MAX	(512u * MIB)
+/* The supervisor hears egress's count of calls at most this often. */
+#define EGRESS_COUNTERS_MS	1000
 /*
  * MCP metadata calls with no bound turn: a bucket of 2 x 32 calls refilled
  * at 32 per 10 s.  A legitimate broker's startup windows (PROTOCOL.md 3.4:
@@ -111,7 +122,13 @@ egress_peer_err(struct frame_conn *fc, enum frame_err err, void *arg)
 {
 	struct egress_peer	*ep = arg;
 
-	if (err != FRAME_EOF && err != FRAME_IO && err != FRAME_TRUNCATED)
+	if (err == FRAME_OUT_OF_MEMORY)
+		log_warnx("%s dropped: egress has no room for its frame "
+		    "(%zu bytes held for every peer, %zu at most)",
+		    ep->ep_name, ep->ep_egress->eg_peer_read.fb_used,
+		    ep->ep_egress->eg_peer_read.fb_max);
+	else if (err != FRAME_EOF && err != FRAME_IO &&
+	    err != FRAME_TRUNCATED)
 		egress_violation(ep, VIOLATION_FRAME,
 		    frame_err_to_string(err));
 	else if (err != FRAME_EOF)
@@ -130,15 +147,63 @@ egress_peer_err(struct frame_conn *fc, enum frame_err err, void *arg)
 _Static_assert((UP_DATA_MAX + EGRESS_FRAME_DATA - 1) / EGRESS_FRAME_DATA + 2 <=
     FRAME_SENDV_MAX, "the frames of one flush");
 
+/* What n of a peer's calls, or bytes of its bodies, take of the pool. */
+static size_t
+egress_beyond(size_t n, size_t share)
+{
+	return n > share ? n - share : 0;
+}
+
+/* A call of len body bytes joins (add) or leaves the peer's. */
+static void
+egress_hold(struct egress_peer *ep, size_t len, int add)
+{
+	struct egress	*eg = ep->ep_egress;
+
+	eg->eg_pool_calls -= egress_beyond(ep->ep_ncalls, EGRESS_SHARE_CALLS);
+	eg->eg_pool_bytes -= egress_beyond(ep->ep_body_bytes,
+	    EGRESS_SHARE_BYTES);
+	if (add) {
+		ep->ep_ncalls++;
+		ep->ep_body_bytes += len;
+		eg->eg_ncalls++;
+		eg->eg_body_bytes += len;
+	} else {
+		ep->ep_ncalls--;
+		ep->ep_body_bytes -= len;
+		eg->eg_ncalls--;
+		eg->eg_body_bytes -= len;
+	}
+	eg->eg_pool_calls += egress_beyond(ep->ep_ncalls, EGRESS_SHARE_CALLS);
+	eg->eg_pool_bytes += egress_beyond(ep->ep_body_bytes,
+	    EGRESS_SHARE_BYTES);
+}
+
+/* Whether one more call of len body bytes fits the peer's share, its
+ * cap and the pool. */
+static int
+egress_fits(const struct egress_peer *ep, size_t len)
+{
+	const struct egress	*eg = ep->ep_egress;
+	size_t			 calls = ep->ep_ncalls + 1;
+
+	if (calls > EGRESS_PEER_CALLS_MAX || len > EGRESS_PEER_BODY_MAX -
+	    ep->ep_body_bytes)
+		return 0;
+	if (egress_beyond(calls, EGRESS_SHARE_CALLS) - egress_beyond(
+	    ep->ep_ncalls, EGRESS_SHARE_CALLS) > EGRESS_CALLS_MAX -
+	    eg->eg_pool_calls)
+		return 0;
+	return egress_beyond(ep->ep_body_bytes + len, EGRESS_SHARE_BYTES) -
+	    egress_beyond(ep->ep_body_bytes, EGRESS_SHARE_BYTES) <=
+	    EGRESS_BODY_BYTES_MAX - eg->eg_pool_bytes;
+}
+
 static void
 egress_call_free(struct egress_call *ec)
 {
-	struct egress	*eg = ec->ec_peer->ep_egress;
-
 	TAILQ_REMOVE(&ec->ec_peer->ep_calls, ec, ec_entry);
-	ec->ec_peer->ep_ncalls--;
-	eg->eg_ncalls--;
-	eg->eg_body_bytes -= ec->ec_body_len;
+	egress_hold(ec->ec_peer, ec->ec_body_len, 0);
 	if (ec->ec_head_held)
 		msgb_free(&ec->ec_head);
 	reflect_free(ec->ec_reflect);
@@ -352,7 +417,7 @@ static const struct up_callbacks egress_up_cbs = {
 /*
  * A rule broken by a peer (DESIGN.md 1, invariant 6): logged with the
  * channel, reported to the supervisor, which counts it and stops the peer.
- * Egress goes on.
+ * Nothing more of the peer is read meanwhile.  Egress goes on.
  */
 void
 egress_violation(struct egress_peer *ep, enum violation v, const char *why)
@@ -361,10 +426,66 @@ egress_violation(struct egress_peer *ep, enum violation v, const char *why)
 
 	log_warnx("%s violation (%s): %s", ep->ep_name, violation_name(v),
 	    why);
+	frame_conn_pause(ep->ep_conn, 1);
 	msgb_init(&mb, MSG_EGR_VIOLATION, 0);
 	msg_add_uint(&mb, "peer", ep->ep_id);
 	msg_add_str(&mb, "rule", violation_name(v));
-	role_send(ep->ep_egress->eg_rp, &mb);
+	if (msg_send(role_parent_conn(ep->ep_egress->eg_rp), &mb) == -1)
+		log_warnx("%s: cannot report the violation", ep->ep_name);
+}
+
+/*
+ * Something a peer sent, refused without a rule broken on its own (a call
+ * for a turn that ended, an acknowledgement of a call that is over):
+ * counted, and logged at most once a minute.  -1 once that took the peer
+ * past its allowance: a violation under rule.
+ */
+static int
+egress_refused(struct egress_peer *ep, enum violation rule, const char *what)
+{
+	uint64_t	 logn;
+	char		 why[200];
+
+	if (refusal_count(&ep->ep_refusals, proc_now_ms(), &logn) == 1) {
+		snprintf(why, sizeof(why), "more than %u refused frames "
+		    "within %d ms, the last %s", PEER_REFUSALS_MAX,
+		    PEER_REFUSAL_WINDOW_MS, what);
+		egress_violation(ep, rule, why);
+		return -1;
+	}
+	if (logn > 0)
+		log_info("%s: %s refused (%llu refusals since the last "
+		    "report)", ep->ep_name, what, (unsigned long long)logn);
+	return 0;
+}
+
+/* The supervisor's count of calls made (daemon.stats), once a second at
+ * most while it grows. */
+static void
+egress_counters(evutil_socket_t fd, short ev, void *arg)
+{
+	struct egress	*eg = arg;
+	struct msgb	 mb;
+
+	if (eg->eg_upstream_told == eg->eg_upstream_calls)
+		return;
+	msgb_init(&mb, MSG_EGR_COUNTERS, 0);
+	msg_add_uint(&mb, "upstream_calls", eg->eg_upstream_calls);
+	if (msg_send(role_parent_conn(eg->eg_rp), &mb) == 0)
+		eg->eg_upstream_told = eg->eg_upstream_calls;
+}
+
+static void
+egress_count_call(struct egress *eg)
+{
+	struct timeval	 tv = { EGRESS_COUNTERS_MS / 1000,
+	    (EGRESS_COUNTERS_MS % 1000) * 1000 };
+
+	eg->eg_upstream_calls++;
+	if (eg->eg_counters_ev != NULL &&
+	    !evtimer_pending(eg->eg_counters_ev, NULL) &&
+	    evtimer_add(eg->eg_counters_ev, &tv) == -1)
+		log_warnx("%s: evtimer_add failed", __func__);
 }
 
 /* The answer to a call that never reached the upstream. */
@@ -600,18 +721,17 @@ egress_call(struct egress_peer *ep, struct msg *m)
 		return 0;
 	}
 	if (ended) {
-		log_info("%s: a call for turn %s, which has ended; refused",
-		    ep->ep_name, turn_id);
-		egress_refuse_call(ep, id, 410, "turn_ended");
+		if (egress_refused(ep, VIOLATION_NO_TURN, "a call for a turn "
+		    "that has ended") == 0)
+			egress_refuse_call(ep, id, 410, "turn_ended");
 		return 0;
 	}
 	/* Resources, not rules: a legitimate peer may meet them under load. */
-	if (ep->ep_ncalls >= EGRESS_PEER_CALLS_MAX ||
-	    eg->eg_ncalls >= EGRESS_CALLS_MAX ||
-	    len > EGRESS_BODY_BYTES_MAX - eg->eg_body_bytes) {
-		log_warnx("%s: call refused: egress holds %zu calls, %zu of "
-		    "them this peer's, %zu body bytes", ep->ep_name,
-		    eg->eg_ncalls, ep->ep_ncalls, eg->eg_body_bytes);
+	if (!egress_fits(ep, len)) {
+		log_warnx("%s: call refused: egress holds %zu calls and %zu "
+		    "body bytes, %zu and %zu of them this peer's", ep->ep_name,
+		    eg->eg_ncalls, eg->eg_body_bytes, ep->ep_ncalls,
+		    ep->ep_body_bytes);
 		egress_refuse_call(ep, id, 503, "busy");
 		return 0;
 	}
@@ -636,9 +756,7 @@ egress_call(struct egress_peer *ep, struct msg *m)
 	ec->ec_scope = ea.ea_scope;
 	clock_gettime(CLOCK_MONOTONIC, &ec->ec_start);
 	TAILQ_INSERT_TAIL(&ep->ep_calls, ec, ec_entry);
-	ep->ep_ncalls++;
-	eg->eg_ncalls++;
-	eg->eg_body_bytes += len;
+	egress_hold(ep, len, 1);
 
 	if (ea.ea_mcp) {
 		if (eg->eg_mcp_credential_file == NULL) {
@@ -704,7 +822,9 @@ egress_call(struct egress_peer *ep, struct msg *m)
 	if (ec->ec_up == NULL) {
 		egress_end(ec, 0, 502, "cannot start the call");
 		egress_call_free(ec);
+		return 0;
 	}
+	egress_count_call(eg);
 	return 0;
 }
 
@@ -740,8 +860,12 @@ egress_ack(struct egress_peer *ep, struct msg *m)
 	    msg_get_uint(m, "bytes", 0, UINT64_C(1) << 53, &bytes) == -1 ||
 	    msg_end(m) == -1)
 		return -1;
-	if ((ec = egress_call_find(ep, id)) == NULL)
-		return 0;	/* ended meanwhile */
+	if ((ec = egress_call_find(ep, id)) == NULL) {
+		/* ended meanwhile, or never was */
+		(void)egress_refused(ep, VIOLATION_FRAME, "an "
+		    "acknowledgement of no call");
+		return 0;
+	}
 	ec->ec_unacked = bytes > ec->ec_unacked ? 0 : ec->ec_unacked - bytes;
 	egress_call_resume(ec);
 	return 0;
@@ -756,8 +880,11 @@ egress_cancel(struct egress_peer *ep, struct msg *m)
 	if (msg_get_uint(m, "call", 1, UINT64_C(1) << 53, &id) == -1 ||
 	    msg_end(m) == -1)
 		return -1;
-	if ((ec = egress_call_find(ep, id)) == NULL)
+	if ((ec = egress_call_find(ep, id)) == NULL) {
+		(void)egress_refused(ep, VIOLATION_FRAME, "a cancel of no "
+		    "call");
 		return 0;
+	}
 	log_info("%s %s: cancelled by the worker after %ld ms",
 	    ep->ep_name, ec->ec_route ? ec->ec_route : "?",
 	    ms_since(&ec->ec_start));
@@ -825,6 +952,18 @@ egress_peer_find(struct egress *eg, uint64_t id)
 	return NULL;
 }
 
+/* A peer that reads nothing of what egress sends it. */
+static void
+egress_peer_stalled(struct frame_conn *fc, void *arg)
+{
+	struct egress_peer	*ep = arg;
+	char			 why[120];
+
+	snprintf(why, sizeof(why), "read nothing of %zu bytes sent to it for "
+	    "%d ms", frame_conn_pending(fc), PEER_STALL_MS);
+	egress_violation(ep, VIOLATION_STALL, why);
+}
+
 /*
  * The kernel's buffer of a peer's pipe, as large as the window the peer
  * acks, where net.core.wmem_max allows: a window in flight then waits in
@@ -881,8 +1020,16 @@ egress_attach(struct egress *eg, struct msg *m)
 		close(fd);
 		return -1;
 	}
-	if ((ep = calloc(1, sizeof(*ep))) == NULL)
-		fatal("%s", __func__);
+	/* Short of memory, the peer goes without an edge (it stops on the
+	 * closed pipe); egress goes on. */
+	if ((ep = calloc(1, sizeof(*ep))) == NULL ||
+	    asprintf(&ep->ep_name, "%s[%s]", proc_role_name(r), channel) ==
+	    -1) {
+		log_warn("%s: peer %llu", __func__, (unsigned long long)id);
+		free(ep);
+		close(fd);
+		return 0;
+	}
 	ep->ep_egress = eg;
 	ep->ep_role = r;
 	ep->ep_id = id;
@@ -895,22 +1042,54 @@ egress_attach(struct egress *eg, struct msg *m)
 	ep->ep_calls_left = calls;
 	ep->ep_window_tokens = EGRESS_WINDOW_BURST;
 	ep->ep_window_at = proc_now_ms();
-	if (asprintf(&ep->ep_name, "%s[%s]", proc_role_name(r), channel) ==
-	    -1)
-		fatal("%s", __func__);
 	TAILQ_INIT(&ep->ep_calls);
 	TAILQ_INIT(&ep->ep_fetches);
 	egress_pipe_size(fd);
 	ep->ep_conn = frame_conn_new(eg->eg_base, fd,
 	    edge_limits(r, PROC_EGRESS), edge_limits(PROC_EGRESS, r),
 	    egress_dispatch_peer, egress_peer_err, ep);
-	if (ep->ep_conn == NULL)
-		fatalx("%s: cannot watch the %s edge", __func__, ep->ep_name);
+	if (ep->ep_conn == NULL) {
+		log_warnx("%s: cannot watch the %s edge", __func__,
+		    ep->ep_name);
+		egress_profile_release(eg, epr);
+		free(ep->ep_model);
+		free(ep->ep_name);
+		free(ep);
+		return 0;
+	}
 	/* Called once all that was queued is written. */
 	frame_conn_set_drain_cb(ep->ep_conn, egress_peer_drained, 1);
+	/* What a peer can make egress hold is bounded (DESIGN.md 1,
+	 * invariant 7). */
+	frame_conn_set_budget(ep->ep_conn, &eg->eg_peer_read);
+	frame_conn_set_outq_cap(ep->ep_conn, PEER_QUEUE_MAX, PEER_STALL_MS,
+	    egress_peer_stalled);
 	TAILQ_INSERT_TAIL(&eg->eg_peers, ep, ep_entry);
 	log_debug("%s attached (peer %llu)", ep->ep_name,
 	    (unsigned long long)id);
+	return 0;
+}
+
+/*
+ * A stopped broker or research job (DESIGN.md 1, invariant 7): its calls
+ * in flight are cancelled and its edge closed, so that nothing it sends
+ * goes out any more, whether or not the process has ended yet.  A peer
+ * that is gone already is no news.
+ */
+static int
+egress_drop(struct egress *eg, struct msg *m)
+{
+	struct egress_peer	*ep;
+	uint64_t		 id;
+
+	if (msg_get_uint(m, "peer", 1, UINT64_C(1) << 53, &id) == -1 ||
+	    msg_end(m) == -1)
+		return -1;
+	if ((ep = egress_peer_find(eg, id)) == NULL)
+		return 0;
+	log_info("%s dropped: stopped by the supervisor (%zu calls in "
+	    "flight cancelled)", ep->ep_name, ep->ep_ncalls);
+	egress_peer_free(ep);
 	return 0;
 }
 
@@ -1018,6 +1197,10 @@ egress_dispatch_supervisor(struct role_parent *rp, struct msg *m, void *arg)
 		if (!role_parent_configured(rp))
 			return -1;
 		return egress_attach(eg, m);
+	case MSG_EGR_DROP:
+		if (!role_parent_configured(rp))
+			return -1;
+		return egress_drop(eg, m);
 	case MSG_EGR_FETCH:
 		if (!role_parent_configured(rp))
 			return -1;
@@ -1036,6 +1219,9 @@ egress_configured(struct role_parent *rp, void *arg)
 		return "no configuration";
 	if ((eg->eg_upstream = upstream_new(eg->eg_base)) == NULL)
 		return "cannot set up the upstream client";
+	if ((eg->eg_counters_ev = evtimer_new(eg->eg_base, egress_counters,
+	    eg)) == NULL)
+		return "cannot set up a timer";
 	/* Reads /etc/resolv.conf and /etc/hosts now, which Landlock lets
 	 * egress read (sandbox_netconf_paths). */
 	if ((eg->eg_resolver = fetch_resolver_new(eg->eg_base,
@@ -1061,6 +1247,7 @@ egress_main(int argc, char *argv[])
 	role_args_parse(PROC_EGRESS, argc, argv, &ra);
 	proc_child_check_fds(1);
 	memset(&eg, 0, sizeof(eg));
+	eg.eg_peer_read.fb_max = EGRESS_PEER_READ_MAX;
 	TAILQ_INIT(&eg.eg_peers);
 	TAILQ_INIT(&eg.eg_fetches);
 	TAILQ_INIT(&eg.eg_profiles);

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "cred.h"
+#include "frame.h"
 #include "fetch.h"
 #include "limits.h"
 #include "msg.h"
@@ -66,6 +67,8 @@ struct egress_peer {
 	char				*ep_name;	/* "broker[chan]" */
 	TAILQ_HEAD(, egress_call)	 ep_calls;
 	size_t				 ep_ncalls;
+	size_t				 ep_body_bytes;	/* of its calls */
+	struct refusals			 ep_refusals;
 	TAILQ_HEAD(, egress_fetch)	 ep_fetches;
 	size_t				 ep_nfetches;
 	uint64_t			 ep_fetches_asked;	/* in all */
@@ -143,6 +146,16 @@ struct egress {
 	TAILQ_HEAD(, egress_peer)	 eg_peers;
 	size_t				 eg_ncalls;
 	size_t				 eg_body_bytes;
+	/* of them, beyond each peer's own share: the pool they share */
+	size_t				 eg_pool_calls;
+	size_t				 eg_pool_bytes;
+	/* what the peers' read buffers hold together */
+	struct frame_budget		 eg_peer_read;
+	/* calls that went out with a credential, and the last count the
+	 * supervisor was told */
+	uint64_t			 eg_upstream_calls;
+	uint64_t			 eg_upstream_told;
+	struct event			*eg_counters_ev;
 	struct role_parent		*eg_rp;
 	struct fetch_resolver		*eg_resolver;
 	struct fetch_env		 eg_fetch_env;

@@ -136,8 +136,11 @@ egress_fetch(struct egress *eg, struct egress_peer *ep, struct msg *m)
 		egress_fetch_refuse(eg, ep, m->m_id, busy);
 		return 0;
 	}
-	if ((ef = calloc(1, sizeof(*ef))) == NULL)
-		fatal("%s", __func__);
+	if ((ef = calloc(1, sizeof(*ef))) == NULL) {
+		log_warn("%s", __func__);
+		egress_fetch_refuse(eg, ep, m->m_id, "egress is out of memory");
+		return 0;
+	}
 	ef->ef_egress = eg;
 	ef->ef_peer = ep;
 	ef->ef_id = m->m_id;

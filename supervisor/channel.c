@@ -49,6 +49,10 @@ struct chan_op {
 	char				*op_attachments;
 	uint64_t			 op_archived;
 	struct event			*op_timer;	/* start_ms */
+	/* stop and fresh: the broker stopped and not yet gone, and whether
+	 * the container's removal has answered */
+	struct child			*op_broker;
+	int				 op_removed;
 };
 
 struct channel {
@@ -175,6 +179,9 @@ chan_waiter_cancel(struct ctl_req *req, void *arg)
 static void
 chan_op_free(struct chan_op *op)
 {
+	/* Nobody waits for that broker to be gone any more. */
+	if (op->op_broker != NULL)
+		op->op_broker->c_gone_cb = NULL;
 	if (op->op_timer != NULL)
 		event_free(op->op_timer);
 	free(op->op_profile);
@@ -277,13 +284,15 @@ chan_request(struct chan_op *op, enum proc_role role, struct msgb *mb,
 	return 0;
 }
 
+/* Stop the channel's broker; gone (may be NULL) is told once the process
+ * is reaped. */
 static void
-chan_broker_stop(struct channel *ch)
+chan_broker_stop(struct channel *ch, void (*gone)(void *), void *arg)
 {
 	if (ch->ch_broker == NULL)
 		return;
 	log_debug("channel %s: stopping its broker", ch->ch_segment);
-	child_stop(ch->ch_broker);
+	child_stop(ch->ch_broker, gone, arg);
 	ch->ch_broker = NULL;
 	ch->ch_broker_ready = 0;
 	ch->ch_worker_ready = 0;
@@ -360,7 +369,8 @@ chan_warm(const struct channel *ch, const struct chan_op *op)
 {
 	return chan_events_live && ch->ch_container[0] != '\0' &&
 	    ch->ch_seen_gen == chan_events_gen && ch->ch_broker != NULL &&
-	    ch->ch_broker_ready && ch->ch_worker_ready &&
+	    ch->ch_broker_ready && child_usable(ch->ch_broker) &&
+	    ch->ch_worker_ready &&
 	    ch->ch_broker_gen == sv->sv_broker_gen &&
 	    strcmp(ch->ch_broker_profile, op->op_profile) == 0;
 }
@@ -375,7 +385,7 @@ chan_ensured(struct child *c, struct msg *m, void *arg)
 	if ((err = chan_reply_error(m, "Docker")) != NULL) {
 		/* The broker was made for the container that is not there:
 		 * the next start must ensure again, not find it ready. */
-		chan_broker_stop(op->op_chan);
+		chan_broker_stop(op->op_chan, NULL, NULL);
 		chan_forget_container(op->op_chan);
 		chan_op_fail(op, "%s", err);
 		return;
@@ -456,10 +466,8 @@ chan_broker_msg(struct child *c, struct msg *m, void *arg)
 				chan_op_done(op, cJSON_CreateObject(), NULL);
 			}
 		} else if (strcmp(kind, "model_call") == 0 ||
-		    strcmp(kind, "mcp_call") == 0) {
-			sv->sv_count.sc_upstream_calls++;
+		    strcmp(kind, "mcp_call") == 0)
 			turns.ch_call(ch->ch_key, c, turn_id);
-		}
 		return 0;
 	default:
 		return turns.ch_broker_msg(ch->ch_key, c, m);
@@ -532,6 +540,7 @@ chan_status_for_start(struct child *c, struct msg *m, void *arg)
 	/* A new container, another profile or a broker configured before a
 	 * reload changed what brokers are told needs a new broker. */
 	if (ch->ch_broker != NULL && !recreate &&
+	    child_usable(ch->ch_broker) &&
 	    ch->ch_broker_gen == sv->sv_broker_gen &&
 	    strcmp(ch->ch_broker_profile, op->op_profile) == 0) {
 		chan_seen_running(ch, id);
@@ -543,18 +552,44 @@ chan_status_for_start(struct child *c, struct msg *m, void *arg)
 			ch->ch_broker_wait = op;
 		return;
 	}
-	chan_broker_stop(ch);
+	chan_broker_stop(ch, NULL, NULL);
 	chan_forget_container(ch);
 	msgb_init(&mb, MSG_FSG_BIND, 0);
 	msg_add_str(&mb, "channel", ch->ch_key);
 	chan_request(op, PROC_FSGUARD, &mb, chan_bound);
 }
 
+/* Stop and fresh go on once the container is removed and the broker is
+ * gone, whichever comes last. */
+static void
+chan_stop_continue(struct chan_op *op)
+{
+	struct msgb	 mb;
+
+	if (!op->op_removed || op->op_broker != NULL)
+		return;
+	if (op->op_kind == CHOP_STOP) {
+		chan_op_done(op, cJSON_CreateObject(), NULL);
+		return;
+	}
+	msgb_init(&mb, MSG_FSG_FRESH, 0);
+	msg_add_str(&mb, "channel", op->op_chan->ch_key);
+	chan_request(op, PROC_FSGUARD, &mb, chan_freshened);
+}
+
+static void
+chan_stop_broker_gone(void *arg)
+{
+	struct chan_op	*op = arg;
+
+	op->op_broker = NULL;
+	chan_stop_continue(op);
+}
+
 static void
 chan_removed(struct child *c, struct msg *m, void *arg)
 {
 	struct chan_op	*op = arg;
-	struct msgb	 mb;
 	const char	*err;
 
 	if ((err = chan_reply_error(m, "Docker")) != NULL) {
@@ -567,13 +602,8 @@ chan_removed(struct child *c, struct msg *m, void *arg)
 	}
 	log_info("channel %s: container removed", op->op_chan->ch_segment);
 	chan_forget_container(op->op_chan);
-	if (op->op_kind == CHOP_STOP) {
-		chan_op_done(op, cJSON_CreateObject(), NULL);
-		return;
-	}
-	msgb_init(&mb, MSG_FSG_FRESH, 0);
-	msg_add_str(&mb, "channel", op->op_chan->ch_key);
-	chan_request(op, PROC_FSGUARD, &mb, chan_freshened);
+	op->op_removed = 1;
+	chan_stop_continue(op);
 }
 
 static void
@@ -651,7 +681,9 @@ chan_prepared(struct child *c, struct msg *m, void *arg)
 		return;
 	case CHOP_STOP:
 	case CHOP_FRESH:
-		chan_broker_stop(ch);
+		/* answered once the broker is gone too */
+		op->op_broker = ch->ch_broker;
+		chan_broker_stop(ch, chan_stop_broker_gone, op);
 		msgb_init(&mb, MSG_DOCK_REMOVE, 0);
 		msg_add_str(&mb, "channel", ch->ch_key);
 		chan_request(op, PROC_DOCKER, &mb, chan_removed);
@@ -794,7 +826,8 @@ chan_broker(const char *key)
 {
 	struct channel	*ch = chan_find(key);
 
-	return ch != NULL && ch->ch_broker_ready ? ch->ch_broker : NULL;
+	return ch != NULL && ch->ch_broker_ready &&
+	    child_usable(ch->ch_broker) ? ch->ch_broker : NULL;
 }
 
 /* Parameters: channel (1-256 chars), profile where asked. */
@@ -893,7 +926,7 @@ chan_stop_brokers(void)
 		op = ch->ch_broker_wait != NULL ? ch->ch_broker_wait :
 		    ch->ch_worker_wait;
 		ch->ch_broker_wait = ch->ch_worker_wait = NULL;
-		chan_broker_stop(ch);
+		chan_broker_stop(ch, NULL, NULL);
 		n++;
 		if (op != NULL)
 			chan_op_fail(op, "the daemon stopped its brokers");

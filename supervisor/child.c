@@ -24,6 +24,7 @@
 #include "role.h"
 #include "spawner.h"
 #include "supervisor.h"
+#include "violation.h"
 
 /* How long a child has between exec and ready. */
 #define CHILD_READY_TIMEOUT_MS	10000
@@ -32,20 +33,32 @@
 #define CHILD_BACKOFF_MIN_MS	100
 #define CHILD_BACKOFF_MAX_MS	30000
 #define CHILD_STABLE_MS		30000
-/* A broker or research job stopped: its pipe closes first, so that it
- * acts on every frame sent before (a turn's cancel answers a result being
- * read) and then exits on EOF; SIGTERM after this if it has not. */
+/* A broker or research job stopped: egress drops its edge first (no call
+ * of it goes out any more), then its pipe closes, so that it acts on every
+ * frame sent before (a turn's cancel answers a result being read) and
+ * exits on EOF; SIGTERM after this if it has not, SIGKILL after as long
+ * again: a stop always ends the process. */
 #define CHILD_STOP_GRACE_MS	1000
+#define CHILD_KILL_MS		1000
 
 struct child_list	 children = TAILQ_HEAD_INITIALIZER(children);
 
 /* Each broker's and research job's edge at egress has its own number. */
 static uint64_t		 child_next_peer;
+/* What the read buffers of every broker and research job may hold
+ * together (frame.h): a peer whose frame would pass it is dropped. */
+static struct frame_budget	 child_peer_budget = { SUPERVISOR_PEER_READ_MAX,
+    0, 0 };
+/* Egress's count of calls: of the instances before this one, and this
+ * one's last word. */
+static uint64_t		 egress_calls_base, egress_calls_last;
 static struct child_hooks	 hooks;
 
 static void	child_spawn(struct child *);
 static void	child_down(struct child *);
 static void	child_attach(struct child *, struct child *);
+static void	child_egress_drop(struct child *);
+static void	child_req_expired(evutil_socket_t, short, void *);
 
 const char *
 child_state_to_string(enum child_state s)
@@ -172,12 +185,32 @@ child_violation(struct child *c, enum violation rule, const char *why)
 		if (c->c_violation == VIOLATION_NONE)
 			c->c_violation = rule;
 	}
+	child_egress_drop(c);
 	if (c->c_pid > 0)
 		kill(c->c_pid, SIGKILL);
 	if (c->c_conn != NULL) {
 		frame_conn_free(c->c_conn);
 		c->c_conn = NULL;
 	}
+}
+
+int
+child_refused(struct child *c, enum violation rule, const char *what)
+{
+	uint64_t	 logn;
+	char		 why[200];
+
+	if (refusal_count(&c->c_refusals, proc_now_ms(), &logn) == 1) {
+		snprintf(why, sizeof(why), "more than %u refused frames "
+		    "within %d ms, the last %s", PEER_REFUSALS_MAX,
+		    PEER_REFUSAL_WINDOW_MS, what);
+		child_violation(c, rule, why);
+		return -1;
+	}
+	if (logn > 0)
+		log_info("%s: %s refused (%llu refusals since the last "
+		    "report)", child_label(c), what, (unsigned long long)logn);
+	return 0;
 }
 
 static void
@@ -189,7 +222,85 @@ child_req_free(struct child_req *cr)
 		msgb_free(cr->cr_msg);
 		free(cr->cr_msg);
 	}
+	free(cr->cr_json);
 	free(cr);
+}
+
+/*
+ * Requests a helper may carry out twice to the same effect: what its
+ * answer says is true whenever it is asked (a channel's directories made,
+ * a socket bound afresh, a container's state, one running, one gone).  One
+ * in flight at a helper that dies is sent again once the helper is back.
+ */
+static int
+child_repeatable(enum msg_type t)
+{
+	switch (t) {
+	case MSG_FSG_PREPARE:
+	case MSG_FSG_BIND:
+	case MSG_DOCK_STATUS:
+	case MSG_DOCK_ENSURE:
+	case MSG_DOCK_REMOVE:
+	case MSG_DOCK_LIST:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Wait for the child to be ready (again), until the request's deadline. */
+static void
+child_req_wait(struct child *c, struct child_req *cr)
+{
+	uint64_t	 now = proc_now_ms(), left;
+	struct timeval	 tv;
+
+	left = cr->cr_deadline > now ? cr->cr_deadline - now : 0;
+	tv.tv_sec = left / 1000;
+	tv.tv_usec = (left % 1000) * 1000;
+	if ((cr->cr_timer == NULL && (cr->cr_timer = evtimer_new(sv->sv_base,
+	    child_req_expired, cr)) == NULL) ||
+	    evtimer_add(cr->cr_timer, &tv) == -1)
+		fatalx("%s: timer", __func__);
+	TAILQ_INSERT_TAIL(&c->c_waiting, cr, cr_entry);
+}
+
+/*
+ * Send a request to the ready child: a new one gets its id (a repeatable
+ * one is kept as sent, to be sent again), one sent before goes again as it
+ * was.  -1 when it could not be queued (the request is the caller's).
+ */
+static int
+child_req_send(struct child *c, struct child_req *cr)
+{
+	struct msgb	*mb = cr->cr_msg;
+
+	if (c->c_conn == NULL)
+		return -1;
+	if (mb != NULL) {
+		cr->cr_id = c->c_next_id++;
+		msg_add_uint(mb, "id", cr->cr_id);
+		cr->cr_msg = NULL;
+		if (!child_repeatable(mb->mb_type)) {
+			int	 rc = msg_send(c->c_conn, mb);
+
+			free(mb);
+			if (rc == -1)
+				return -1;
+			goto sent;
+		}
+		cr->cr_json = msgb_json(mb, &cr->cr_json_len);
+		msgb_free(mb);
+		free(mb);
+		if (cr->cr_json == NULL)
+			return -1;
+	}
+	if (frame_conn_send(c->c_conn, cr->cr_json, cr->cr_json_len, NULL, 0,
+	    NULL, 0) != FRAME_OK)
+		return -1;
+ sent:
+	TAILQ_INSERT_TAIL(&c->c_reqs, cr, cr_entry);
+	return 0;
 }
 
 /* A request that waited for its child longer than a start may take. */
@@ -202,7 +313,7 @@ child_req_expired(evutil_socket_t fd, short ev, void *arg)
 	TAILQ_REMOVE(&c->c_waiting, cr, cr_entry);
 	log_warnx("%s was not ready within %llu ms for %s", child_label(c),
 	    (unsigned long long)sv->sv_conf->start_ms,
-	    msg_type_name(cr->cr_msg->mb_type));
+	    msg_type_name(cr->cr_type));
 	cr->cr_cb(c, NULL, cr->cr_arg);
 	child_req_free(cr);
 }
@@ -215,20 +326,11 @@ child_send_waiting(struct child *c)
 
 	while ((cr = TAILQ_FIRST(&c->c_waiting)) != NULL) {
 		TAILQ_REMOVE(&c->c_waiting, cr, cr_entry);
-		event_free(cr->cr_timer);
-		cr->cr_timer = NULL;
-		cr->cr_id = c->c_next_id++;
-		msg_add_uint(cr->cr_msg, "id", cr->cr_id);
-		if (c->c_conn == NULL || msg_send(c->c_conn, cr->cr_msg) == -1) {
-			free(cr->cr_msg);
-			cr->cr_msg = NULL;
+		evtimer_del(cr->cr_timer);
+		if (child_req_send(c, cr) == -1) {
 			cr->cr_cb(c, NULL, cr->cr_arg);
 			child_req_free(cr);
-			continue;
 		}
-		free(cr->cr_msg);
-		cr->cr_msg = NULL;
-		TAILQ_INSERT_TAIL(&c->c_reqs, cr, cr_entry);
 	}
 }
 
@@ -319,7 +421,7 @@ child_frame(struct frame_conn *fc, struct frame *f, void *arg)
 		}
 		TAILQ_REMOVE(&c->c_reqs, cr, cr_entry);
 		cr->cr_cb(c, &m, cr->cr_arg);
-		free(cr);
+		child_req_free(cr);
 		msg_free(&m);
 		return;
 	}
@@ -341,8 +443,20 @@ child_conn_err(struct frame_conn *fc, enum frame_err err, void *arg)
 	struct child	*c = arg;
 
 	/* A child that dies mid-frame, or whose pipe fails, is not one that
-	 * broke the protocol: the reaper tells why it died. */
-	if (err != FRAME_EOF && err != FRAME_TRUNCATED && err != FRAME_IO)
+	 * broke the protocol: the reaper tells why it died.  A peer whose
+	 * frame the supervisor has no room for is dropped, not counted. */
+	if (err == FRAME_OUT_OF_MEMORY && !c->c_singleton) {
+		log_warnx("%s dropped: the supervisor has no room for its "
+		    "frame (%zu bytes held for every peer, %zu at most)",
+		    child_label(c), child_peer_budget.fb_used,
+		    child_peer_budget.fb_max);
+		child_egress_drop(c);
+		if (c->c_pid > 0)
+			kill(c->c_pid, SIGKILL);
+		frame_conn_free(c->c_conn);
+		c->c_conn = NULL;
+	} else if (err != FRAME_EOF && err != FRAME_TRUNCATED &&
+	    err != FRAME_IO)
 		child_violation(c, VIOLATION_FRAME, frame_err_to_string(err));
 	else {
 		log_debug("%s closed its pipe: %s", child_label(c),
@@ -353,6 +467,25 @@ child_conn_err(struct frame_conn *fc, enum frame_err err, void *arg)
 		frame_conn_free(c->c_conn);
 		c->c_conn = NULL;
 	}
+}
+
+/* A broker or research job that reads nothing of what is sent to it. */
+static void
+child_stalled(struct frame_conn *fc, void *arg)
+{
+	struct child	*c = arg;
+	char		 why[120];
+
+	snprintf(why, sizeof(why), "read nothing of %zu bytes sent to it for "
+	    "%d ms", frame_conn_pending(fc), PEER_STALL_MS);
+	child_violation(c, VIOLATION_STALL, why);
+}
+
+int
+child_usable(const struct child *c)
+{
+	return c->c_state == CHILD_READY && c->c_conn != NULL &&
+	    !c->c_edge_lost;
 }
 
 int
@@ -383,50 +516,36 @@ int
 child_request(struct child *c, struct msgb *mb, child_reply_cb cb, void *arg)
 {
 	struct child_req	*cr;
-	struct timeval		 tv;
-	uint64_t		 id;
 
-	if (c->c_state != CHILD_READY || c->c_conn == NULL) {
-		/* A helper being (re)started is waited for; a broker, or a
-		 * daemon that stops, is not. */
-		if (!c->c_singleton || sv->sv_stopping ||
-		    c->c_state == CHILD_STOPPING) {
-			msgb_free(mb);
-			return -1;
-		}
-		if ((cr = calloc(1, sizeof(*cr))) == NULL ||
-		    (cr->cr_msg = malloc(sizeof(*mb))) == NULL)
-			fatal("%s", __func__);
-		*cr->cr_msg = *mb;	/* the builder is ours from here on */
-		cr->cr_child = c;
-		cr->cr_reply = msg_def(mb->mb_type)->md_reply;
-		cr->cr_cb = cb;
-		cr->cr_arg = arg;
-		tv.tv_sec = sv->sv_conf->start_ms / 1000;
-		tv.tv_usec = (sv->sv_conf->start_ms % 1000) * 1000;
-		if ((cr->cr_timer = evtimer_new(sv->sv_base, child_req_expired,
-		    cr)) == NULL || evtimer_add(cr->cr_timer, &tv) == -1)
-			fatalx("%s: timer", __func__);
-		TAILQ_INSERT_TAIL(&c->c_waiting, cr, cr_entry);
-		log_debug("%s is %s: %s waits for it", child_label(c),
-		    child_state_to_string(c->c_state),
-		    msg_type_name(mb->mb_type));
-		return 0;
+	/* A helper being (re)started is waited for; a broker, or a daemon
+	 * that stops, is not. */
+	if ((c->c_state != CHILD_READY || c->c_conn == NULL) &&
+	    (!c->c_singleton || sv->sv_stopping ||
+	    c->c_state == CHILD_STOPPING)) {
+		msgb_free(mb);
+		return -1;
 	}
-	if ((cr = calloc(1, sizeof(*cr))) == NULL)
+	if ((cr = calloc(1, sizeof(*cr))) == NULL ||
+	    (cr->cr_msg = malloc(sizeof(*mb))) == NULL)
 		fatal("%s", __func__);
+	*cr->cr_msg = *mb;	/* the builder is ours from here on */
 	cr->cr_child = c;
-	id = c->c_next_id++;
-	cr->cr_id = id;
+	cr->cr_type = mb->mb_type;
 	cr->cr_reply = msg_def(mb->mb_type)->md_reply;
 	cr->cr_cb = cb;
 	cr->cr_arg = arg;
-	msg_add_uint(mb, "id", id);
-	if (msg_send(c->c_conn, mb) == -1) {
-		free(cr);
+	cr->cr_deadline = proc_now_ms() + sv->sv_conf->start_ms;
+	if (c->c_state != CHILD_READY || c->c_conn == NULL) {
+		child_req_wait(c, cr);
+		log_debug("%s is %s: %s waits for it", child_label(c),
+		    child_state_to_string(c->c_state),
+		    msg_type_name(cr->cr_type));
+		return 0;
+	}
+	if (child_req_send(c, cr) == -1) {
+		child_req_free(cr);
 		return -1;
 	}
-	TAILQ_INSERT_TAIL(&c->c_reqs, cr, cr_entry);
 	return 0;
 }
 
@@ -607,8 +726,19 @@ child_timer(evutil_socket_t fd, short ev, void *arg)
 			kill(c->c_pid, SIGKILL);
 		break;
 	case CHILD_STOPPING:
-		if (c->c_pid > 0)
+		if (c->c_pid <= 0)
+			break;
+		if (!c->c_term_sent) {
+			log_debug("%s did not exit on EOF: SIGTERM",
+			    child_label(c));
 			kill(c->c_pid, SIGTERM);
+			c->c_term_sent = 1;
+			timer_arm(c, CHILD_KILL_MS);
+		} else {
+			log_warnx("%s did not exit on SIGTERM within %d ms: "
+			    "SIGKILL", child_label(c), CHILD_KILL_MS);
+			kill(c->c_pid, SIGKILL);
+		}
 		break;
 	case CHILD_DOWN:
 		/* a broker or research job that could not be started: its
@@ -699,6 +829,13 @@ child_spawn(struct child *c)
 	if (c->c_conn == NULL)
 		fatalx("%s: cannot watch the pipe of %s", __func__,
 		    child_label(c));
+	/* What a broker or research job can make the supervisor hold is
+	 * bounded (DESIGN.md 1, invariant 7). */
+	if (!c->c_singleton) {
+		frame_conn_set_budget(c->c_conn, &child_peer_budget);
+		frame_conn_set_outq_cap(c->c_conn, PEER_QUEUE_MAX,
+		    PEER_STALL_MS, child_stalled);
+	}
 	log_debug("%s started (pid %d)", child_label(c), (int)c->c_pid);
 	child_send_config(c);
 	timer_arm(c, CHILD_READY_TIMEOUT_MS);
@@ -733,10 +870,21 @@ child_egress_msg(struct child *eg, struct msg *m, void *arg)
 {
 	struct child	*c;
 	const char	*rule;
-	uint64_t	 peer;
+	uint64_t	 peer, calls;
 	enum violation	 v;
 	char		 why[128];
 
+	/* daemon.stats's upstream_calls: what every egress so far counted,
+	 * not what brokers say they sent. */
+	if (m->m_type == MSG_EGR_COUNTERS) {
+		if (msg_get_uint(m, "upstream_calls", 0, UINT64_C(1) << 53,
+		    &calls) == -1 || msg_end(m) == -1 ||
+		    calls < egress_calls_last)
+			return -1;
+		egress_calls_last = calls;
+		sv->sv_count.sc_upstream_calls = egress_calls_base + calls;
+		return 0;
+	}
 	if (m->m_type != MSG_EGR_VIOLATION ||
 	    msg_get_uint(m, "peer", 1, UINT64_C(1) << 53, &peer) == -1 ||
 	    msg_get_str(m, "rule", 32, &rule) == -1 || msg_end(m) == -1 ||
@@ -830,12 +978,37 @@ child_research_start(const char *channel, const char *segment,
 	return c;
 }
 
-/* A broker is stopped for good: the caller lets go of it. */
+/*
+ * Egress lets go of a broker's or research job's edge: its calls in
+ * flight are cancelled and nothing it sends goes out any more.  Sent
+ * before the child is signalled, so that a process that outlives its stop
+ * spends nothing meanwhile.
+ */
+static void
+child_egress_drop(struct child *c)
+{
+	struct child	*eg = child_singleton(PROC_EGRESS);
+	struct msgb	 mb;
+
+	if (c->c_singleton || c->c_peer == 0 || c->c_egress_end != -1 ||
+	    c->c_dropped || eg == NULL || eg->c_state != CHILD_READY)
+		return;
+	c->c_dropped = 1;
+	msgb_init(&mb, MSG_EGR_DROP, 0);
+	msg_add_uint(&mb, "peer", c->c_peer);
+	child_send_msg(eg, &mb);
+}
+
+/* A broker or research job is stopped for good: the caller lets go of
+ * it; gone (may be NULL) is called once the process is reaped. */
 void
-child_stop(struct child *c)
+child_stop(struct child *c, void (*gone)(void *), void *arg)
 {
 	c->c_event_cb = NULL;
 	c->c_msg_cb = NULL;
+	c->c_gone_cb = gone;
+	c->c_gone_arg = arg;
+	child_egress_drop(c);
 	c->c_state = CHILD_STOPPING;
 	if (c->c_conn != NULL) {
 		frame_conn_free(c->c_conn);
@@ -852,6 +1025,7 @@ static void
 child_down(struct child *c)
 {
 	struct child_req	*cr;
+	struct child		*p;
 	long long		 lived;
 	long			 delay;
 	int			 was_stopping = c->c_state == CHILD_STOPPING;
@@ -862,19 +1036,41 @@ child_down(struct child *c)
 		c->c_conn = NULL;
 	}
 	evtimer_del(c->c_timer);
-	/* Sent and unanswered: it may have been carried out or not. */
+	/* Sent and unanswered: it may have been carried out or not.  What
+	 * is safe to repeat goes again once a helper is back, within the
+	 * request's deadline; the rest fails now. */
 	while ((cr = TAILQ_FIRST(&c->c_reqs)) != NULL) {
 		TAILQ_REMOVE(&c->c_reqs, cr, cr_entry);
+		if (c->c_singleton && cr->cr_json != NULL &&
+		    !sv->sv_stopping && proc_now_ms() < cr->cr_deadline) {
+			log_info("%s stopped holding %s: sent again once it "
+			    "is back", child_label(c),
+			    msg_type_name(cr->cr_type));
+			child_req_wait(c, cr);
+			continue;
+		}
 		cr->cr_cb(c, NULL, cr->cr_arg);
 		child_req_free(cr);
 	}
 	c->c_pid = -1;
 	c->c_state = CHILD_DOWN;
+	if (c->c_role == PROC_EGRESS) {
+		egress_calls_base += egress_calls_last;
+		egress_calls_last = 0;
+		/* Every edge attached to it went with it: a broker or job
+		 * with one cannot make a call any more. */
+		TAILQ_FOREACH(p, &children, c_entry)
+			if (!p->c_singleton && p->c_peer != 0 &&
+			    p->c_egress_end == -1)
+				p->c_edge_lost = 1;
+	}
 	if (c->c_singleton)
 		hooks.ch_down(c);
 	if (!c->c_singleton) {
 		if (c->c_event_cb != NULL && !was_stopping)
 			c->c_event_cb(c, 0, c->c_event_arg);
+		if (c->c_gone_cb != NULL)
+			c->c_gone_cb(c->c_gone_arg);
 		child_free(c);
 		return;
 	}

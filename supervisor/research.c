@@ -89,7 +89,7 @@ research_end(struct research_job *rj, cJSON *result)
 		free(rs);
 	}
 	if (rj->rj_child != NULL)
-		child_stop(rj->rj_child);
+		child_stop(rj->rj_child, NULL, NULL);
 	TAILQ_REMOVE(&jobs, rj, rj_entry);
 	event_free(rj->rj_deadline);
 	free(rj->rj_key);

@@ -80,12 +80,17 @@ struct child_req {
 	TAILQ_ENTRY(child_req)	 cr_entry;
 	struct child		*cr_child;
 	uint64_t		 cr_id;
+	enum msg_type		 cr_type;
 	enum msg_type		 cr_reply;
 	child_reply_cb		 cr_cb;
 	void			*cr_arg;
 	/* waiting for the child to be ready: the request, and how long */
 	struct msgb		*cr_msg;
 	struct event		*cr_timer;
+	uint64_t		 cr_deadline;	/* monotonic ms */
+	/* a repeatable request as it was sent, to send again */
+	char			*cr_json;
+	size_t			 cr_json_len;
 };
 
 struct child {
@@ -112,7 +117,14 @@ struct child {
 	 * for breaking a rule */
 	uint64_t		 c_peer;
 	int			 c_egress_end;
+	int			 c_dropped;	/* egress told to drop it */
+	int			 c_edge_lost;	/* with the egress it was at */
 	enum violation		 c_violation;
+	struct refusals		 c_refusals;
+	/* stopping: SIGTERM sent; who waits for the process to be gone */
+	int			 c_term_sent;
+	void			(*c_gone_cb)(void *);
+	void			*c_gone_arg;
 	/* brokers: what to send at bring-up */
 	int			 c_listen_fd;
 	char			*c_channel;
@@ -150,10 +162,24 @@ struct child	*child_research_start(const char *channel,
 /* A broker or research job broke a rule: counted, logged, killed. */
 void		 child_violation(struct child *, enum violation,
 		    const char *why);
+/*
+ * Something a broker or research job sent was refused without breaking a
+ * rule on its own (common/violation.h): counted against it and logged at
+ * most once a minute.  -1 when that took it past its allowance: it was
+ * stopped as a violation under rule.
+ */
+int		 child_refused(struct child *, enum violation rule,
+		    const char *what);
+/*
+ * Whether a broker or research job can serve: ready, its pipe open, and
+ * its edge at egress alive.  One that died and is not reaped yet, or
+ * whose egress did, is replaced rather than used.
+ */
+int		 child_usable(const struct child *);
 /* Send a message that expects no reply; -1 when the child is not ready. */
 int		 child_send_msg(struct child *, struct msgb *);
 int		 child_send_msgv(struct child *, struct msgb *const *, int);
-void		 child_stop(struct child *);
+void		 child_stop(struct child *, void (*gone)(void *), void *arg);
 /*
  * Send a request and get the reply through cb.  A singleton that is
  * starting or restarting is waited for, start_ms at most (cb then gets

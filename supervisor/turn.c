@@ -30,6 +30,10 @@ enum turn_state {
 				 * at egress to return */
 };
 
+/* Starts of a channel one turn makes again when the broker or egress it
+ * was being bound at went away before the turn reached a broker. */
+#define TURN_RESTARTS_MAX	2
+
 /* Host tool calls of one turn at once: the broker's scope has at most 4
  * calls in flight (PROTOCOL.md 3.4), tool calls among them. */
 #define TURN_TOOLS_INFLIGHT_MAX	SCOPE_INFLIGHT_MAX
@@ -50,6 +54,7 @@ struct turn {
 	int			 t_egress_bound;
 	int			 t_bound_early;	/* while the channel starts */
 	int			 t_delivered;	/* the worker took it */
+	unsigned		 t_restarts;	/* turn_restart() */
 	unsigned		 t_ntools;
 	uint64_t		 t_max_calls;	/* the budget bound at egress */
 	uint64_t		 t_calls;	/* of it, those the broker made */
@@ -414,6 +419,32 @@ turn_ms_left(const struct turn *t)
 	    sv->sv_conf->turn_ms - elapsed;
 }
 
+/*
+ * The broker the turn was being bound at, or egress, went away before the
+ * turn reached a broker: nothing of it was carried out, so the channel is
+ * started again (a broker that died, or whose egress did, is replaced)
+ * and the turn bound anew, within its own deadline.  -1 when it has been
+ * started again too often already.
+ */
+static int
+turn_restart(struct turn *t, const char *why)
+{
+	if (t->t_state != TURN_STARTING || t->t_binding ||
+	    t->t_restarts >= TURN_RESTARTS_MAX)
+		return -1;
+	t->t_restarts++;
+	log_info("channel %s: turn %s: %s; starting the channel again",
+	    t->t_key, t->t_id, why);
+	turn_egress_unbind(t);
+	t->t_bound_early = 0;
+	if (!t->t_starting) {
+		/* turn_started() binds it once the start is done */
+		t->t_starting = 1;
+		chan_start(t->t_key, t->t_profile, turn_started, t);
+	}
+	return 0;
+}
+
 /* Egress knows the turn: once the channel is started, on to the broker. */
 static void
 turn_bound(struct child *eg, struct msg *m, void *arg)
@@ -429,6 +460,10 @@ turn_bound(struct child *eg, struct msg *m, void *arg)
 			turn_free(t);
 		return;
 	}
+	if (!t->t_egress_bound && turn_restart(t, m == NULL ?
+	    "egress stopped before it bound the turn" :
+	    "egress could not bind the turn") == 0)
+		return;
 	if (!t->t_egress_bound) {
 		turn_end(t, turn_failure("start_failed", m == NULL ?
 		    "egress stopped before it bound the turn" :
@@ -448,6 +483,11 @@ turn_deliver(struct turn *t)
 	struct msgb	 bind, submit;
 	struct msgb	*mbs[2] = { &bind, &submit };
 
+	/* A broker killed a moment ago is not handed the turn: what died
+	 * is reaped first (one waitpid), and forgotten by its channel. */
+	child_reap();
+	if (t->t_state != TURN_STARTING)
+		return;
 	/* The broker egress bound must still be the channel's. */
 	if ((b = chan_broker(t->t_key)) == NULL || b->c_peer != t->t_peer) {
 		/* Bound early, for the broker the start then replaced. */
@@ -457,6 +497,8 @@ turn_deliver(struct turn *t)
 			turn_bind(t, b);
 			return;
 		}
+		if (turn_restart(t, "the channel's broker stopped") == 0)
+			return;
 		turn_end(t, turn_failure("start_failed",
 		    "the channel's broker stopped", NULL), 0);
 		return;
@@ -472,6 +514,9 @@ turn_deliver(struct turn *t)
 	msg_add_data(&submit, t->t_json, strlen(t->t_json));
 	/* One write: the broker reads both in one go. */
 	if (child_send_msgv(b, mbs, 2) == -1) {
+		if (turn_restart(t, "the channel's broker is not running") ==
+		    0)
+			return;
 		turn_end(t, turn_failure("start_failed",
 		    "the channel's broker is not running", NULL), 0);
 		return;
@@ -520,6 +565,9 @@ turn_submit(struct turn *t)
 	if (turn_build(t) == -1)
 		return;
 	if ((b = chan_broker(t->t_key)) == NULL || b->c_peer == 0) {
+		if (turn_restart(t, "the channel's broker is not running") ==
+		    0)
+			return;
 		turn_end(t, turn_failure("start_failed",
 		    "the channel's broker is not running", NULL), 0);
 		return;
@@ -679,33 +727,27 @@ turn_tool_known(const char *name)
 }
 
 /*
- * A host tool call: the hook of the client that submitted the turn gets the
- * bound identity, never what the worker claimed.  What the broker admitted
- * is checked again: a tool of the configuration, a request id not in use,
- * at most TURN_TOOLS_INFLIGHT_MAX at once, an object for input.
+ * A host tool call of the bound turn: the hook of the client that
+ * submitted the turn gets the bound identity, never what the worker
+ * claimed.  What the broker admitted is checked again: a tool of the
+ * configuration, a request id not in use, at most TURN_TOOLS_INFLIGHT_MAX
+ * at once, an object for input.
  */
 static int
-turn_tool_call(struct turn *t, struct child *b, struct msg *m)
+turn_tool_call(struct turn *t, struct child *b, uint64_t id,
+    const char *name, const uint8_t *data, size_t len)
 {
 	struct turn_tool	*tt;
-	const char		*turn_id, *name;
-	const uint8_t		*data;
-	size_t			 len;
 	cJSON			*p, *input, *ctx, *sp;
 	char			 err[256];
 
-	if (msg_get_str(m, "turn_id", UTF8_BYTES_MAX(SAFE_NAME_MAX),
-	    &turn_id) == -1 ||
-	    msg_get_str(m, "name", HOST_TOOL_NAME_MAX, &name) == -1 ||
-	    msg_get_data(m, &data, &len) == -1 || msg_end(m) == -1)
-		return -1;
 	if (!turn_tool_known(name)) {
 		turn_violation(t, b, VIOLATION_HOST_TOOL, "a host tool that "
 		    "is not in the configuration");
 		return 0;
 	}
 	TAILQ_FOREACH(tt, &t->t_tools, tt_entry)
-		if (tt->tt_id == m->m_id) {
+		if (tt->tt_id == id) {
 			turn_violation(t, b, VIOLATION_TOOL_CALL,
 			    "a tool call id in use");
 			return 0;
@@ -722,18 +764,18 @@ turn_tool_call(struct turn *t, struct child *b, struct msg *m)
 		    "is not a JSON object");
 		return 0;
 	}
-	if (strcmp(turn_id, t->t_id) == 0 && turn_count_call(t, b) == -1) {
+	if (turn_count_call(t, b) == -1) {
 		cJSON_Delete(input);
 		return 0;
 	}
 	if ((tt = calloc(1, sizeof(*tt))) == NULL)
 		fatal("%s", __func__);
 	tt->tt_turn = t;
-	tt->tt_id = m->m_id;
+	tt->tt_id = id;
 	TAILQ_INSERT_TAIL(&t->t_tools, tt, tt_entry);
 	t->t_ntools++;
-	/* A call of a turn that settled meanwhile, or no hook to ask. */
-	if (strcmp(turn_id, t->t_id) != 0 || t->t_client == NULL ||
+	/* No hook to ask. */
+	if (t->t_client == NULL ||
 	    (ctl_client_hooks(t->t_client) & HOOK_TOOL_CALL) == 0) {
 		cJSON_Delete(input);
 		turn_tool_answer(tt, 0, "{}");
@@ -760,13 +802,28 @@ turn_tool_call(struct turn *t, struct child *b, struct msg *m)
 	return 0;
 }
 
+/* Whether turn_id names the channel's turn, submitted and not settled. */
+static int
+turn_is(const struct turn *t, const char *turn_id)
+{
+	return t != NULL && t->t_state == TURN_SUBMITTED &&
+	    strcmp(turn_id, t->t_id) == 0;
+}
+
+/*
+ * What a broker says of its turn.  A turn that settled meanwhile is named
+ * now and then by a legitimate broker (its worker's last tool call, its
+ * result, as the unbind is on its way): refused and counted, so that one
+ * that keeps naming it is stopped (DESIGN.md 1, invariant 7).
+ */
 int
 turn_broker_msg(const char *key, struct child *c, struct msg *m)
 {
 	struct turn	*t = turn_find(key);
-	const char	*turn_id;
+	const char	*turn_id, *name;
 	const uint8_t	*data;
 	size_t		 len;
+	struct msgb	 mb;
 
 	switch (m->m_type) {
 	case MSG_BRK_DELIVERED:
@@ -774,33 +831,42 @@ turn_broker_msg(const char *key, struct child *c, struct msg *m)
 		    &turn_id) == -1 || msg_end(m) == -1)
 			return -1;
 		/* Once: a broker taken over could say it without end. */
-		if (t != NULL && strcmp(turn_id, t->t_id) == 0 &&
-		    !t->t_delivered) {
-			t->t_delivered = 1;
-			turn_progress(t, "delivered");
+		if (!turn_is(t, turn_id) || t->t_delivered) {
+			(void)child_refused(c, VIOLATION_FRAME, "a delivery "
+			    "of no turn waiting for one");
+			return 0;
 		}
+		t->t_delivered = 1;
+		turn_progress(t, "delivered");
 		return 0;
 	case MSG_BRK_RESULT:
 		if (msg_get_str(m, "turn_id", UTF8_BYTES_MAX(SAFE_NAME_MAX),
 		    &turn_id) == -1 || msg_get_data(m, &data, &len) == -1 ||
 		    msg_end(m) == -1)
 			return -1;
-		if (t == NULL || t->t_state != TURN_SUBMITTED ||
-		    strcmp(turn_id, t->t_id) != 0)
-			return 0;	/* settled meanwhile */
+		if (!turn_is(t, turn_id)) {
+			(void)child_refused(c, VIOLATION_RESULT, "a result "
+			    "of no submitted turn");
+			return 0;
+		}
 		return turn_result(t, c, data, len);
 	case MSG_BRK_TOOL_CALL:
-		if (t == NULL || t->t_state != TURN_SUBMITTED) {
-			struct msgb	 mb;
-
-			/* no turn: the worker gets a 502 */
+		if (msg_get_str(m, "turn_id", UTF8_BYTES_MAX(SAFE_NAME_MAX),
+		    &turn_id) == -1 ||
+		    msg_get_str(m, "name", HOST_TOOL_NAME_MAX, &name) == -1 ||
+		    msg_get_data(m, &data, &len) == -1 || msg_end(m) == -1)
+			return -1;
+		if (turn_is(t, turn_id))
+			return turn_tool_call(t, c, m->m_id, name, data, len);
+		/* the worker gets a 502 */
+		if (child_refused(c, VIOLATION_TOOL_CALL, "a tool call of no "
+		    "submitted turn") == 0) {
 			msgb_init(&mb, MSG_BRK_TOOL_ANSWER, m->m_id);
 			msg_add_bool(&mb, "ok", 0);
 			msg_add_data(&mb, "{}", 2);
 			child_send_msg(c, &mb);
-			return 0;
 		}
-		return turn_tool_call(t, c, m);
+		return 0;
 	default:
 		return -1;
 	}
@@ -835,6 +901,10 @@ turn_broker_gone(const char *key, const struct child *b)
 	/* Bound early while the start, which may replace the broker, runs:
 	 * turn_deliver() binds it again, or the start fails it. */
 	if (t->t_starting && b->c_violation == VIOLATION_NONE)
+		return;
+	/* Not handed to it yet: the turn's egress bind answers, and
+	 * turn_bound() starts the channel again. */
+	if (t->t_state != TURN_SUBMITTED && b->c_violation == VIOLATION_NONE)
 		return;
 	if (b->c_violation != VIOLATION_NONE)
 		snprintf(msg, sizeof(msg), "The channel's broker broke a rule "
@@ -899,7 +969,10 @@ turn_worker_ready(const char *key)
 
 /*
  * The channel's container stopped under its turn: the worker is gone with
- * it, and nothing can answer the turn any more.
+ * it, and nothing can answer the turn any more.  A turn the worker had not
+ * taken yet waits for it: the container starts again (its restart policy),
+ * the worker announces itself and takes the turn from the same broker,
+ * which hands a turn out at most once; else the deadline ends it.
  */
 void
 turn_container_gone(const char *key, const char *why)
@@ -908,6 +981,12 @@ turn_container_gone(const char *key, const char *why)
 
 	if (t == NULL || t->t_state != TURN_SUBMITTED)
 		return;
+	if (!t->t_delivered) {
+		log_warnx("channel %s: turn %s: %s before the worker took "
+		    "it; waiting for the worker to start again", key, t->t_id,
+		    why);
+		return;
+	}
 	log_warnx("channel %s: turn %s: %s", key, t->t_id, why);
 	sv->sv_count.sc_failures++;
 	turn_end(t, turn_failure("worker_failed", why, NULL), 1);
@@ -940,9 +1019,14 @@ turn_call(const char *key, struct child *b, const char *turn_id)
 {
 	struct turn	*t = turn_find(key);
 
-	if (t == NULL || t->t_state != TURN_SUBMITTED || turn_id == NULL ||
-	    strcmp(turn_id, t->t_id) != 0)
+	/* Startup-window MCP calls name no turn. */
+	if (turn_id == NULL)
 		return;
+	if (!turn_is(t, turn_id)) {
+		(void)child_refused(b, VIOLATION_NO_TURN, "a call event of no "
+		    "submitted turn");
+		return;
+	}
 	if (turn_count_call(t, b) == 0)
 		turn_progress(t, "model_call");
 }

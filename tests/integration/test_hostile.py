@@ -445,6 +445,171 @@ class Hostile(unittest.TestCase):
         self.assertCounted("kind")
         self.assertUpstreamSaw(0)
 
+    # -- floods, stops and memory (DESIGN.md 1, invariant 7)
+
+    def process(self, role, name=None):
+        """The process of that role (and name) in daemon.stats, or None."""
+        for p in self.ctl.call("daemon.stats")["processes"]:
+            if p["role"] == role and p.get("name") == name and \
+                    p.get("pid"):
+                return p
+        return None
+
+    def vm_kib(self, role, field="VmData"):
+        """A field of /proc/PID/status of that role's process, in KiB."""
+        with open("/proc/%d/status" % self.process(role)["pid"]) as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+        raise AssertionError("no %s" % field)
+
+    def upstream_calls(self, client=None):
+        return (client or self.ctl).call("daemon.stats")["counters"][
+            "upstream_calls"]
+
+    def other_turn(self, key="normal:1"):
+        """A turn on another channel, with the real broker and the
+        reference worker: it reaches the upstream and answers, and
+        daemon.stats counts the calls egress made for it."""
+        c = HookClient(self.d.socket)
+        stats = Client(self.d.socket)   # a thread of its own may run this
+        try:
+            calls0 = self.upstream_calls(stats)
+            seen0 = len(self.fu.requests(path="/v1/messages"))
+            res = c.call_turn({"channel": key, "profile": "default",
+                               "turnId": "t-" + key.replace(":", "-"),
+                               "author": {"id": "u1", "name": "A"},
+                               "text": "hello", "images": [], "memory": "",
+                               "thinking": "low"}, timeout=90)
+            self.assertTrue(res["ok"], res)
+            seen = len(self.fu.requests(path="/v1/messages")) - seen0
+            self.assertGreaterEqual(seen, 1)
+            self.assertTrue(wait_until(
+                lambda: self.upstream_calls(stats) - calls0 >= seen, 10),
+                (self.upstream_calls(stats), calls0, seen))
+        finally:
+            c.close()
+            stats.close()
+
+    def during(self, fn):
+        """fn in a thread, joined by the cleanup; its failure fails the
+        test."""
+        box = {}
+
+        def run():
+            try:
+                fn()
+            except BaseException as e:   # noqa: B902 - reported below
+                box["e"] = e
+        t = threading.Thread(target=run)
+        t.start()
+
+        def join():
+            t.join(120)
+            if "e" in box:
+                raise box["e"]
+        return join
+
+    def assertGone(self, name, timeout=15):
+        self.assertTrue(wait_until(
+            lambda: self.process("broker", name) is None, timeout),
+            self.process("broker", name))
+
+    def test_tool_call_flood_without_reading(self):
+        """brk_tool_call of no turn in a loop, the answers never read: each
+        is a refusal, and past 64 in a second the broker is stopped under
+        its rule.  Meanwhile the supervisor stops reading it, holds little
+        more than before, logs one line for the lot, answers daemon.stats,
+        and another channel's turn succeeds."""
+        self.other_turn("normal:warm-sup")
+        data0 = self.vm_kib("supervisor")
+        log0 = len(self.d.read_log())
+        join = self.during(lambda: self.other_turn("normal:warm-sup"))
+        self.start("sup_flood")
+        self.assertCounted("tool_call")
+        self.assertGone("hostile_sup_flood")
+        t0 = time.monotonic()
+        self.ctl.call("daemon.stats")
+        self.assertLess(time.monotonic() - t0, 1)
+        self.assertLess(self.vm_kib("supervisor") - data0, 64 * 1024)
+        join()
+        log = self.d.read_log()[log0:]
+        self.assertLessEqual(log.count("a tool call of no submitted turn "
+                                       "refused"), 1, log[-3000:])
+        self.assertIn("more than 64 refused frames", log)
+
+    def test_ended_turn_flood_without_reading(self):
+        """A turn answered and unbound, then model calls for it in a loop,
+        egress's answers never read: each 410 is a refusal, and past 64 in
+        a second the broker is stopped under no_turn.  None reaches the
+        upstream; egress holds little more than before, logs one line for
+        the lot and goes on serving another channel."""
+        self.other_turn("normal:warm-egr")
+        self.fu.reset()
+        data0 = self.vm_kib("egress")
+        log0 = len(self.d.read_log())
+        c, res = self.turn("ended_flood")
+        self.assertTrue(res["ok"], res)
+        self.assertCounted("no_turn")
+        self.assertGone("hostile_turn_ended_flood")
+        self.assertUpstreamSaw(0, path="/v1/messages")
+        self.assertLess(self.vm_kib("egress") - data0, 64 * 1024)
+        log = self.d.read_log()[log0:]
+        self.assertLessEqual(log.count("a call for a turn that has ended "
+                                       "refused"), 1, log[-3000:])
+        self.other_turn("normal:warm-egr")
+
+    def test_broker_deaf_to_sigterm(self):
+        """A broker that ignores SIGTERM and the end of its pipe and keeps
+        making MCP calls: channel.stop has egress drop its edge first, then
+        SIGTERM, then SIGKILL; it answers once the process is gone, and no
+        call reaches the upstream after."""
+        key = self.start("sigterm")
+        self.assertTrue(wait_until(lambda: len(self.fu.requests()) >= 2, 15),
+                        self.fu.requests())
+        pid = self.process("broker", "hostile_sigterm")["pid"]
+        t0 = time.monotonic()
+        self.assertEqual(self.ctl.call("channel.stop", {"channel": key}), {})
+        took = time.monotonic() - t0
+        self.assertFalse(rtsb.pid_alive(pid))
+        self.assertLess(took, 10)
+        seen = len(self.fu.requests())
+        time.sleep(1.5)
+        self.assertEqual(len(self.fu.requests()), seen)
+        self.assertIn("did not exit on SIGTERM", self.d.read_log())
+        self.assertEqual(self.process_pids(), self.pids)
+
+    def test_big_headers_from_fifty_brokers(self):
+        """Fifty brokers each send the supervisor and egress the header of
+        a 100 MiB frame and 64 KiB of it: read buffers grow with what
+        arrived, so neither holds more than a few MiB for them, both go on
+        answering, and another channel's turn succeeds."""
+        data0 = {r: self.vm_kib(r) for r in ("supervisor", "egress")}
+        keys = []
+        try:
+            for i in range(50):
+                keys.append(self.start("big_header_%d" % i))
+            time.sleep(1)
+            t0 = time.monotonic()
+            self.ctl.call("daemon.stats")
+            self.assertLess(time.monotonic() - t0, 1)
+            for r in ("supervisor", "egress"):
+                self.assertLess(self.vm_kib(r) - data0[r], 64 * 1024, r)
+            self.other_turn("normal:headers")
+        finally:
+            for k in keys:
+                self.ctl.call("channel.stop", {"channel": k})
+        self.assertEqual(self.process_pids(), self.pids)
+
+    def test_upstream_calls_are_egress_count(self):
+        """A broker that says it made calls it never made does not move
+        daemon.stats's upstream_calls: that is egress's own count."""
+        calls0 = self.upstream_calls()
+        c, res = self.turn("events")
+        self.assertTurnStopped(res, "budget")
+        time.sleep(1.5)
+        self.assertEqual(self.upstream_calls(), calls0)
+
     # -- and everyone else goes on
 
     def test_zz_other_channels_still_work(self):

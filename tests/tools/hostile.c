@@ -19,6 +19,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -65,8 +66,9 @@ die(const char *fmt, ...)
 	exit(1);
 }
 
-/* Any frame, any descriptor: the header, the JSON, the data. */
-static void
+/* Any frame, any descriptor: the header, the JSON, the data; 0 when
+ * sent, -1 when the peer is gone. */
+static int
 send_raw(int fd, const void *json, size_t jlen, uint32_t hdr_json,
     const void *data, size_t dlen, int passfd)
 {
@@ -99,21 +101,26 @@ send_raw(int fd, const void *json, size_t jlen, uint32_t hdr_json,
 		c->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(c), &passfd, sizeof(int));
 	}
-	if (sendmsg(fd, &mh, MSG_NOSIGNAL) == -1)
+	if (sendmsg(fd, &mh, MSG_NOSIGNAL) == -1) {
 		say("sendmsg: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
 }
 
-/* o as one frame (o is freed). */
-static void
+/* o as one frame (o is freed); as send_raw(). */
+static int
 send_obj(int fd, cJSON *o, const void *data, size_t dlen, int passfd)
 {
 	char	*s = cJSON_PrintUnformatted(o);
+	int	 rc;
 
 	if (s == NULL)
 		die("out of memory");
-	send_raw(fd, s, strlen(s), strlen(s), data, dlen, passfd);
+	rc = send_raw(fd, s, strlen(s), strlen(s), data, dlen, passfd);
 	free(s);
 	cJSON_Delete(o);
+	return rc;
 }
 
 static cJSON *
@@ -216,6 +223,21 @@ wait_knock(void)
 	say("knocked");
 }
 
+/* Frames from fd up to one of type t. */
+static void
+wait_for(int fd, const char *t)
+{
+	cJSON	*o;
+	int	 found;
+
+	do {
+		if ((o = recv_obj(fd, NULL, NULL, NULL)) == NULL)
+			die("the edge closed before %s", t);
+		found = strcmp(type_of(o), t) == 0;
+		cJSON_Delete(o);
+	} while (!found);
+}
+
 /* The turn the supervisor hands over (its id, to be freed). */
 static char *
 wait_turn(void)
@@ -258,7 +280,8 @@ call(const char *kind, const char *path, const char *server,
 	a = cJSON_AddArrayToObject(o, "hnames");
 	a = cJSON_AddArrayToObject(o, "hvalues");
 	(void)a;
-	send_obj(FD_EGRESS, o, body, strlen(body), -1);
+	if (send_obj(FD_EGRESS, o, body, strlen(body), -1) == -1)
+		return 0;
 	return id;
 }
 
@@ -299,7 +322,7 @@ model_call(const char *turn, const char *body)
 	wait_end(call("model", "/v1/messages", NULL, turn, body));
 }
 
-static void
+static int
 tool_call(uint64_t id, const char *turn, const char *name, const char *input)
 {
 	cJSON	*o = obj("brk_tool_call");
@@ -307,7 +330,7 @@ tool_call(uint64_t id, const char *turn, const char *name, const char *input)
 	cJSON_AddNumberToObject(o, "id", id);
 	cJSON_AddStringToObject(o, "turn_id", turn);
 	cJSON_AddStringToObject(o, "name", name);
-	send_obj(FD_PARENT, o, input, strlen(input), -1);
+	return send_obj(FD_PARENT, o, input, strlen(input), -1);
 }
 
 /* The answer to tool call id: 1, or 0 once the supervisor closed the
@@ -352,6 +375,21 @@ result(const char *turn, const char *json)
 
 	cJSON_AddStringToObject(o, "turn_id", turn);
 	send_obj(FD_PARENT, o, json, strlen(json), -1);
+}
+
+/* The start of a frame whose data is declared 100 MiB long. */
+static void
+big_header(int fd, const char *json)
+{
+	static uint8_t	 some[65536];
+	uint8_t		 hdr[FRAME_HDR_LEN];
+
+	memset(some, 'a', sizeof(some));
+	frame_header_write(hdr, strlen(json), 100u << 20);
+	if (write(fd, hdr, sizeof(hdr)) != (ssize_t)sizeof(hdr) ||
+	    write(fd, json, strlen(json)) != (ssize_t)strlen(json) ||
+	    write(fd, some, sizeof(some)) != (ssize_t)sizeof(some))
+		say("write: %s", strerror(errno));
 }
 
 /* A string of n copies of c, freed by the caller. */
@@ -441,6 +479,41 @@ attack(void)
 		return;
 	}
 
+	if (strcmp(hcase, "sup_flood") == 0) {
+		/* Tool calls of no turn, their answers never read, until
+		 * the supervisor lets go of this end. */
+		for (i = 1; tool_call(i, "turn-that-never-was", "roll_dice",
+		    "{}") == 0; i++)
+			;
+		say("%zu tool calls sent", i - 1);
+		return;
+	}
+	if (strcmp(hcase, "sigterm") == 0) {
+		/* Deaf to SIGTERM and to the end of its pipe: MCP metadata
+		 * calls, two a second, for as long as egress takes them. */
+		signal(SIGTERM, SIG_IGN);
+		for (;;) {
+			uint64_t	 id = call("mcp", "", "alpha", NULL,
+			    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+			    "\"ping\"}");
+
+			if (id == 0 || wait_end(id) == -1)
+				break;
+			/* poll: nanosleep is outside the inherited filter */
+			(void)poll(NULL, 0, 500);
+		}
+		say("egress let go; still here");
+		for (;;)
+			(void)poll(NULL, 0, -1);
+	}
+	if (strncmp(hcase, "big_header", 10) == 0) {
+		/* A frame declared at the edges' 100 MiB, to the supervisor
+		 * and to egress, of which 64 KiB come and nothing more. */
+		big_header(FD_PARENT, "{\"t\":\"brk_result\"}");
+		big_header(FD_EGRESS, "{\"t\":\"egr_call\"}");
+		return;
+	}
+
 	hcase += 5;	/* "turn_" */
 	turn = wait_turn();
 	/* Egress, within the bound turn. */
@@ -491,6 +564,16 @@ attack(void)
 	} else if (strcmp(hcase, "tool_flood") == 0) {
 		for (i = 1; i <= 5; i++)
 			tool_call(i, turn, "roll_dice", "{\"sides\":6}");
+	} else if (strcmp(hcase, "ended_flood") == 0) {
+		/* The turn answered and unbound, then model calls for it,
+		 * their answers never read, until egress lets go. */
+		result(turn, "{\"ok\":true,\"text\":\"done\",\"files\":[]}");
+		wait_for(FD_PARENT, "brk_unbind");
+		(void)poll(NULL, 0, 300);
+		for (i = 0; call("model", "/v1/messages", NULL, turn,
+		    model_ok) != 0; i++)
+			;
+		say("%zu calls sent", i);
 	} else if (strcmp(hcase, "events") == 0) {
 		cJSON	*o;
 
