@@ -1284,7 +1284,12 @@ broker_submit(struct broker *br, struct msg *m)
 		br->br_poll = NULL;
 		conn_state(c)->cs_role = CONN_OTHER;
 		http_conn_set_timer(c, 0, NULL);
-		turn_deliver(br, c);
+		/* A worker that died while it waited never gets the turn:
+		 * it stays for the next poll (delivered at most once). */
+		if (http_conn_alive(c))
+			turn_deliver(br, c);
+		else
+			http_conn_kill(c);
 	}
 	return 0;
 }

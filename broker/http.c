@@ -835,6 +835,19 @@ http_conn_kill(struct http_conn *c)
 	conn_close(c);
 }
 
+int
+http_conn_alive(const struct http_conn *c)
+{
+	char	 b;
+	ssize_t	 n;
+
+	if (c->c_bev == NULL || c->c_eof)
+		return 0;
+	n = recv(bufferevent_getfd(c->c_bev), &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	return n != 0 && (n > 0 || errno == EAGAIN || errno == EWOULDBLOCK ||
+	    errno == EINTR);
+}
+
 size_t
 http_conn_pending(const struct http_conn *c)
 {

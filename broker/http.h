@@ -156,6 +156,12 @@ int		 http_stream_fail(struct http_conn *, int status,
 
 /* Close now, dropping what was not written; on_close follows. */
 void		 http_conn_kill(struct http_conn *);
+/*
+ * Whether the client may still be there: not when it ended its side or
+ * its socket says so now (one recv(2) with MSG_PEEK).  Asked before a
+ * request held for long is answered with something that must not be lost.
+ */
+int		 http_conn_alive(const struct http_conn *);
 
 /* Back-pressure: bytes queued and not yet written. */
 size_t		 http_conn_pending(const struct http_conn *);
