@@ -36,6 +36,9 @@
  * acts on every frame sent before (a turn's cancel answers a result being
  * read) and then exits on EOF; SIGTERM after this if it has not. */
 #define CHILD_STOP_GRACE_MS	1000
+/* A broker's or research job's pipe is read this much at a time, more for
+ * a frame that needs it. */
+#define CHILD_READ_SIZE		4096
 
 struct child_list	 children = TAILQ_HEAD_INITIALIZER(children);
 
@@ -333,6 +336,13 @@ child_frame(struct frame_conn *fc, struct frame *f, void *arg)
 	child_violation(c, VIOLATION_FRAME,
 	    "message the supervisor does not take");
 	msg_free(&m);
+}
+
+/* What one read from a broker or research job brought was handled. */
+static void
+child_read_done(struct frame_conn *fc, void *arg)
+{
+	frame_conn_shrink(fc);
 }
 
 static void
@@ -699,6 +709,12 @@ child_spawn(struct child *c)
 	if (c->c_conn == NULL)
 		fatalx("%s: cannot watch the pipe of %s", __func__,
 		    child_label(c));
+	/* One per channel, small frames mostly: no read buffer is kept
+	 * between them (DESIGN.md 12, a thousand idle channels). */
+	if (!c->c_singleton) {
+		frame_conn_set_read_size(c->c_conn, CHILD_READ_SIZE);
+		frame_conn_set_batch_cb(c->c_conn, child_read_done);
+	}
 	log_debug("%s started (pid %d)", child_label(c), (int)c->c_pid);
 	child_send_config(c);
 	timer_arm(c, CHILD_READY_TIMEOUT_MS);
