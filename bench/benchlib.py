@@ -816,3 +816,137 @@ def table(rows, headers=("figure", "measured", "baseline", "ratio / difference",
     say("  ".join("-" * x for x in w))
     for r in rows:
         say("  ".join("%-*s" % (w[i], r[i]) for i in range(len(headers))))
+
+
+class FakeEngine(DockerProxy):
+    """A Docker Engine API socket whose containers are only records: create, start, inspect,
+    list and remove of names under prefix are answered here as Docker answers them, with no
+    container behind them; everything else (/version, /info, /images, /events) goes on to
+    the real Docker.  The daemon then does for each channel all it does with a container,
+    its broker included, and only Docker's own processes (containerd-shim, the container)
+    are missing, which are no part of the daemon.  bench/scale.py starts a thousand
+    channels this way on a host where a thousand containers would not fit."""
+
+    def __init__(self, path, prefix, upstream=DOCKER_SOCKET):
+        self.prefix = prefix
+        self.cont = {}          # name -> {"Id", "Image", "Labels", "Runtime", "Running"}
+        self.by_id = {}
+        self.seq = 0
+        super().__init__(path, upstream)
+
+    def _ours(self, ref):
+        with self.lock:
+            if ref in self.cont:
+                return ref
+            for name, c in self.cont.items():
+                if c["Id"] == ref or (len(ref) >= 12 and c["Id"].startswith(ref)):
+                    return name
+        return None
+
+    @staticmethod
+    def _answer(c, status, obj=None):
+        body = b"" if obj is None else json.dumps(obj).encode()
+        head = "HTTP/1.1 %d X\r\nContent-Length: %d\r\n" % (status, len(body))
+        if obj is not None:
+            head += "Content-Type: application/json\r\n"
+        c.sendall(head.encode() + b"\r\n" + body)
+
+    def _local(self, c, method, target, body):
+        """True when answered here."""
+        import urllib.parse
+        u = urllib.parse.urlsplit(target)
+        parts = u.path.split("/")      # "", "v1.41", "containers", ...
+        if len(parts) < 4 or parts[2] != "containers":
+            return False
+        q = urllib.parse.parse_qs(u.query)
+        ref = urllib.parse.unquote(parts[3])
+        if method == "POST" and ref == "create":
+            name = q.get("name", [""])[0]
+            if not name.startswith(self.prefix):
+                return False
+            spec = json.loads(body or b"{}")
+            with self.lock:
+                if name in self.cont:
+                    self._answer(c, 409, {"message": "Conflict"})
+                    return True
+                self.seq += 1
+                cid = "%064x" % (0xfeed << 200 | self.seq)
+                self.cont[name] = {
+                    "Id": cid, "Image": spec.get("Image"), "Labels": spec.get("Labels") or {},
+                    "Runtime": (spec.get("HostConfig") or {}).get("Runtime") or "runc",
+                    "Running": False}
+                self.by_id[cid] = name
+            self._answer(c, 201, {"Id": cid, "Warnings": []})
+            return True
+        if method == "GET" and ref == "json":
+            flt = json.loads(q.get("filters", ["{}"])[0] or "{}")
+            want = flt.get("label", [])
+            with self.lock:
+                lst = [{"Id": v["Id"], "Names": ["/" + k], "Image": v["Image"],
+                        "Labels": v["Labels"],
+                        "State": "running" if v["Running"] else "created"}
+                       for k, v in self.cont.items()
+                       if all(lb.split("=", 1)[0] in v["Labels"] for lb in want)]
+            self._answer(c, 200, lst)
+            return True
+        name = self._ours(ref)
+        if name is None:
+            if ref.startswith(self.prefix):
+                self._answer(c, 404, {"message": "No such container: " + ref})
+                return True
+            return False
+        with self.lock:
+            v = self.cont.get(name)
+            if method == "POST" and parts[4:5] == ["start"]:
+                was, v["Running"] = v["Running"], True
+                status, obj = (304 if was else 204), None
+            elif method == "GET" and parts[4:5] == ["json"]:
+                status, obj = 200, {
+                    "Id": v["Id"], "Name": "/" + name,
+                    "Config": {"Image": v["Image"], "Labels": v["Labels"]},
+                    "State": {"Running": v["Running"], "Paused": False,
+                              "Status": "running" if v["Running"] else "created"},
+                    "HostConfig": {"Runtime": v["Runtime"]}}
+            elif method == "DELETE" and len(parts) == 4:
+                del self.cont[name]
+                self.by_id.pop(v["Id"], None)
+                status, obj = 204, None
+            else:
+                status, obj = 404, {"message": "not in this stand-in"}
+        self._answer(c, status, obj)
+        return True
+
+    def _serve(self, c):
+        u = None
+        try:
+            cb = _BufSock(c)
+            while True:
+                head, first, body = _http_message(cb, False)
+                t0 = time.monotonic_ns()
+                if self._local(c, first[0], first[1], body):
+                    with self.lock:
+                        self.calls.append((first[0], first[1], 0, t0, time.monotonic_ns()))
+                    continue
+                if u is None:
+                    u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                    u.connect(self.upstream)
+                    ub = _BufSock(u)
+                u.sendall(head + body)
+                if first[1].split("?")[0].endswith("/events"):
+                    with self.lock:
+                        self.streams.append(first[1])
+                    self._pipe(ub, c)
+                    return
+                rhead, rfirst, rbody = _http_message(ub, True, first[0])
+                with self.lock:
+                    self.calls.append((first[0], first[1], int(rfirst[1]), t0,
+                                       time.monotonic_ns()))
+                c.sendall(rhead + rbody)
+                if b"connection: close" in rhead.lower():
+                    return
+        except (EOFError, OSError, ValueError, IndexError):
+            pass
+        finally:
+            c.close()
+            if u is not None:
+                u.close()

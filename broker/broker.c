@@ -44,6 +44,8 @@
 /* What one read from egress takes at most: a streamed answer comes in
  * frames of 64 KiB, several to a write. */
 #define BROKER_EGRESS_READ	(256u * 1024)
+/* Quiet for this long, an idle broker gives its free memory back. */
+#define BROKER_IDLE_MS		1000
 
 struct scope {
 	int		 sc_refs;	/* the broker's, and each call's */
@@ -131,8 +133,39 @@ struct broker {
 	TAILQ_HEAD(, call)	 br_calls;
 	uint64_t		 br_next_id;
 	TAILQ_HEAD(, call)	 br_batch;	/* got data from this read */
+	struct event		*br_idle;	/* gives memory back */
 };
 
+
+/*
+ * Idle (DESIGN.md 12): BROKER_IDLE_MS after the last connection or call
+ * ended, what the heap holds free, the stack below the loop and the read
+ * buffers of both pipes go back to the kernel.  Re-armed by every end, so
+ * a broker serving calls never wakes for it.
+ */
+static void
+broker_idle(evutil_socket_t fd, short what, void *arg)
+{
+	struct broker	*br = arg;
+
+	if (!TAILQ_EMPTY(&br->br_calls) || (br->br_http != NULL &&
+	    http_server_nconn(br->br_http) > 0))
+		return;
+	frame_conn_shrink(role_parent_conn(br->br_parent));
+	frame_conn_shrink(br->br_egress);
+	(void)malloc_trim(0);
+	(void)proc_drop_stack();
+}
+
+static void
+broker_idle_later(struct broker *br)
+{
+	struct timeval	 tv = { BROKER_IDLE_MS / 1000,
+	    (BROKER_IDLE_MS % 1000) * 1000 };
+
+	if (br->br_idle != NULL && evtimer_add(br->br_idle, &tv) == -1)
+		log_warnx("%s: evtimer_add", __func__);
+}
 
 /* Scopes */
 
@@ -536,8 +569,10 @@ call_free(struct call *cl)
 		TAILQ_REMOVE(&br->br_batch, cl, cl_batch_entry);
 	free(cl);
 	/* A broker between calls keeps no read buffer for egress. */
-	if (TAILQ_EMPTY(&br->br_calls))
+	if (TAILQ_EMPTY(&br->br_calls)) {
 		frame_conn_shrink(br->br_egress);
+		broker_idle_later(br);
+	}
 }
 
 static struct call *
@@ -957,6 +992,7 @@ broker_on_close(struct http_conn *c, void *arg)
 	}
 	free(cs);
 	http_conn_set_data(c, NULL);
+	broker_idle_later(br);
 }
 
 /* From egress */
@@ -1390,11 +1426,11 @@ broker_configured(struct role_parent *rp, void *arg)
 	/* The startup window exists when the broker starts. */
 	window_rearm(br);
 	log_info("serving %s (profile %s)", br->br_channel, br->br_profile);
-	/* Give back what reading the configuration left free in the heap,
-	 * and the pages of code only start-up ran: a hundred idle brokers
-	 * are most of the daemon (DESIGN.md 12). */
-	(void)malloc_trim(0);
+	/* The pages of code only start-up ran go back now, what reading the
+	 * configuration left free once the loop is idle: a thousand idle
+	 * brokers are most of the daemon (DESIGN.md 12). */
 	(void)proc_drop_text();
+	broker_idle_later(br);
 	return NULL;
 }
 
@@ -1420,5 +1456,7 @@ broker_start(struct event_base *base, int egress_fd)
 	frame_conn_set_batch_cb(br->br_egress, broker_egress_batch);
 	/* Room for the rest of a frame and the next few besides. */
 	frame_conn_set_read_size(br->br_egress, BROKER_EGRESS_READ);
+	if ((br->br_idle = evtimer_new(base, broker_idle, br)) == NULL)
+		fatalx("%s: evtimer_new", __func__);
 	return br;
 }

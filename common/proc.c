@@ -94,12 +94,28 @@ proc_close_from(int lowfd)
 	return 0;
 }
 
+/*
+ * A broker runs once per channel and idles most of its life (DESIGN.md 12):
+ * without glibc's per-thread cache, what it frees coalesces, and
+ * malloc_trim(3) can give it back when it goes idle; with the cache, the
+ * chunks start-up freed stay pinned all over its heap.
+ */
+static char *const proc_env_empty[] = { NULL };
+static char *const proc_env_broker[] = {
+	"GLIBC_TUNABLES=glibc.malloc.tcache_count=0", NULL
+};
+
+char *const *
+proc_role_env(enum proc_role r)
+{
+	return r == PROC_BROKER ? proc_env_broker : proc_env_empty;
+}
+
 /* In the child after fork: never returns. */
 static void __attribute__((noreturn))
 proc_child_exec(pid_t ppid, const char *path, char *const argv[],
-    const int *fds, int nfds)
+    char *const envp[], const int *fds, int nfds)
 {
-	char *const		 envp[] = { NULL };
 	struct sigaction	 sa;
 	sigset_t		 set;
 	int			 high[PROC_SPAWN_MAXFDS];
@@ -154,7 +170,7 @@ proc_child_exec(pid_t ppid, const char *path, char *const argv[],
 		_exit(127);
 	}
 
-	execve(path, argv, envp);
+	execve(path, argv, envp != NULL ? envp : proc_env_empty);
 	log_warn("%s: exec %s", __func__, path);
 	_exit(127);
 }
@@ -173,7 +189,7 @@ proc_spawn(const char *path, char *const argv[], const int *fds, int nfds)
 	case -1:
 		return -1;
 	case 0:
-		proc_child_exec(ppid, path, argv, fds, nfds);
+		proc_child_exec(ppid, path, argv, NULL, fds, nfds);
 	default:
 		return pid;
 	}
@@ -185,8 +201,8 @@ proc_spawn(const char *path, char *const argv[], const int *fds, int nfds)
  * that the supervisor reaps them and their death signal follows it.
  */
 pid_t
-proc_spawn_sibling(const char *path, char *const argv[], const int *fds,
-    int nfds)
+proc_spawn_sibling(const char *path, char *const argv[], char *const envp[],
+    const int *fds, int nfds)
 {
 	pid_t	 ppid, pid;
 
@@ -200,7 +216,7 @@ proc_spawn_sibling(const char *path, char *const argv[], const int *fds,
 	case -1:
 		return -1;
 	case 0:
-		proc_child_exec(ppid, path, argv, fds, nfds);
+		proc_child_exec(ppid, path, argv, envp, fds, nfds);
 	default:
 		return pid;
 	}
@@ -345,6 +361,26 @@ proc_drop_text(void)
 	pd.pd_failed = 0;
 	(void)dl_iterate_phdr(proc_drop_object, &pd);
 	return pd.pd_failed;
+}
+
+/* How far below the caller's frame start-up may have used the stack. */
+#define PROC_STACK_DROP	(256 * 1024)
+
+int
+proc_drop_stack(void)
+{
+	volatile char	 here;
+	uintptr_t	 page = (uintptr_t)sysconf(_SC_PAGESIZE), sp, low;
+
+	/* A page of margin under the caller's frame, for what it calls. */
+	sp = ((uintptr_t)&here & ~(page - 1)) - page;
+	low = sp - PROC_STACK_DROP;
+	/* Below the stack's mapping lies the gap before any other: what is
+	 * not mapped there is skipped, and reported as ENOMEM. */
+	if (madvise((void *)low, sp - low, MADV_DONTNEED) == -1 &&
+	    errno != ENOMEM)
+		return -1;
+	return 0;
 }
 
 uint64_t

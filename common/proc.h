@@ -37,9 +37,18 @@ const char	*proc_role_folder(enum proc_role);	/* "fsguard" */
 pid_t	proc_spawn(const char *path, char *const argv[], const int *fds,
 	    int nfds);
 
-/* The same with the caller's parent as the new process's parent. */
+/*
+ * The same with the caller's parent as the new process's parent, and envp
+ * as the environment (NULL: an empty one).
+ */
 pid_t	proc_spawn_sibling(const char *path, char *const argv[],
-	    const int *fds, int nfds);
+	    char *const envp[], const int *fds, int nfds);
+
+/*
+ * The environment a role is started with: empty, but for a broker's one
+ * allocator setting (proc.c).
+ */
+char *const *proc_role_env(enum proc_role);
 
 /*
  * First thing in a child: check that 0-2 and exactly the nfds inherited
@@ -59,6 +68,12 @@ void	proc_child_check_fds(int nfds);
  * with MADV_DONTNEED.  Returns the number of madvise calls that failed.
  */
 int	proc_drop_text(void);
+/*
+ * Give back the pages of the stack below the caller's frame that start-up
+ * used (sandbox set-up, configuration): a process that waits in its event
+ * loop from there on touches them again only as deep as it goes.
+ */
+int	proc_drop_stack(void);
 
 /* Resident and proportional set size in KiB from /proc; -1 when unknown. */
 long	proc_rss_kib(pid_t);

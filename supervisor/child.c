@@ -40,6 +40,9 @@
  * again: a stop always ends the process. */
 #define CHILD_STOP_GRACE_MS	1000
 #define CHILD_KILL_MS		1000
+/* A broker's or research job's pipe is read this much at a time, more for
+ * a frame that needs it. */
+#define CHILD_READ_SIZE		4096
 
 struct child_list	 children = TAILQ_HEAD_INITIALIZER(children);
 
@@ -437,6 +440,13 @@ child_frame(struct frame_conn *fc, struct frame *f, void *arg)
 	msg_free(&m);
 }
 
+/* What one read from a broker or research job brought was handled. */
+static void
+child_read_done(struct frame_conn *fc, void *arg)
+{
+	frame_conn_shrink(fc);
+}
+
 static void
 child_conn_err(struct frame_conn *fc, enum frame_err err, void *arg)
 {
@@ -830,11 +840,15 @@ child_spawn(struct child *c)
 		fatalx("%s: cannot watch the pipe of %s", __func__,
 		    child_label(c));
 	/* What a broker or research job can make the supervisor hold is
-	 * bounded (DESIGN.md 1, invariant 7). */
+	 * bounded (DESIGN.md 1, invariant 7); one per channel, small frames
+	 * mostly: no read buffer is kept between them (DESIGN.md 12, a
+	 * thousand idle channels). */
 	if (!c->c_singleton) {
 		frame_conn_set_budget(c->c_conn, &child_peer_budget);
 		frame_conn_set_outq_cap(c->c_conn, PEER_QUEUE_MAX,
 		    PEER_STALL_MS, child_stalled);
+		frame_conn_set_read_size(c->c_conn, CHILD_READ_SIZE);
+		frame_conn_set_batch_cb(c->c_conn, child_read_done);
 	}
 	log_debug("%s started (pid %d)", child_label(c), (int)c->c_pid);
 	child_send_config(c);

@@ -108,12 +108,53 @@ method_initialize(struct ctl_req *cr, cJSON *params)
 	ctl_reply(cr, res);
 }
 
+/*
+ * Reading a process's memory is two /proc files read by the spawner, tens
+ * of microseconds each: a thousand brokers read on every daemon.stats
+ * would take longer than the call may.  A broker's or research job's
+ * figures are kept STATS_MEM_TTL_MS, and each call reads at most
+ * STATS_MEM_READS of those gone stale (the oldest come round first, as
+ * each one read is fresh again); one never read yet has none.  The
+ * supervisor and the singletons are read every time.
+ */
+#define STATS_MEM_TTL_MS	10000
+#define STATS_MEM_READS		32
+
+static void
+stats_memory(cJSON *p, pid_t pid, struct child *c, unsigned *reads,
+    uint64_t now)
+{
+	long	 rss, pss;
+
+	if (pid == getpid()) {
+		rss = proc_rss_kib(pid);
+		pss = proc_pss_kib(pid);
+	} else if (c == NULL || c->c_singleton)
+		spawner_memory(pid, &rss, &pss);
+	else {
+		if ((c->c_mem_ms == 0 || now - c->c_mem_ms >=
+		    STATS_MEM_TTL_MS) && *reads < STATS_MEM_READS) {
+			(*reads)++;
+			spawner_memory(pid, &c->c_rss_kib, &c->c_pss_kib);
+			c->c_mem_ms = now;
+		}
+		if (c->c_mem_ms == 0)
+			return;
+		rss = c->c_rss_kib;
+		pss = c->c_pss_kib;
+	}
+	if (rss >= 0)
+		cJSON_AddNumberToObject(p, "rss_kib", rss);
+	if (pss >= 0)
+		cJSON_AddNumberToObject(p, "pss_kib", pss);
+}
+
 static cJSON *
 stats_process(const char *role, const char *name, pid_t pid,
-    const char *state, uint64_t restarts)
+    const char *state, uint64_t restarts, struct child *c, unsigned *reads,
+    uint64_t now)
 {
 	cJSON	*p;
-	long	 rss, pss;
 
 	if ((p = cJSON_CreateObject()) == NULL)
 		fatalx("%s: out of memory", __func__);
@@ -123,15 +164,7 @@ stats_process(const char *role, const char *name, pid_t pid,
 	cJSON_AddStringToObject(p, "state", state);
 	if (pid > 0) {
 		cJSON_AddNumberToObject(p, "pid", pid);
-		if (pid == getpid()) {
-			rss = proc_rss_kib(pid);
-			pss = proc_pss_kib(pid);
-		} else
-			spawner_memory(pid, &rss, &pss);
-		if (rss >= 0)
-			cJSON_AddNumberToObject(p, "rss_kib", rss);
-		if (pss >= 0)
-			cJSON_AddNumberToObject(p, "pss_kib", pss);
+		stats_memory(p, pid, c, reads, now);
 	}
 	cJSON_AddNumberToObject(p, "restarts", restarts);
 	return p;
@@ -144,8 +177,8 @@ daemon_stats(void)
 	struct timespec		 now;
 	struct child		*c;
 	cJSON			*res, *procs, *cnt, *rules;
-	uint64_t		 brokers = 0;
-	unsigned		 i;
+	uint64_t		 brokers = 0, ms = proc_now_ms();
+	unsigned		 i, reads = 0;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	if ((res = cJSON_CreateObject()) == NULL ||
@@ -156,13 +189,14 @@ daemon_stats(void)
 	cJSON_AddNumberToObject(res, "uptime_s",
 	    (double)(now.tv_sec - sv->sv_started.tv_sec));
 	cJSON_AddItemToArray(procs, stats_process("supervisor", NULL,
-	    getpid(), "ready", 0));
+	    getpid(), "ready", 0, NULL, &reads, ms));
 	TAILQ_FOREACH(c, &children, c_entry) {
 		if (c->c_role == PROC_BROKER)
 			brokers++;
 		cJSON_AddItemToArray(procs, stats_process(
 		    proc_role_name(c->c_role), c->c_name, c->c_pid,
-		    child_state_to_string(c->c_state), c->c_restarts));
+		    child_state_to_string(c->c_state), c->c_restarts, c, &reads,
+		    ms));
 	}
 	cJSON_AddNumberToObject(res, "brokers", brokers);
 	cJSON_AddNumberToObject(res, "channels", chan_count());

@@ -410,8 +410,8 @@ spawner_main(int sock)
 			argv[ac++] = (char *)paths[i];
 		}
 		argv[ac] = NULL;
-		pid = proc_spawn_sibling(helper_path[sr.sr_role], argv, fds,
-		    nfds);
+		pid = proc_spawn_sibling(helper_path[sr.sr_role], argv,
+		    proc_role_env(sr.sr_role), fds, nfds);
 		err = pid == -1 ? errno : 0;
 		for (i = 0; i < (size_t)nfds; i++)
 			close(fds[i]);

@@ -937,7 +937,7 @@ probe_work_spawn(void)
 			argv[6] = env.ca_file[0] != '\0' ? env.ca_file : "-";
 			argv[7] = port;
 			argv[8] = NULL;
-			spawned[i].pid = proc_spawn_sibling(env.self, argv,
+			spawned[i].pid = proc_spawn_sibling(env.self, argv, NULL,
 			    child[i], nfds[i]);
 			if (write(pids[1], &spawned[i].pid,
 			    sizeof(spawned[i].pid)) != sizeof(spawned[i].pid))

@@ -1,6 +1,9 @@
 /*
  * proc_drop_text(): the pages of code and read-only data it gives back
  * leave the resident set, and nothing of any kind is lost.
+ * proc_drop_stack(): the stack below the caller goes, the caller's frame
+ * stays.  proc_role_env(): every role's environment is empty but a
+ * broker's one allocator setting.
  */
 #include <check.h>
 #include <fcntl.h>
@@ -116,6 +119,63 @@ START_TEST(drop_gives_back_and_keeps)
 }
 END_TEST
 
+/* 64 KiB of stack written, deeper than any caller's frame. */
+#define DEEP	(64u * 1024)
+
+static uintptr_t __attribute__((noinline))
+touch_deep(void)
+{
+	volatile char	 buf[DEEP];
+	size_t		 i;
+
+	for (i = 0; i < DEEP; i += 512)
+		buf[i] = (char)i;
+	return (uintptr_t)buf;
+}
+
+START_TEST(drop_stack_gives_back_below)
+{
+	volatile char	 mine[8192];
+	uintptr_t	 deep;
+	size_t		 i, before, after;
+
+	for (i = 0; i < sizeof(mine); i++)
+		mine[i] = (char)(i * 7);
+	deep = touch_deep();
+	before = present_pages((void *)deep, DEEP);
+	ck_assert_uint_eq(before, pages_spanned((void *)deep, DEEP));
+	ck_assert_int_eq(proc_drop_stack(), 0);
+	after = present_pages((void *)deep, DEEP);
+	/* A page of margin under the caller stays, maybe its neighbour. */
+	ck_assert_msg(after <= 2, "%zu of %zu pages still mapped", after,
+	    before);
+	for (i = 0; i < sizeof(mine); i++)
+		ck_assert_int_eq(mine[i], (char)(i * 7));
+	/* The stack still works below: written and read again. */
+	(void)touch_deep();
+	ck_assert_int_eq(proc_drop_stack(), 0);
+}
+END_TEST
+
+START_TEST(role_env)
+{
+	char *const	*env;
+	int		 r;
+
+	for (r = 0; r < PROC__COUNT; r++) {
+		env = proc_role_env(r);
+		ck_assert_ptr_nonnull(env);
+		if (r != PROC_BROKER) {
+			ck_assert_ptr_null(env[0]);
+			continue;
+		}
+		ck_assert_str_eq(env[0],
+		    "GLIBC_TUNABLES=glibc.malloc.tcache_count=0");
+		ck_assert_ptr_null(env[1]);
+	}
+}
+END_TEST
+
 int
 main(void)
 {
@@ -125,6 +185,8 @@ main(void)
 	int	 failed;
 
 	tcase_add_test(tc, drop_gives_back_and_keeps);
+	tcase_add_test(tc, drop_stack_gives_back_below);
+	tcase_add_test(tc, role_env);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
