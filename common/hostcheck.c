@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +28,7 @@
 
 #include <linux/landlock.h>
 
+#include "aclx.h"
 #include "hostcheck.h"
 #include "limits.h"
 #include "sandbox.h"
@@ -393,9 +395,51 @@ hostcheck_state_stat(const char *path, const struct stat *st, uid_t uid,
 	return HC_OK;
 }
 
+enum hc_status
+hostcheck_state_bot_stat(const char *path, const struct stat *st, uid_t uid,
+    const char *group, int acl_ok, char *text, size_t len)
+{
+	if (acl_ok == -1) {
+		(void)snprintf(text, len, "the file system of %s has no POSIX "
+		    "ACLs, which bot_group (%s) needs: mount it with them, or "
+		    "leave bot_group out", path, group);
+		return HC_FAIL;
+	}
+	if (S_ISDIR(st->st_mode) && st->st_uid == uid &&
+	    (st->st_mode & 077) == 010 && acl_ok) {
+		(void)snprintf(text, len, "%s: mode %04o, search for %s "
+		    "(bot_group) alone", path,
+		    (unsigned)(st->st_mode & 07777), group);
+		return HC_OK;
+	}
+	if (S_ISDIR(st->st_mode) && st->st_uid == uid &&
+	    (st->st_mode & 077) != 0) {
+		(void)snprintf(text, len, "%s has mode %04o%s, which lets "
+		    "group or others in beyond the search bit of %s "
+		    "(bot_group): setfacl -b %s; chmod 0700 %s, and the file "
+		    "guard gives %s its bit", path,
+		    (unsigned)(st->st_mode & 07777), (st->st_mode & 077) ==
+		    010 ? " without an ACL naming it alone" : "", group, path,
+		    path, group);
+		return HC_FAIL;
+	}
+	/* otherwise as without bot_group */
+	return hostcheck_state_stat(path, st, uid, text, len);
+}
+
 void
 hostcheck_state_dir(const char *path, uid_t uid, hc_report_fn fn, void *arg)
 {
+	hostcheck_state_dir_bot(path, uid, NULL, 0, fn, arg);
+}
+
+void
+hostcheck_state_dir_bot(const char *path, uid_t uid, const char *group,
+    gid_t gid, hc_report_fn fn, void *arg)
+{
+	uint8_t		 want[ACLX_MAX], have[ACLX_MAX + 8];
+	size_t		 wantlen;
+	ssize_t		 got;
 	char		 prefix[PATH_MAX], text[HC_TEXT_MAX], u[64];
 	struct stat	 st;
 	size_t		 i, n = strlen(path);
@@ -431,7 +475,17 @@ hostcheck_state_dir(const char *path, uid_t uid, hc_report_fn fn, void *arg)
 			return;
 		}
 	}
-	s = hostcheck_state_stat(path, &st, uid, text, sizeof(text));
+	if (group == NULL)
+		s = hostcheck_state_stat(path, &st, uid, text, sizeof(text));
+	else {
+		wantlen = aclx_build(want, ACLX_R | ACLX_W | ACLX_X, gid,
+		    ACLX_X, NULL, 0);
+		got = getxattr(path, ACLX_ACCESS, have, sizeof(have));
+		s = hostcheck_state_bot_stat(path, &st, uid, group,
+		    got == -1 && errno == EOPNOTSUPP ? -1 :
+		    got == (ssize_t)wantlen && memcmp(have, want, wantlen) == 0,
+		    text, sizeof(text));
+	}
 	hc_report(fn, arg, s, "state_dir", "%s", text);
 }
 
@@ -599,7 +653,8 @@ hostcheck_run(const struct hostcheck_params *p, hc_report_fn fn, void *arg)
 	hostcheck_userns(fn, arg);
 	if (p->hp_state_dir == NULL)
 		return;
-	hostcheck_state_dir(p->hp_state_dir, p->hp_uid, fn, arg);
+	hostcheck_state_dir_bot(p->hp_state_dir, p->hp_uid, p->hp_bot_group,
+	    p->hp_bot_gid, fn, arg);
 	for (i = 0; i < 2 && p->hp_cred_names[i] != NULL; i++)
 		hostcheck_credential(p->hp_cred_names[i], p->hp_cred_paths[i],
 		    p->hp_uid, fn, arg);

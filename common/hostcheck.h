@@ -57,6 +57,8 @@ struct hostcheck_params {
 	const char	*hp_control_socket;
 	const char	*hp_engine_socket;
 	size_t		 hp_segment_room;	/* config_max_segment_len() */
+	const char	*hp_bot_group;		/* bot_group, or NULL */
+	gid_t		 hp_bot_gid;
 };
 
 /*
@@ -74,6 +76,10 @@ void	hostcheck_landlock(hc_report_fn, void *);
 void	hostcheck_seccomp(hc_report_fn, void *);
 void	hostcheck_userns(hc_report_fn, void *);
 void	hostcheck_state_dir(const char *, uid_t, hc_report_fn, void *);
+/* The same with bot_group (group NULL: none), whose search bit the state
+ * directory may have. */
+void	hostcheck_state_dir_bot(const char *, uid_t, const char *group,
+	    gid_t, hc_report_fn, void *);
 void	hostcheck_credential(const char *name, const char *path, uid_t,
 	    hc_report_fn, void *);
 void	hostcheck_control_socket(const char *, uid_t, hc_report_fn, void *);
@@ -89,6 +95,13 @@ int		 hostcheck_root_group(const char *name, gid_t);
 /* The state directory itself: a directory of uid, no group/other bits. */
 enum hc_status	 hostcheck_state_stat(const char *path, const struct stat *,
 		    uid_t, char *text, size_t);
+/*
+ * The same with bot_group: 0700, to which the file guard adds the group's
+ * search bit, or 0710 where acl_ok says that an ACL gives it to the group
+ * alone; acl_ok -1 says the file system has no ACLs.
+ */
+enum hc_status	 hostcheck_state_bot_stat(const char *path, const struct stat *,
+		    uid_t, const char *group, int acl_ok, char *text, size_t);
 /* A credential file, on its descriptor: egress's rules. */
 enum hc_status	 hostcheck_cred_stat(const char *path, const struct stat *,
 		    uid_t, char *text, size_t);

@@ -362,7 +362,8 @@ doctor_run(const char *path)
 	hostcheck_landlock(doctor_report, &dr);
 	hostcheck_seccomp(doctor_report, &dr);
 	hostcheck_userns(doctor_report, &dr);
-	hostcheck_state_dir(cfg->state_dir, uid, doctor_report, &dr);
+	hostcheck_state_dir_bot(cfg->state_dir, uid, cfg->bot_group,
+	    cfg->bot_gid, doctor_report, &dr);
 	hostcheck_credential("upstream.credential_file",
 	    cfg->upstream_credential_file, uid, doctor_report, &dr);
 	if (cfg->mcp_credential_file != NULL)

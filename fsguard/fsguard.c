@@ -146,7 +146,8 @@ fsguard_fresh(struct fsguard *fg, struct role_parent *rp, struct msg *m)
 	clock_gettime(CLOCK_REALTIME, &now);
 	if ((e = fs_archive_sessions(&ch, &now, &count, folder,
 	    sizeof(folder))) != FS_OK ||
-	    (e = fs_own_dir(ch.ws_fd, "attachments", NULL)) != FS_OK) {
+	    (e = fs_own_dir(ch.ws_fd, "attachments", FS_DIR_WRITE, NULL)) !=
+	    FS_OK) {
 		log_warnx("channel %s: fresh: %s", ch.segment, fsguard_why(e));
 		role_error(rp, m->m_id, "%s", fsguard_why(e));
 	} else {
@@ -194,7 +195,8 @@ fsguard_dispatch_supervisor(struct role_parent *rp, struct msg *m, void *arg)
 {
 	struct fsguard	*fg = arg;
 	const char	*dir;
-	uint64_t	 uid, gid;
+	uint64_t	 uid, gid, bot_gid;
+	int		 has_bot;
 
 	if (m->m_type == MSG_CONFIG_FSGUARD) {
 		if (role_parent_configured(rp) || fg->fg_config_dir != NULL)
@@ -202,11 +204,14 @@ fsguard_dispatch_supervisor(struct role_parent *rp, struct msg *m, void *arg)
 		if (msg_get_str(m, "state_dir", PATH_BYTES_MAX, &dir) == -1 ||
 		    msg_get_uint(m, "uid", 1, UINT32_MAX - 1, &uid) == -1 ||
 		    msg_get_uint(m, "gid", 1, UINT32_MAX - 1, &gid) == -1 ||
-		    msg_end(m) == -1)
+		    msg_get_uint_opt(m, "bot_gid", 1, UINT32_MAX - 1, &bot_gid,
+		    &has_bot) == -1 || msg_end(m) == -1)
 			return -1;
 		if ((fg->fg_config_dir = strdup(dir)) == NULL)
 			fatal("%s", __func__);
 		fg->fg_uid = uid;
+		/* before the state directory is opened: its rule depends */
+		fs_set_group(has_bot, has_bot ? (gid_t)bot_gid : 0);
 		return 0;
 	}
 	if (!role_parent_configured(rp))

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/xattr.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -22,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "aclx.h"
 #include "fsops.h"
 #include "limits.h"
 #include "log.h"
@@ -105,6 +107,14 @@ fs_err_to_string(enum fs_err e)
 		return "file already exists";
 	case FS_BUF_TOO_SMALL:
 		return "result does not fit its buffer";
+	case FS_STATE_GROUP_MODE:
+		return "state directory has group or other permission bits "
+		    "beyond bot_group's search bit (an ACL naming bot_group "
+		    "with --x, and nothing else)";
+	case FS_NO_ACL:
+		return "the file system of the state directory has no POSIX "
+		    "ACLs, which bot_group needs (mount it with them, or "
+		    "leave bot_group out)";
 	case FS_IO:
 		return "file system error";
 	}
@@ -210,6 +220,111 @@ fs_entry(int dfd, const char *name, struct stat *st)
 	return fd;
 }
 
+/* bot_group, when the configuration names one. */
+static int	 fs_group_on;
+static gid_t	 fs_group_gid;
+
+void
+fs_set_group(int on, gid_t gid)
+{
+	fs_group_on = on;
+	fs_group_gid = on ? gid : 0;
+}
+
+/* Without bot_group every directory is private. */
+static enum fs_dir_kind
+fs_kind(enum fs_dir_kind kind)
+{
+	return fs_group_on ? kind : FS_DIR_PRIVATE;
+}
+
+/* What bot_group may do in a directory of that kind. */
+static unsigned
+fs_kind_perm(enum fs_dir_kind kind)
+{
+	switch (kind) {
+	case FS_DIR_SEARCH:
+		return ACLX_X;
+	case FS_DIR_READ:
+		return ACLX_R | ACLX_X;
+	case FS_DIR_WRITE:
+		return ACLX_R | ACLX_W | ACLX_X;
+	default:
+		return 0;
+	}
+}
+
+/* The mode a directory of that kind shows, its group bits the mask. */
+static mode_t
+fs_kind_mode(enum fs_dir_kind kind)
+{
+	if (fs_kind(kind) == FS_DIR_PRIVATE)
+		return STATE_DIR_MODE;
+	return aclx_mode(ACLX_R | ACLX_W | ACLX_X, fs_kind_perm(kind), 0);
+}
+
+/*
+ * The ACL attr of the inode fd holds (which may be an O_PATH descriptor)
+ * made want, unless it is already: one getxattr(2) when it is.
+ */
+static enum fs_err
+fs_acl_make(int fd, const char *attr, const uint8_t *want, size_t wantlen)
+{
+	char		 proc[FS_PROC_FD_MAX];
+	uint8_t		 have[ACLX_MAX + 8];
+	ssize_t		 n;
+
+	(void)snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	n = getxattr(proc, attr, have, sizeof(have));
+	if (n == (ssize_t)wantlen && memcmp(have, want, wantlen) == 0)
+		return FS_OK;
+	/* none, or one longer than any of ours: replaced */
+	if (n == -1 && errno != ENODATA && errno != ERANGE)
+		return errno == EOPNOTSUPP ? FS_NO_ACL : FS_IO;
+	if (setxattr(proc, attr, want, wantlen, 0) == -1)
+		return errno == EOPNOTSUPP ? FS_NO_ACL : FS_IO;
+	return FS_OK;
+}
+
+/* Whether the inode fd holds has exactly that ACL. */
+static int
+fs_acl_is(int fd, const char *attr, const uint8_t *want, size_t wantlen)
+{
+	char		 proc[FS_PROC_FD_MAX];
+	uint8_t		 have[ACLX_MAX + 8];
+	ssize_t		 n;
+
+	(void)snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	n = getxattr(proc, attr, have, sizeof(have));
+	return n == (ssize_t)wantlen && memcmp(have, want, wantlen) == 0;
+}
+
+/*
+ * bot_group's ACLs on a directory of ours: the access ACL of its kind and,
+ * but for search, the default ACL its new entries inherit, with a named
+ * entry for the file guard's own user in attachments/ so that what the
+ * bot puts there is the worker's to read.  The guest may have changed
+ * them in its workspace: they are made again.
+ */
+static enum fs_err
+fs_dir_acl(int pathfd, enum fs_dir_kind kind)
+{
+	uint8_t		 acl[ACLX_MAX];
+	unsigned	 perm = fs_kind_perm(kind);
+	unsigned	 all = ACLX_R | ACLX_W | ACLX_X;
+	uid_t		 self = geteuid();
+	enum fs_err	 e;
+	size_t		 n;
+
+	n = aclx_build(acl, all, fs_group_gid, perm, NULL, 0);
+	if ((e = fs_acl_make(pathfd, ACLX_ACCESS, acl, n)) != FS_OK ||
+	    kind == FS_DIR_SEARCH)
+		return e;
+	n = aclx_build(acl, all, fs_group_gid, perm,
+	    kind == FS_DIR_WRITE ? &self : NULL, all);
+	return fs_acl_make(pathfd, ACLX_DEFAULT, acl, n);
+}
+
 /* The file guard's own uid, asked once: every check of every turn needs it. */
 static uid_t
 fs_euid(void)
@@ -225,17 +340,28 @@ fs_euid(void)
 }
 
 /*
- * A directory the file guard keeps must be its own with mode 0700: the
- * guest of the same uid may have changed the bits, another uid may not own
- * anything here.
+ * A directory the file guard keeps must be its own with mode 0700, or the
+ * ACL its kind gives bot_group: the guest of the same uid may have changed
+ * the bits, another uid may not own anything here.
  */
 static enum fs_err
-fs_dir_fix(int pathfd, const struct stat *st)
+fs_dir_fix(int pathfd, const struct stat *st, enum fs_dir_kind kind)
 {
+	enum fs_err	 e;
+
 	if (st->st_uid != fs_euid())
 		return FS_DIR_OWNER;
-	if ((st->st_mode & 07777) != STATE_DIR_MODE &&
-	    fs_chmod_fd(pathfd, STATE_DIR_MODE) == -1)
+	if (fs_kind(kind) == FS_DIR_PRIVATE) {
+		if ((st->st_mode & 07777) != STATE_DIR_MODE &&
+		    fs_chmod_fd(pathfd, STATE_DIR_MODE) == -1)
+			return FS_IO;
+		return FS_OK;
+	}
+	if ((e = fs_dir_acl(pathfd, kind)) != FS_OK)
+		return e;
+	/* An ACL sets the permission bits, not setuid, setgid or sticky. */
+	if ((st->st_mode & 07000) != 0 &&
+	    fs_chmod_fd(pathfd, fs_kind_mode(kind)) == -1)
 		return FS_IO;
 	return FS_OK;
 }
@@ -267,6 +393,25 @@ fs_write_all(int fd, const void *data, size_t len)
 		len -= n;
 	}
 	return 0;
+}
+
+/*
+ * The state directory and bot_group: the group's search bit is given to a
+ * directory without group or other bits, and is the only one allowed.
+ */
+static enum fs_err
+fs_state_group(int fd, const struct stat *st)
+{
+	uint8_t		 acl[ACLX_MAX];
+	size_t		 n;
+
+	n = aclx_build(acl, ACLX_R | ACLX_W | ACLX_X, fs_group_gid, ACLX_X,
+	    NULL, 0);
+	if ((st->st_mode & 077) == 0)
+		return fs_acl_make(fd, ACLX_ACCESS, acl, n);
+	if ((st->st_mode & 077) == 010 && fs_acl_is(fd, ACLX_ACCESS, acl, n))
+		return FS_OK;
+	return FS_STATE_GROUP_MODE;
 }
 
 enum fs_err
@@ -307,8 +452,10 @@ fs_open_state_dir(const char *path, uid_t uid, int *fd_out)
 	}
 	if (st.st_uid != uid)
 		e = FS_STATE_OWNER;
-	else if ((st.st_mode & 077) != 0)
+	else if (!fs_group_on && (st.st_mode & 077) != 0)
 		e = FS_STATE_MODE;
+	else if (fs_group_on)
+		e = fs_state_group(fd, &st);
 	if (e != FS_OK) {
 		fs_close(fd);
 		return e;
@@ -326,8 +473,8 @@ fs_open_state_dir(const char *path, uid_t uid, int *fd_out)
  * turn.
  */
 static enum fs_err
-fs_channel_dir_fixed(int dfd, const char *name, enum fs_err symlink_err,
-    enum fs_err notdir_err, int *fd_out)
+fs_channel_dir_fixed(int dfd, const char *name, enum fs_dir_kind kind,
+    enum fs_err symlink_err, enum fs_err notdir_err, int *fd_out)
 {
 	struct stat	 st;
 	enum fs_err	 e = FS_OK;
@@ -339,7 +486,7 @@ fs_channel_dir_fixed(int dfd, const char *name, enum fs_err symlink_err,
 		e = symlink_err;
 	else if (!S_ISDIR(st.st_mode))
 		e = notdir_err;
-	else if ((e = fs_dir_fix(pfd, &st)) == FS_OK &&
+	else if ((e = fs_dir_fix(pfd, &st, kind)) == FS_OK &&
 	    (*fd_out = fs_reopen_dir(pfd)) == -1)
 		e = FS_IO;
 	if (e != FS_OK && e != FS_IO)
@@ -349,8 +496,8 @@ fs_channel_dir_fixed(int dfd, const char *name, enum fs_err symlink_err,
 }
 
 static enum fs_err
-fs_channel_dir(int dfd, const char *name, enum fs_err symlink_err,
-    enum fs_err notdir_err, int *fd_out)
+fs_channel_dir(int dfd, const char *name, enum fs_dir_kind kind,
+    enum fs_err symlink_err, enum fs_err notdir_err, int *fd_out)
 {
 	struct stat	 st;
 	enum fs_err	 e = FS_OK;
@@ -370,14 +517,14 @@ fs_channel_dir(int dfd, const char *name, enum fs_err symlink_err,
 		 * out: told apart, and mended, through a descriptor that
 		 * needs no permission. */
 		if (errno == ENOTDIR || errno == EACCES)
-			return fs_channel_dir_fixed(dfd, name, symlink_err,
-			    notdir_err, fd_out);
+			return fs_channel_dir_fixed(dfd, name, kind,
+			    symlink_err, notdir_err, fd_out);
 		return FS_IO;
 	}
 	if (fstat(fd, &st) == -1)
 		e = FS_IO;
 	else
-		e = fs_dir_fix(fd, &st);
+		e = fs_dir_fix(fd, &st, kind);
 	if (e != FS_OK && e != FS_IO)
 		log_warnx("%s: %s: %s", __func__, name, fs_err_to_string(e));
 	if (e != FS_OK)
@@ -473,8 +620,9 @@ fs_key_check(int chanfd, const char *key, size_t keylen)
 }
 
 /*
- * As fs_channel_dir() for a directory nothing is done in: one fstatat(2)
- * when it is as it should be, else made, refused or mended there.
+ * As fs_channel_dir() for a private directory nothing is done in (run/):
+ * one fstatat(2) when it is as it should be, else made, refused or mended
+ * there.
  */
 static enum fs_err
 fs_channel_dir_check(int dfd, const char *name, enum fs_err symlink_err,
@@ -488,8 +636,8 @@ fs_channel_dir_check(int dfd, const char *name, enum fs_err symlink_err,
 	    S_ISDIR(st.st_mode) && st.st_uid == fs_euid() &&
 	    (st.st_mode & 07777) == STATE_DIR_MODE)
 		return FS_OK;
-	if ((e = fs_channel_dir(dfd, name, symlink_err, notdir_err, &fd)) ==
-	    FS_OK)
+	if ((e = fs_channel_dir(dfd, name, FS_DIR_PRIVATE, symlink_err,
+	    notdir_err, &fd)) == FS_OK)
 		fs_close(fd);
 	return e;
 }
@@ -512,14 +660,14 @@ fs_channel_open_run(int statefd, const char *key, size_t keylen,
 
 	/* The key first: an alias never gets to touch the other channel's
 	 * run or workspace. */
-	if ((e = fs_channel_dir(statefd, ch->segment, FS_SEGMENT_SYMLINK,
-	    FS_SEGMENT_NOT_DIR, &ch->chan_fd)) != FS_OK ||
+	if ((e = fs_channel_dir(statefd, ch->segment, FS_DIR_SEARCH,
+	    FS_SEGMENT_SYMLINK, FS_SEGMENT_NOT_DIR, &ch->chan_fd)) != FS_OK ||
 	    (e = fs_key_check(ch->chan_fd, key, keylen)) != FS_OK ||
 	    (e = hold_run ? fs_channel_dir(ch->chan_fd, FS_RUN_DIR,
-	    FS_RUN_SYMLINK, FS_RUN_NOT_DIR, &ch->run_fd) :
+	    FS_DIR_PRIVATE, FS_RUN_SYMLINK, FS_RUN_NOT_DIR, &ch->run_fd) :
 	    fs_channel_dir_check(ch->chan_fd, FS_RUN_DIR, FS_RUN_SYMLINK,
 	    FS_RUN_NOT_DIR)) != FS_OK ||
-	    (e = fs_channel_dir(ch->chan_fd, FS_WORKSPACE_DIR,
+	    (e = fs_channel_dir(ch->chan_fd, FS_WORKSPACE_DIR, FS_DIR_SEARCH,
 	    FS_WORKSPACE_SYMLINK, FS_WORKSPACE_NOT_DIR, &ch->ws_fd)) != FS_OK) {
 		fs_channel_close(ch);
 		return e;
@@ -551,7 +699,7 @@ fs_channel_close(struct fs_channel *ch)
 }
 
 enum fs_err
-fs_own_dir(int parentfd, const char *name, int *fd_out)
+fs_own_dir(int parentfd, const char *name, enum fs_dir_kind kind, int *fd_out)
 {
 	struct stat	 st;
 	enum fs_err	 e;
@@ -562,7 +710,7 @@ fs_own_dir(int parentfd, const char *name, int *fd_out)
 	if (!fs_valid_component(name))
 		return FS_NAME_INVALID;
 	/* As it should be, and nothing to hold: one fstatat(2). */
-	if (fd_out == NULL &&
+	if (fd_out == NULL && fs_kind(kind) == FS_DIR_PRIVATE &&
 	    fstatat(parentfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    S_ISDIR(st.st_mode) && st.st_uid == fs_euid() &&
 	    (st.st_mode & 07777) == STATE_DIR_MODE)
@@ -590,7 +738,7 @@ fs_own_dir(int parentfd, const char *name, int *fd_out)
 				return FS_IO;
 			continue;
 		}
-		if ((e = fs_dir_fix(pfd, &st)) != FS_OK) {
+		if ((e = fs_dir_fix(pfd, &st, kind)) != FS_OK) {
 			fs_close(pfd);
 			return e;
 		}
@@ -611,14 +759,20 @@ fs_own_dir(int parentfd, const char *name, int *fd_out)
 enum fs_err
 fs_own_workspace(struct fs_channel *ch)
 {
-	static const char *const dirs[] = {
-		FS_ATTACHMENTS_DIR, FS_OUTBOX_DIR, FS_SESSIONS_DIR
+	static const struct {
+		const char		*name;
+		enum fs_dir_kind	 kind;
+	} dirs[] = {
+		{ FS_ATTACHMENTS_DIR,	FS_DIR_WRITE },
+		{ FS_OUTBOX_DIR,	FS_DIR_PRIVATE },
+		{ FS_SESSIONS_DIR,	FS_DIR_READ },
 	};
 	enum fs_err	 e;
 	size_t		 i;
 
 	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
-		if ((e = fs_own_dir(ch->ws_fd, dirs[i], NULL)) != FS_OK)
+		if ((e = fs_own_dir(ch->ws_fd, dirs[i].name, dirs[i].kind,
+		    NULL)) != FS_OK)
 			return e;
 	return FS_OK;
 }
@@ -803,7 +957,7 @@ fs_archive_folder(int archivefd, const char *base, char *name, size_t len,
 			k++;
 			continue;
 		}
-		if ((e = fs_dir_fix(pfd, &st)) != FS_OK) {
+		if ((e = fs_dir_fix(pfd, &st, FS_DIR_READ)) != FS_OK) {
 			fs_close(pfd);
 			return e;
 		}
@@ -838,9 +992,11 @@ fs_archive_sessions(struct fs_channel *ch, const struct timespec *now,
 	folder[0] = '\0';
 	if ((e = fs_archive_name(now, base, sizeof(base))) != FS_OK)
 		return e;
-	if ((e = fs_own_dir(ch->ws_fd, FS_SESSIONS_DIR, &sfd)) != FS_OK)
+	if ((e = fs_own_dir(ch->ws_fd, FS_SESSIONS_DIR, FS_DIR_READ, &sfd)) !=
+	    FS_OK)
 		return e;
-	if ((e = fs_own_dir(sfd, FS_ARCHIVE_DIR, &afd)) != FS_OK ||
+	if ((e = fs_own_dir(sfd, FS_ARCHIVE_DIR, FS_DIR_READ, &afd)) !=
+	    FS_OK ||
 	    (e = fs_archive_folder(afd, base, folder, folderlen, &tfd)) !=
 	    FS_OK)
 		goto done;
@@ -897,12 +1053,15 @@ enum fs_err
 fs_write_attachment(struct fs_channel *ch, const char *name,
     const void *data, size_t len)
 {
+	uint8_t		 acl[ACLX_MAX];
 	enum fs_err	 e;
-	int		 afd, fd;
+	size_t		 n;
+	int		 afd, fd, rc;
 
 	if (name == NULL || !valid_safe_name(name, strlen(name)))
 		return FS_NAME_INVALID;
-	if ((e = fs_own_dir(ch->ws_fd, FS_ATTACHMENTS_DIR, &afd)) != FS_OK)
+	if ((e = fs_own_dir(ch->ws_fd, FS_ATTACHMENTS_DIR, FS_DIR_WRITE,
+	    &afd)) != FS_OK)
 		return e;
 	fd = openat(afd, name,
 	    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC,
@@ -912,8 +1071,17 @@ fs_write_attachment(struct fs_channel *ch, const char *name,
 		fs_close(afd);
 		return e;
 	}
-	if (fchmod(fd, ATTACHMENT_MODE) == -1 ||
-	    fs_write_all(fd, data, len) == -1) {
+	/* bot_group reads it, whatever the default ACL above says now. */
+	if (fs_group_on) {
+		n = aclx_build(acl, ACLX_R | ACLX_W, fs_group_gid, ACLX_R,
+		    NULL, 0);
+		rc = fsetxattr(fd, ACLX_ACCESS, acl, n, 0);
+	} else
+		rc = fchmod(fd, ATTACHMENT_MODE);
+	e = FS_IO;
+	if (rc == -1 && errno == EOPNOTSUPP)
+		e = FS_NO_ACL;
+	if (rc == -1 || fs_write_all(fd, data, len) == -1) {
 		fs_close(fd);
 		goto fail;
 	}
@@ -926,7 +1094,7 @@ fail:
 	/* No partial attachment is left for the guest to take as whole. */
 	fs_unlink(afd, name);
 	fs_close(afd);
-	return FS_IO;
+	return e;
 }
 
 enum fs_err

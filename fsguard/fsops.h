@@ -45,6 +45,8 @@ enum fs_err {
 	FS_NAME_INVALID,
 	FS_EXISTS,
 	FS_BUF_TOO_SMALL,
+	FS_STATE_GROUP_MODE,
+	FS_NO_ACL,
 	FS_IO,
 };
 
@@ -52,10 +54,31 @@ enum fs_err {
 const char	*fs_err_to_string(enum fs_err);
 
 /*
+ * The chat bot's group (bot_group), or none (on 0, the default): with one,
+ * the state directory, each channel's directory and workspace give it
+ * search (--x) only, sessions/ and its archive read (r-x), attachments/
+ * read and write (rwx), each through a POSIX ACL, and the last three a
+ * default ACL so that what is made in them later is the group's too,
+ * whatever the umask of whoever makes it.  Nothing else is the group's.
+ */
+void		 fs_set_group(int on, gid_t gid);
+
+/* What a directory of the channel is to bot_group. */
+enum fs_dir_kind {
+	FS_DIR_PRIVATE,		/* nothing: run/, outbox/ */
+	FS_DIR_SEARCH,		/* --x: <state>, <segment>, workspace/ */
+	FS_DIR_READ,		/* r-x: sessions/, its archive */
+	FS_DIR_WRITE,		/* rwx: attachments/ */
+};
+
+/*
  * Open the state directory: an absolute, canonical path other than "/",
  * looked up one component at a time so that a symbolic link anywhere in it
  * is refused; the directory must belong to uid and have no group or other
- * bits.  *fd_out gets an O_PATH descriptor.
+ * bits, but bot_group's search bit when fs_set_group() named one: a
+ * directory without it gets it (FS_NO_ACL where the file system has no
+ * POSIX ACLs), any other bit is FS_STATE_GROUP_MODE.  *fd_out gets an
+ * O_PATH descriptor.
  */
 enum fs_err	fs_open_state_dir(const char *path, uid_t uid, int *fd_out);
 
@@ -84,12 +107,14 @@ enum fs_err	fs_channel_check(int statefd, const char *key, size_t keylen,
 void		fs_channel_close(struct fs_channel *ch);
 
 /*
- * Make name beneath parentfd a real directory of ours, mode 0700: anything
- * else found there (a symbolic link, a file, a FIFO, a socket, a device) is
- * removed and replaced, never followed; a directory is kept with its
- * contents.  *fd_out, unless NULL, gets an O_RDONLY descriptor of it.
+ * Make name beneath parentfd a real directory of ours, mode 0700 (or what
+ * kind gives bot_group): anything else found there (a symbolic link, a
+ * file, a FIFO, a socket, a device) is removed and replaced, never
+ * followed; a directory is kept with its contents.  *fd_out, unless NULL,
+ * gets an O_RDONLY descriptor of it.
  */
-enum fs_err	fs_own_dir(int parentfd, const char *name, int *fd_out);
+enum fs_err	fs_own_dir(int parentfd, const char *name,
+		    enum fs_dir_kind kind, int *fd_out);
 
 /* fs_own_dir() for attachments, outbox and sessions in the workspace. */
 enum fs_err	fs_own_workspace(struct fs_channel *ch);
@@ -120,9 +145,10 @@ enum fs_err	fs_archive_sessions(struct fs_channel *ch,
 		    size_t folderlen);
 
 /*
- * Write a new file workspace/attachments/<name>, mode 0600.  An existing
- * entry of that name, a symbolic link included, is FS_EXISTS and is left
- * alone.
+ * Write a new file workspace/attachments/<name>, mode 0600 (with
+ * bot_group: 0640, the group bits being an ACL that lets bot_group read
+ * it and no one else).  An existing entry of that name, a symbolic link
+ * included, is FS_EXISTS and is left alone.
  */
 enum fs_err	fs_write_attachment(struct fs_channel *ch, const char *name,
 		    const void *data, size_t len);

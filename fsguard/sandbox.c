@@ -34,6 +34,10 @@ static const struct sandbox_syscall sandbox_fsguard_table[] = {
 	SB_ALLOW(fsync),
 	SB_ALLOW(fdatasync),
 	SB_ALLOW(umask),
+	/* bot_group's ACLs, through /proc/self/fd or a file's descriptor. */
+	SB_ALLOW(getxattr),
+	SB_ALLOW(setxattr),
+	SB_ALLOW(fsetxattr),
 
 	/* A broker's listening socket: bound here, handed over. */
 	SB_ALLOW_ARG(socket, 0, AF_UNIX),

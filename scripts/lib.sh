@@ -2,6 +2,9 @@
 # host set-up.  Sourced, not run.
 
 RTSB_USER=${RTSB_USER:-rtsandbox}
+# The chat bot's user of the bot_group tests: in a group of its own that the
+# service user is not in.
+RTSB_BOT_USER=${RTSB_BOT_USER:-rtsandbox-bot}
 RTSB_WORK=${RTSB_WORK:-/var/tmp/rtsandbox}
 RTSB_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -105,11 +108,25 @@ make_user() {
 	chmod 0660 /var/run/docker.sock 2>/dev/null || true
 }
 
+# A second unprivileged user, for the tests of bot_group
+# (tests/integration/test_botgroup.py): they run as the service user and
+# reach the state directory as this one through a container of its uid.
+make_bot_user() {
+	if ! id "$RTSB_BOT_USER" >/dev/null 2>&1; then
+		say "creating test user $RTSB_BOT_USER"
+		useradd --system --user-group --no-create-home \
+		    --shell /usr/sbin/nologin "$RTSB_BOT_USER"
+	fi
+	! id -nG "$RTSB_USER" | grep -qw "$RTSB_BOT_USER" ||
+	    die "$RTSB_USER must not be in the group $RTSB_BOT_USER"
+}
+
 setup_host() {
 	need_root
 	install_packages
 	start_docker
 	make_user
+	make_bot_user
 }
 
 # Copy the tree to a place the service user can read and own, so that a

@@ -633,6 +633,8 @@ child_send_config(struct child *c)
 		msg_add_str(&mb, "state_dir", conf->state_dir);
 		msg_add_uint(&mb, "uid", sv->sv_uid);
 		msg_add_uint(&mb, "gid", sv->sv_gid);
+		if (conf->has_bot_group)
+			msg_add_uint(&mb, "bot_gid", conf->bot_gid);
 		child_send(c, &mb);
 		break;
 	case PROC_DOCKER:

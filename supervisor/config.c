@@ -97,11 +97,15 @@ parse_state_dir(struct cctx *c, struct config *cfg, const cJSON *it)
 		    seg, BROKER_SOCK_SUFFIX, BROKER_SOCK_PATH_MAX);
 }
 
-static void
-parse_control(struct cctx *c, struct config *cfg, const cJSON *sock,
-    const cJSON *group)
+/*
+ * A group of the host named by field: its name stored in *name and its
+ * gid in *gid; 0, or -1 after an error.
+ */
+static int
+group_value(struct cctx *c, const cJSON *it, const char *field, char **name,
+    gid_t *gid)
 {
-	const char	*s = DEFAULT_CONTROL_SOCKET;
+	const char	*s;
 	char		 q[QUOTE_MAX * 4 + 8];
 	struct group	 gr, *res;
 	char		*buf;
@@ -109,29 +113,23 @@ parse_control(struct cctx *c, struct config *cfg, const cJSON *sock,
 	long		 sz;
 	int		 e;
 
-	if (sock != NULL)
-		s = abs_path(c, sock, "control_socket", SUN_PATH_MAX);
-	if (s != NULL)
-		cfg->control_socket = xstrdup(c, s);
-	if (group == NULL)
-		return;
-	if ((s = str_value(c, group, "control_group", &len)) == NULL)
-		return;
+	if ((s = str_value(c, it, field, &len)) == NULL)
+		return -1;
 	for (i = 0; i < len; i++)
 		if (!((s[i] >= 'a' && s[i] <= 'z') || s[i] == '_' ||
 		    (i > 0 && ((s[i] >= '0' && s[i] <= '9') || s[i] == '-'))))
 			break;
 	if (len == 0 || len > GROUP_NAME_MAX || i < len) {
-		cerr(c, "control_group",
+		cerr(c, field,
 		    "must be a group name matching [a-z_][a-z0-9_-]{0,31}");
-		return;
+		return -1;
 	}
 	if ((sz = sysconf(_SC_GETGR_R_SIZE_MAX)) > 0)
 		bufsz = (size_t)sz;
 	for (;;) {
 		if ((buf = malloc(bufsz)) == NULL) {
 			c->nomem = 1;
-			return;
+			return -1;
 		}
 		e = getgrnam_r(s, &gr, buf, bufsz, &res);
 		if (e != ERANGE || bufsz >= GROUP_BUF_MAX)
@@ -140,20 +138,55 @@ parse_control(struct cctx *c, struct config *cfg, const cJSON *sock,
 		bufsz *= 2;
 	}
 	if (res != NULL) {
-		cfg->control_gid = gr.gr_gid;
-		cfg->has_control_group = 1;
-		cfg->control_group = xstrdup(c, s);
+		*gid = gr.gr_gid;
+		*name = xstrdup(c, s);
 	} else {
 		quote(q, sizeof(q), s);
 		/* getgrnam_r(3) lets these mean "no such group" too. */
 		if (e == 0 || e == ENOENT || e == ESRCH || e == EBADF ||
 		    e == EPERM)
-			cerr(c, "control_group", "no such group \"%s\"", q);
+			cerr(c, field, "no such group \"%s\"", q);
 		else
-			cerr(c, "control_group",
-			    "cannot look up group \"%s\": %s", q, strerror(e));
+			cerr(c, field, "cannot look up group \"%s\": %s", q,
+			    strerror(e));
 	}
 	free(buf);
+	return res != NULL ? 0 : -1;
+}
+
+static void
+parse_control(struct cctx *c, struct config *cfg, const cJSON *sock,
+    const cJSON *group)
+{
+	const char	*s = DEFAULT_CONTROL_SOCKET;
+
+	if (sock != NULL)
+		s = abs_path(c, sock, "control_socket", SUN_PATH_MAX);
+	if (s != NULL)
+		cfg->control_socket = xstrdup(c, s);
+	if (group != NULL && group_value(c, group, "control_group",
+	    &cfg->control_group, &cfg->control_gid) == 0)
+		cfg->has_control_group = 1;
+}
+
+/*
+ * The group of the chat bot's own user, given search on the way to each
+ * channel's sessions/ and attachments/ and read (and write) in them; the
+ * file guard grants it with POSIX ACLs.  Never root's group.
+ */
+static void
+parse_bot_group(struct cctx *c, struct config *cfg, const cJSON *it)
+{
+	if (it == NULL || group_value(c, it, "bot_group", &cfg->bot_group,
+	    &cfg->bot_gid) == -1)
+		return;
+	if (cfg->bot_gid == 0) {
+		cerr(c, "bot_group", "must not be a group of gid 0");
+		free(cfg->bot_group);
+		cfg->bot_group = NULL;
+		return;
+	}
+	cfg->has_bot_group = 1;
 }
 
 static void
@@ -854,7 +887,8 @@ parse_thinking(struct cctx *c, struct config *cfg, const cJSON *it)
 }
 
 enum {
-	T_STATE_DIR, T_CONTROL_SOCKET, T_CONTROL_GROUP, T_IMAGE, T_PROFILES,
+	T_STATE_DIR, T_CONTROL_SOCKET, T_CONTROL_GROUP, T_BOT_GROUP, T_IMAGE,
+	T_PROFILES,
 	T_UPSTREAM, T_MCP, T_TOOLS, T_DOCKER, T_TIME_ZONE, T_TIMEOUTS,
 	T_BUDGETS, T_DEFAULT_THINKING, T_RESEARCH,
 #if RTSANDBOX_TEST_SEAMS
@@ -863,7 +897,8 @@ enum {
 	T_N
 };
 static const char *const top_names[T_N] = {
-	"state_dir", "control_socket", "control_group", "image", "profiles",
+	"state_dir", "control_socket", "control_group", "bot_group", "image",
+	"profiles",
 	"upstream", "mcp", "tools", "docker", "time_zone", "timeouts",
 	"budgets", "default_thinking", "research",
 #if RTSANDBOX_TEST_SEAMS
@@ -889,6 +924,7 @@ parse_top(struct cctx *c, struct config *cfg, const cJSON *root)
 	members(c, root, "", top_names, f, T_N);
 	parse_state_dir(c, cfg, f[T_STATE_DIR]);
 	parse_control(c, cfg, f[T_CONTROL_SOCKET], f[T_CONTROL_GROUP]);
+	parse_bot_group(c, cfg, f[T_BOT_GROUP]);
 	parse_image(c, cfg, f[T_IMAGE]);
 	/* Servers first: profiles name them. */
 	parse_mcp(c, cfg, f[T_MCP]);
@@ -1063,6 +1099,7 @@ config_free(struct config *cfg)
 	free(cfg->state_dir);
 	free(cfg->control_socket);
 	free(cfg->control_group);
+	free(cfg->bot_group);
 	free(cfg->image);
 	for (i = 0; i < cfg->nprofiles; i++) {
 		free(cfg->profiles[i].name);
@@ -1175,6 +1212,9 @@ config_reload_check(const struct config *o, const struct config *n,
 	    o->has_control_group != n->has_control_group ||
 	    o->control_gid != n->control_gid)
 		f = "control_group";
+	else if (!str_same(o->bot_group, n->bot_group) ||
+	    o->has_bot_group != n->has_bot_group || o->bot_gid != n->bot_gid)
+		f = "bot_group";
 	else if (!str_same(o->image, n->image))
 		f = "image";
 	else if (!str_same(o->upstream_url, n->upstream_url))

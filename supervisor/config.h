@@ -39,6 +39,9 @@ struct config {
 	char			 *control_group;	/* NULL when absent */
 	gid_t			  control_gid;
 	int			  has_control_group;
+	char			 *bot_group;		/* NULL when absent */
+	gid_t			  bot_gid;
+	int			  has_bot_group;
 	char			 *image;
 	struct config_profile	 *profiles;
 	size_t			  nprofiles;

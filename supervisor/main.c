@@ -137,6 +137,8 @@ host_checks(const struct config *cfg)
 	p.hp_control_socket = cfg->control_socket;
 	p.hp_engine_socket = cfg->docker_socket;
 	p.hp_segment_room = config_max_segment_len(cfg);
+	p.hp_bot_group = cfg->bot_group;
+	p.hp_bot_gid = cfg->bot_gid;
 	hostcheck_run(&p, check_report, &failed);
 	return failed;
 }

@@ -146,6 +146,9 @@ static const struct sandbox_syscall sandbox_spawner_table[] = {
 	SB_ALLOW(ftruncate),				/* fsguard */
 	SB_ALLOW(fsync),				/* fsguard */
 	SB_ALLOW(fdatasync),				/* fsguard */
+	SB_ALLOW(getxattr),				/* fsguard */
+	SB_ALLOW(setxattr),				/* fsguard */
+	SB_ALLOW(fsetxattr),				/* fsguard */
 };
 
 /* The system files every helper's loader and libraries read. */

@@ -346,6 +346,8 @@ START_TEST(minimal_defaults)
 	ck_assert_str_eq(cfg->control_socket, "/run/rtsandbox/control.sock");
 	ck_assert_ptr_null(cfg->control_group);
 	ck_assert_int_eq(cfg->has_control_group, 0);
+	ck_assert_ptr_null(cfg->bot_group);
+	ck_assert_int_eq(cfg->has_bot_group, 0);
 	ck_assert_str_eq(cfg->image, "rtsandbox-worker:1");
 	ck_assert_uint_eq(cfg->nprofiles, 1);
 	ck_assert_str_eq(cfg->profiles[0].name, "default");
@@ -462,6 +464,45 @@ START_TEST(full_config)
 	ck_assert_str_eq(cfg->control_group, gr->gr_name);
 	ck_assert_uint_eq(cfg->control_gid, getegid());
 	config_free(cfg);
+}
+END_TEST
+
+/* A group of the host other than gid 0, whoever runs the test. */
+static const struct group *
+some_group(void)
+{
+	const struct group	*gr;
+
+	setgrent();
+	while ((gr = getgrent()) != NULL && gr->gr_gid == 0)
+		;
+	endgrent();
+	ck_assert_ptr_nonnull(gr);
+	return gr;
+}
+
+START_TEST(bot_group)
+{
+	const struct group	*gr = some_group();
+	struct config		*o, *n;
+	char			 name[64], why[64];
+	gid_t			 gid = gr->gr_gid;
+
+	snprintf(name, sizeof(name), "%s", gr->gr_name);
+	n = accepted(MK("bot_group", fmt("\"%s\"", name)));
+	ck_assert_int_eq(n->has_bot_group, 1);
+	ck_assert_str_eq(n->bot_group, name);
+	ck_assert_uint_eq(n->bot_gid, gid);
+	/* set, removed or changed: a restart, as the file guard holds it */
+	o = accepted(MK(NULL));
+	ck_assert_int_eq(config_reload_check(o, n, why, sizeof(why)), -1);
+	ck_assert_str_eq(why, "bot_group");
+	ck_assert_int_eq(config_reload_check(n, o, why, sizeof(why)), -1);
+	ck_assert_str_eq(why, "bot_group");
+	ck_assert_int_eq(config_reload_check(n, n, why, sizeof(why)), 0);
+	ck_assert_int_eq(config_brokers_same(o, n), 1);
+	config_free(o);
+	config_free(n);
 }
 END_TEST
 
@@ -678,6 +719,14 @@ static const struct rule_case rules[] = {
 	{ "control_group", "\"no_such_group_rt\"", "control_group",
 	    "no such group \"no_such_group_rt\"" },
 	{ "control_group", "0", "control_group", STR },
+	/* bot_group: the same rules, and never gid 0 */
+	{ "bot_group", "\"Wheel\"", "bot_group",
+	    "must be a group name matching [a-z_][a-z0-9_-]{0,31}" },
+	{ "bot_group", "\"no_such_group_rt\"", "bot_group",
+	    "no such group \"no_such_group_rt\"" },
+	{ "bot_group", "\"root\"", "bot_group",
+	    "must not be a group of gid 0" },
+	{ "bot_group", "null", "bot_group", STR },
 	/* image */
 	{ "image", NULL, "image", REQ },
 	{ "image", "\"\"", "image", "must be an image name" },
@@ -1373,6 +1422,7 @@ config_suite(void)
 	tcase_add_test(tc, minimal_defaults);
 	tcase_add_test(tc, full_config);
 	tcase_add_test(tc, cpus_rounding);
+	tcase_add_test(tc, bot_group);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("rules");

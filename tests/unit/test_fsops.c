@@ -15,6 +15,7 @@
 #include <sys/types.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 
 #include <check.h>
 #include <dirent.h>
@@ -28,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "aclx.h"
 #include "fsops.h"
 #include "limits.h"
 #include "sandbox.h"
@@ -292,6 +294,7 @@ setup(void)
 static void
 teardown(void)
 {
+	fs_set_group(0, 0);
 	sentinel_check();
 	if (statefd != -1)
 		close(statefd);
@@ -362,6 +365,260 @@ make_channel_dir(const char *key)
 	fs_channel_close(&ch);
 	return cfd;
 }
+
+/*
+ * bot_group: search on the state directory, the channel's directory and
+ * workspace, read on sessions/, read and write on attachments/, through
+ * POSIX ACLs, and nothing more.  The group is one the test need not be
+ * in: giving a group an ACL entry takes no membership.
+ */
+#define BOT_GID		4243u
+
+/* The ACL attr of path is exactly that of aclx_build(). */
+static void
+assert_acl_with(int dfd, const char *name, const char *attr, unsigned owner,
+    unsigned group, const uid_t *user, unsigned user_perm, int mask_of_file)
+{
+	uint8_t		 want[ACLX_MAX], have[ACLX_MAX + 8];
+	char		 path[PATH_MAX];
+	size_t		 n;
+	ssize_t		 got;
+
+	if (dfd == AT_FDCWD)
+		pathf(path, sizeof(path), "%s", name);
+	else
+		pathf(path, sizeof(path), "/proc/self/fd/%d/%s", dfd, name);
+	n = aclx_build(want, owner, BOT_GID, group, user, user_perm);
+	/* a file made beneath a default ACL: its creation mode cut the
+	 * mask, the entries stay as inherited */
+	if (mask_of_file) {
+		n = aclx_build(want, owner, BOT_GID, group | ACLX_X, user,
+		    user_perm);
+		want[n - 16 + 2] = (uint8_t)group;
+	}
+	got = getxattr(path, attr, have, sizeof(have));
+	ck_assert_msg(got == (ssize_t)n && memcmp(have, want, n) == 0,
+	    "%s %s: not the ACL wanted (%zd bytes: %s)", name, attr, got,
+	    got == -1 ? strerror(errno) : "other entries");
+}
+
+static void
+assert_acl_at(int dfd, const char *name, const char *attr, unsigned owner,
+    unsigned group, const uid_t *user, unsigned user_perm)
+{
+	assert_acl_with(dfd, name, attr, owner, group, user, user_perm, 0);
+}
+
+/* A file a process made in sessions/ (mode 0666): bot_group's r-x entry
+ * inherited, the mask r--. */
+static void
+assert_session_file(int dfd, const char *name)
+{
+	assert_acl_with(dfd, name, ACLX_ACCESS, 6, ACLX_R, NULL, 0, 1);
+}
+
+static void
+assert_no_acl_at(int dfd, const char *name, const char *attr)
+{
+	char	 path[PATH_MAX];
+	uint8_t	 have[ACLX_MAX + 8];
+
+	pathf(path, sizeof(path), "/proc/self/fd/%d/%s", dfd, name);
+	ck_assert_int_eq(getxattr(path, attr, have, sizeof(have)), -1);
+	ck_assert_int_eq(errno, ENODATA);
+}
+
+static mode_t
+mode_at(int dfd, const char *name)
+{
+	struct stat	 st;
+
+	ck_assert_int_eq(fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW), 0);
+	return st.st_mode & 07777;
+}
+
+/* The state directory opened again with bot_group set. */
+static void
+group_setup(void)
+{
+	close(statefd);
+	statefd = -1;
+	fs_set_group(1, BOT_GID);
+	ck_assert_int_eq(fs_open_state_dir(state, getuid(), &statefd), FS_OK);
+}
+
+START_TEST(group_state_dir)
+{
+	static const mode_t	 bad[] = { 0750, 0711, 0701, 0730, 0770 };
+	uint8_t			 acl[ACLX_MAX];
+	size_t			 i, n;
+	int			 fd;
+
+	group_setup();
+	ck_assert_uint_eq(mode_at(AT_FDCWD, state), 0710);
+	assert_acl_at(AT_FDCWD, state, ACLX_ACCESS, 7, ACLX_X, NULL, 0);
+	/* as it was left: open again */
+	ck_assert_int_eq(fs_open_state_dir(state, getuid(), &fd), FS_OK);
+	close(fd);
+	/* any other bit, for the group or others, is refused and left */
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_int_eq(chmod(state, bad[i]), 0);
+		ck_assert_int_eq(fs_open_state_dir(state, getuid(), &fd),
+		    FS_STATE_GROUP_MODE);
+		ck_assert_int_eq(fd, -1);
+		ck_assert_uint_eq(mode_at(AT_FDCWD, state), bad[i]);
+	}
+	/* the search bit, but for the owning group, not bot_group */
+	ck_assert_int_eq(removexattr(state, ACLX_ACCESS), 0);
+	ck_assert_int_eq(chmod(state, 0710), 0);
+	ck_assert_int_eq(fs_open_state_dir(state, getuid(), &fd),
+	    FS_STATE_GROUP_MODE);
+	/* bot_group's search and another group's too */
+	n = aclx_build(acl, 7, BOT_GID + 1, ACLX_X, NULL, 0);
+	ck_assert_int_eq(setxattr(state, ACLX_ACCESS, acl, n, 0), 0);
+	ck_assert_int_eq(fs_open_state_dir(state, getuid(), &fd),
+	    FS_STATE_GROUP_MODE);
+	/* 0700, whatever ACL it had: bot_group's, made again */
+	ck_assert_int_eq(chmod(state, 0700), 0);
+	ck_assert_int_eq(fs_open_state_dir(state, getuid(), &fd), FS_OK);
+	close(fd);
+	assert_acl_at(AT_FDCWD, state, ACLX_ACCESS, 7, ACLX_X, NULL, 0);
+	/* without bot_group, the search bit is a group bit like any */
+	fs_set_group(0, 0);
+	ck_assert_int_eq(fs_open_state_dir(state, getuid(), &fd),
+	    FS_STATE_MODE);
+}
+END_TEST
+
+START_TEST(group_channel_dirs)
+{
+	struct fs_channel	 ch;
+	uid_t			 self = geteuid();
+	char			 seg[PATH_MAX];
+	int			 fd;
+
+	group_setup();
+	open_channel(KEY, &ch);
+	ck_assert_int_eq(fs_own_workspace(&ch), FS_OK);
+	pathf(seg, sizeof(seg), "%s/%s", state, KEY_SEG);
+	ck_assert_uint_eq(mode_at(AT_FDCWD, seg), 0710);
+	assert_acl_at(AT_FDCWD, seg, ACLX_ACCESS, 7, ACLX_X, NULL, 0);
+	ck_assert_uint_eq(mode_at(ch.chan_fd, "workspace"), 0710);
+	assert_acl_at(ch.chan_fd, "workspace", ACLX_ACCESS, 7, ACLX_X, NULL,
+	    0);
+	assert_no_acl_at(ch.chan_fd, "workspace", ACLX_DEFAULT);
+	/* run/, .channel-key and outbox/ stay the owner's alone */
+	ck_assert_uint_eq(mode_at(ch.chan_fd, "run"), 0700);
+	assert_no_acl_at(ch.chan_fd, "run", ACLX_ACCESS);
+	ck_assert_uint_eq(mode_at(ch.chan_fd, ".channel-key"), 0600);
+	assert_no_acl_at(ch.chan_fd, ".channel-key", ACLX_ACCESS);
+	ck_assert_uint_eq(mode_at(ch.ws_fd, "outbox"), 0700);
+	assert_no_acl_at(ch.ws_fd, "outbox", ACLX_ACCESS);
+	/* sessions/: read, and so is what is made in it */
+	ck_assert_uint_eq(mode_at(ch.ws_fd, "sessions"), 0750);
+	assert_acl_at(ch.ws_fd, "sessions", ACLX_ACCESS, 7, ACLX_R | ACLX_X,
+	    NULL, 0);
+	assert_acl_at(ch.ws_fd, "sessions", ACLX_DEFAULT, 7, ACLX_R | ACLX_X,
+	    NULL, 0);
+	/* attachments/: read and write, and the bot's files the owner's */
+	ck_assert_uint_eq(mode_at(ch.ws_fd, "attachments"), 0770);
+	assert_acl_at(ch.ws_fd, "attachments", ACLX_ACCESS, 7, 7, NULL, 0);
+	assert_acl_at(ch.ws_fd, "attachments", ACLX_DEFAULT, 7, 7, &self, 7);
+	/* a session file made under the strictest umask: the group reads */
+	(void)umask(077);
+	ck_assert_int_ne(fd = openat(ch.ws_fd, "sessions/s1.jsonl",
+	    O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666), -1);
+	close(fd);
+	(void)umask(022);
+	ck_assert_uint_eq(mode_at(ch.ws_fd, "sessions/s1.jsonl"), 0640);
+	assert_session_file(ch.ws_fd, "sessions/s1.jsonl");
+	fs_channel_close(&ch);
+}
+END_TEST
+
+/* The guest owns its workspace: what it changes is made again. */
+START_TEST(group_guest_changes)
+{
+	struct fs_channel	 ch;
+	uint8_t			 acl[ACLX_MAX];
+	size_t			 n;
+	int			 fd;
+
+	group_setup();
+	open_channel(KEY, &ch);
+	ck_assert_int_eq(fs_own_workspace(&ch), FS_OK);
+	/* sessions/ made private, attachments/ given to others, the
+	 * workspace opened to its group */
+	ck_assert_int_ne(fd = openat(ch.ws_fd, "sessions", O_RDONLY |
+	    O_DIRECTORY | O_CLOEXEC), -1);
+	ck_assert_int_eq(fremovexattr(fd, ACLX_DEFAULT), 0);
+	ck_assert_int_eq(fchmod(fd, 02700), 0);
+	close(fd);
+	n = aclx_build(acl, 7, BOT_GID + 1, 7, NULL, 0);
+	ck_assert_int_ne(fd = openat(ch.ws_fd, "attachments", O_RDONLY |
+	    O_DIRECTORY | O_CLOEXEC), -1);
+	ck_assert_int_eq(fsetxattr(fd, ACLX_ACCESS, acl, n, 0), 0);
+	close(fd);
+	ck_assert_int_eq(fchmod(ch.ws_fd, 0777), 0);
+	fs_channel_close(&ch);
+
+	open_channel(KEY, &ch);
+	ck_assert_int_eq(fs_own_workspace(&ch), FS_OK);
+	ck_assert_uint_eq(mode_at(ch.chan_fd, "workspace"), 0710);
+	assert_acl_at(ch.chan_fd, "workspace", ACLX_ACCESS, 7, ACLX_X, NULL,
+	    0);
+	ck_assert_uint_eq(mode_at(ch.ws_fd, "sessions"), 0750);
+	assert_acl_at(ch.ws_fd, "sessions", ACLX_DEFAULT, 7, ACLX_R | ACLX_X,
+	    NULL, 0);
+	ck_assert_uint_eq(mode_at(ch.ws_fd, "attachments"), 0770);
+	assert_acl_at(ch.ws_fd, "attachments", ACLX_ACCESS, 7, 7, NULL, 0);
+	fs_channel_close(&ch);
+
+	/* bot_group taken out of the configuration: private again */
+	fs_set_group(0, 0);
+	open_channel(KEY, &ch);
+	ck_assert_int_eq(fs_own_workspace(&ch), FS_OK);
+	ck_assert_uint_eq(mode_at(ch.chan_fd, "workspace"), 0700);
+	ck_assert_uint_eq(mode_at(ch.ws_fd, "sessions"), 0700);
+	ck_assert_uint_eq(mode_at(ch.ws_fd, "attachments"), 0700);
+	fs_channel_close(&ch);
+}
+END_TEST
+
+START_TEST(group_archive_and_attachments)
+{
+	struct fs_channel	 ch;
+	struct timespec		 now = { NOW_SEC, NOW_NSEC };
+	char			 folder[FS_ARCHIVE_FOLDER_MAX], p[PATH_MAX];
+	unsigned		 count;
+	int			 fd;
+
+	group_setup();
+	open_channel(KEY, &ch);
+	ck_assert_int_eq(fs_own_workspace(&ch), FS_OK);
+	ck_assert_int_ne(fd = openat(ch.ws_fd, "sessions/a.jsonl",
+	    O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666), -1);
+	close(fd);
+	ck_assert_int_eq(fs_archive_sessions(&ch, &now, &count, folder,
+	    sizeof(folder)), FS_OK);
+	ck_assert_uint_eq(count, 1);
+	assert_acl_at(ch.ws_fd, "sessions/archive", ACLX_ACCESS, 7,
+	    ACLX_R | ACLX_X, NULL, 0);
+	pathf(p, sizeof(p), "sessions/archive/%s", folder);
+	ck_assert_uint_eq(mode_at(ch.ws_fd, p), 0750);
+	assert_acl_at(ch.ws_fd, p, ACLX_ACCESS, 7, ACLX_R | ACLX_X, NULL, 0);
+	pathf(p, sizeof(p), "sessions/archive/%s/a.jsonl", folder);
+	assert_session_file(ch.ws_fd, p);
+	/* what the host writes there the group reads, and no one else */
+	ck_assert_int_eq(fs_write_attachment(&ch, "photo.png", S("png")),
+	    FS_OK);
+	ck_assert_uint_eq(mode_at(ch.ws_fd, "attachments/photo.png"), 0640);
+	assert_acl_at(ch.ws_fd, "attachments/photo.png", ACLX_ACCESS, 6,
+	    ACLX_R, NULL, 0);
+	assert_content(ch.ws_fd, "attachments/photo.png", "png", 3);
+	fs_channel_close(&ch);
+}
+END_TEST
 
 /*
  * The state directory
@@ -1009,7 +1266,8 @@ START_TEST(own_keeps_filled_dir)
 	write_at(ch.ws_fd, "sessions/a.jsonl", S("{}\n"));
 	ck_assert_int_eq(mkdirat(ch.ws_fd, "sessions/sub", 0700), 0);
 	plant_link(ch.ws_fd, "sessions/link", "file");
-	ck_assert_int_eq(fs_own_dir(ch.ws_fd, "sessions", &fd), FS_OK);
+	ck_assert_int_eq(fs_own_dir(ch.ws_fd, "sessions",
+	    FS_DIR_READ, &fd), FS_OK);
 	assert_own_dir(ch.ws_fd, "sessions");
 	ck_assert_uint_eq(count_entries(ch.ws_fd, "sessions"), 3);
 	assert_content(fd, "a.jsonl", S("{}\n"));
@@ -1029,12 +1287,14 @@ START_TEST(own_mode_zero_dir)
 	ck_assert_int_eq(mkdirat(ch.ws_fd, "outbox", 0700), 0);
 	write_at(ch.ws_fd, "outbox/reply.txt", S("hello"));
 	ck_assert_int_eq(fchmodat(ch.ws_fd, "outbox", 0, 0), 0);
-	ck_assert_int_eq(fs_own_dir(ch.ws_fd, "outbox", &fd), FS_OK);
+	ck_assert_int_eq(fs_own_dir(ch.ws_fd, "outbox",
+	    FS_DIR_PRIVATE, &fd), FS_OK);
 	assert_own_dir(ch.ws_fd, "outbox");
 	assert_content(fd, "reply.txt", S("hello"));
 	close(fd);
 	ck_assert_int_eq(fchmodat(ch.ws_fd, "outbox", 03777, 0), 0);
-	ck_assert_int_eq(fs_own_dir(ch.ws_fd, "outbox", NULL), FS_OK);
+	ck_assert_int_eq(fs_own_dir(ch.ws_fd, "outbox",
+	    FS_DIR_PRIVATE, NULL), FS_OK);
 	assert_own_dir(ch.ws_fd, "outbox");
 	fs_channel_close(&ch);
 }
@@ -1047,19 +1307,26 @@ START_TEST(own_dir_names)
 	int			 fd = 7;
 
 	open_channel(KEY, &ch);
-	ck_assert_int_eq(fs_own_dir(ch.ws_fd, "", &fd), FS_NAME_INVALID);
+	ck_assert_int_eq(fs_own_dir(ch.ws_fd, "",
+	    FS_DIR_PRIVATE, &fd), FS_NAME_INVALID);
 	ck_assert_int_eq(fd, -1);
-	ck_assert_int_eq(fs_own_dir(ch.ws_fd, NULL, NULL), FS_NAME_INVALID);
-	ck_assert_int_eq(fs_own_dir(ch.ws_fd, ".", NULL), FS_NAME_INVALID);
-	ck_assert_int_eq(fs_own_dir(ch.ws_fd, "..", NULL), FS_NAME_INVALID);
-	ck_assert_int_eq(fs_own_dir(ch.ws_fd, "a/b", NULL), FS_NAME_INVALID);
-	ck_assert_int_eq(fs_own_dir(ch.ws_fd, "/tmp", NULL), FS_NAME_INVALID);
+	ck_assert_int_eq(fs_own_dir(ch.ws_fd, NULL,
+	    FS_DIR_PRIVATE, NULL), FS_NAME_INVALID);
+	ck_assert_int_eq(fs_own_dir(ch.ws_fd, ".",
+	    FS_DIR_PRIVATE, NULL), FS_NAME_INVALID);
+	ck_assert_int_eq(fs_own_dir(ch.ws_fd, "..",
+	    FS_DIR_PRIVATE, NULL), FS_NAME_INVALID);
+	ck_assert_int_eq(fs_own_dir(ch.ws_fd, "a/b",
+	    FS_DIR_PRIVATE, NULL), FS_NAME_INVALID);
+	ck_assert_int_eq(fs_own_dir(ch.ws_fd, "/tmp",
+	    FS_DIR_PRIVATE, NULL), FS_NAME_INVALID);
 	memset(longname, 'n', sizeof(longname) - 1);
 	longname[sizeof(longname) - 1] = '\0';
-	ck_assert_int_eq(fs_own_dir(ch.ws_fd, longname, NULL),
+	ck_assert_int_eq(fs_own_dir(ch.ws_fd, longname, FS_DIR_PRIVATE, NULL),
 	    FS_NAME_INVALID);
 	longname[NAME_MAX] = '\0';
-	ck_assert_int_eq(fs_own_dir(ch.ws_fd, longname, NULL), FS_OK);
+	ck_assert_int_eq(fs_own_dir(ch.ws_fd, longname,
+	    FS_DIR_PRIVATE, NULL), FS_OK);
 	ck_assert_uint_eq(count_entries(ch.ws_fd, "."), 1);
 	fs_channel_close(&ch);
 }
@@ -1076,7 +1343,8 @@ START_TEST(own_dir_other_owner)
 	ck_assert_int_eq(mkdirat(ch.ws_fd, "outbox", 0700), 0);
 	ck_assert_int_eq(fchownat(ch.ws_fd, "outbox", 4242, 4242,
 	    AT_SYMLINK_NOFOLLOW), 0);
-	ck_assert_int_eq(fs_own_dir(ch.ws_fd, "outbox", &fd), FS_DIR_OWNER);
+	ck_assert_int_eq(fs_own_dir(ch.ws_fd, "outbox",
+	    FS_DIR_PRIVATE, &fd), FS_DIR_OWNER);
 	ck_assert_int_eq(fd, -1);
 	ck_assert_int_eq(fs_own_workspace(&ch), FS_DIR_OWNER);
 	fs_channel_close(&ch);
@@ -1330,7 +1598,7 @@ landlock_child(void)
 		return 9;
 	if (fs_write_attachment(&ch, "evil", S("data")) != FS_EXISTS)
 		return 10;
-	if (fs_own_dir(ch.ws_fd, "outbox", NULL) != FS_OK)
+	if (fs_own_dir(ch.ws_fd, "outbox", FS_DIR_PRIVATE, NULL) != FS_OK)
 		return 11;
 	if (fs_archive_sessions(&ch, &now, &count, folder,
 	    sizeof(folder)) != FS_OK || count != 1 ||
@@ -1563,7 +1831,8 @@ START_TEST(archive_many)
 	int			 sfd;
 
 	open_channel(KEY, &ch);
-	ck_assert_int_eq(fs_own_dir(ch.ws_fd, "sessions", &sfd), FS_OK);
+	ck_assert_int_eq(fs_own_dir(ch.ws_fd, "sessions",
+	    FS_DIR_READ, &sfd), FS_OK);
 	for (i = 0; i < 500; i++) {
 		pathf(name, sizeof(name), "s%u.jsonl", i);
 		write_at(sfd, name, name, strlen(name));
@@ -1887,6 +2156,14 @@ fsops_suite(void)
 	tcase_add_test(tc, attach_bad_names);
 	tcase_add_loop_test(tc, attach_dir_planted, 0, 4);
 	tcase_add_test(tc, attach_write_fails);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("group");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, group_state_dir);
+	tcase_add_test(tc, group_channel_dirs);
+	tcase_add_test(tc, group_guest_changes);
+	tcase_add_test(tc, group_archive_and_attachments);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("paths");

@@ -4,6 +4,7 @@
  * this machine answers them.
  */
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <sys/types.h>
 
 #include <check.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "aclx.h"
 #include "hostcheck.h"
 #include "limits.h"
 
@@ -131,6 +133,40 @@ START_TEST(state_stat_rules)
 }
 END_TEST
 
+/* With bot_group: its search bit, through an ACL naming it alone. */
+START_TEST(state_bot_stat_rules)
+{
+	struct stat	 st;
+	char		 t[HC_TEXT_MAX];
+
+	st = st_of(S_IFDIR | 0700, 1000, 0);
+	ck_assert_int_eq(hostcheck_state_bot_stat("/s", &st, 1000, "bots", 0,
+	    t, sizeof(t)), HC_OK);
+	st = st_of(S_IFDIR | 0710, 1000, 0);
+	ck_assert_int_eq(hostcheck_state_bot_stat("/s", &st, 1000, "bots", 1,
+	    t, sizeof(t)), HC_OK);
+	ck_assert_ptr_nonnull(strstr(t, "search for bots (bot_group) alone"));
+	ck_assert_int_eq(hostcheck_state_bot_stat("/s", &st, 1000, "bots", 0,
+	    t, sizeof(t)), HC_FAIL);
+	ck_assert_ptr_nonnull(strstr(t, "without an ACL naming it alone"));
+	st = st_of(S_IFDIR | 0750, 1000, 0);
+	ck_assert_int_eq(hostcheck_state_bot_stat("/s", &st, 1000, "bots", 1,
+	    t, sizeof(t)), HC_FAIL);
+	ck_assert_ptr_nonnull(strstr(t, "setfacl -b /s; chmod 0700 /s"));
+	st = st_of(S_IFDIR | 0711, 1000, 0);
+	ck_assert_int_eq(hostcheck_state_bot_stat("/s", &st, 1000, "bots", 1,
+	    t, sizeof(t)), HC_FAIL);
+	st = st_of(S_IFDIR | 0710, 1001, 0);
+	ck_assert_int_eq(hostcheck_state_bot_stat("/s", &st, 1000, "bots", 1,
+	    t, sizeof(t)), HC_FAIL);
+	ck_assert_ptr_nonnull(strstr(t, "owned by uid 1001"));
+	st = st_of(S_IFDIR | 0700, 1000, 0);
+	ck_assert_int_eq(hostcheck_state_bot_stat("/s", &st, 1000, "bots", -1,
+	    t, sizeof(t)), HC_FAIL);
+	ck_assert_ptr_nonnull(strstr(t, "has no POSIX ACLs"));
+}
+END_TEST
+
 START_TEST(cred_stat_rules)
 {
 	struct stat	 st;
@@ -224,7 +260,9 @@ END_TEST
 /* On the file system: missing, a link on the way, wrong mode, right. */
 START_TEST(state_dir_files)
 {
+	uint8_t	 acl[ACLX_MAX];
 	char	 p[160], link[160];
+	size_t	 n;
 
 	(void)snprintf(p, sizeof(p), "%s/state", tmp);
 	hostcheck_state_dir(p, getuid(), keep, NULL);
@@ -240,6 +278,16 @@ START_TEST(state_dir_files)
 	ck_assert_int_eq(last.hr_status, HC_OK);
 	hostcheck_state_dir(p, getuid() + 1, keep, NULL);
 	ck_assert_int_eq(last.hr_status, HC_FAIL);
+	/* bot_group's search bit, as the file guard gives it */
+	n = aclx_build(acl, 7, 4243, ACLX_X, NULL, 0);
+	ck_assert_int_eq(setxattr(p, ACLX_ACCESS, acl, n, 0), 0);
+	hostcheck_state_dir_bot(p, getuid(), "bots", 4243, keep, NULL);
+	ck_assert_int_eq(last.hr_status, HC_OK);
+	hostcheck_state_dir_bot(p, getuid(), "bots", 4244, keep, NULL);
+	ck_assert_int_eq(last.hr_status, HC_FAIL);
+	hostcheck_state_dir(p, getuid(), keep, NULL);
+	ck_assert_int_eq(last.hr_status, HC_FAIL);
+	ck_assert_int_eq(chmod(p, 0700), 0);
 	/* A link as the last component and as one on the way. */
 	(void)snprintf(link, sizeof(link), "%s/link", tmp);
 	ck_assert_int_eq(symlink(p, link), 0);
@@ -368,6 +416,7 @@ hostcheck_suite(void)
 	tcase_add_test(tc, report_one_line);
 	tcase_add_test(tc, root_groups);
 	tcase_add_test(tc, state_stat_rules);
+	tcase_add_test(tc, state_bot_stat_rules);
 	tcase_add_test(tc, cred_stat_rules);
 	tcase_add_test(tc, ctldir_stat_rules);
 	tcase_add_test(tc, socket_path_room);
