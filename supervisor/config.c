@@ -97,9 +97,19 @@ parse_state_dir(struct cctx *c, struct config *cfg, const cJSON *it)
 		    seg, BROKER_SOCK_SUFFIX, BROKER_SOCK_PATH_MAX);
 }
 
+/* Off once the supervisor is confined: see config_no_lookups(). */
+static int	config_lookups = 1;
+
+void
+config_no_lookups(void)
+{
+	config_lookups = 0;
+}
+
 /*
  * A group of the host named by field: its name stored in *name and its
- * gid in *gid; 0, or -1 after an error.
+ * gid in *gid (CONFIG_GID_UNKNOWN when lookups are off); 0, or -1 after
+ * an error.
  */
 static int
 group_value(struct cctx *c, const cJSON *it, const char *field, char **name,
@@ -123,6 +133,11 @@ group_value(struct cctx *c, const cJSON *it, const char *field, char **name,
 		cerr(c, field,
 		    "must be a group name matching [a-z_][a-z0-9_-]{0,31}");
 		return -1;
+	}
+	if (!config_lookups) {
+		*gid = CONFIG_GID_UNKNOWN;
+		*name = xstrdup(c, s);
+		return 0;
 	}
 	if ((sz = sysconf(_SC_GETGR_R_SIZE_MAX)) > 0)
 		bufsz = (size_t)sz;
@@ -1197,6 +1212,22 @@ strv_same(char *const *a, size_t na, char *const *b, size_t nb)
 	return 1;
 }
 
+/* A gid not looked up (a reload) is the one of the same name before. */
+static int
+gid_same(gid_t a, gid_t b)
+{
+	return a == b || a == CONFIG_GID_UNKNOWN || b == CONFIG_GID_UNKNOWN;
+}
+
+void
+config_keep_gids(struct config *n, const struct config *o)
+{
+	if (n->has_control_group && n->control_gid == CONFIG_GID_UNKNOWN)
+		n->control_gid = o->control_gid;
+	if (n->has_bot_group && n->bot_gid == CONFIG_GID_UNKNOWN)
+		n->bot_gid = o->bot_gid;
+}
+
 int
 config_reload_check(const struct config *o, const struct config *n,
     char *why, size_t whylen)
@@ -1210,10 +1241,11 @@ config_reload_check(const struct config *o, const struct config *n,
 		f = "control_socket";
 	else if (!str_same(o->control_group, n->control_group) ||
 	    o->has_control_group != n->has_control_group ||
-	    o->control_gid != n->control_gid)
+	    !gid_same(o->control_gid, n->control_gid))
 		f = "control_group";
 	else if (!str_same(o->bot_group, n->bot_group) ||
-	    o->has_bot_group != n->has_bot_group || o->bot_gid != n->bot_gid)
+	    o->has_bot_group != n->has_bot_group ||
+	    !gid_same(o->bot_gid, n->bot_gid))
 		f = "bot_group";
 	else if (!str_same(o->image, n->image))
 		f = "image";

@@ -101,6 +101,15 @@ struct config	*config_load_fd(int fd, const char *path,
 		    struct config_errors *errs);
 
 /*
+ * Once the supervisor is confined it cannot read the host's group
+ * database: from then on a group name is checked for its form only and
+ * its gid is CONFIG_GID_UNKNOWN, which a reload takes from the running
+ * configuration (the name may not change without a restart anyway).
+ */
+#define CONFIG_GID_UNKNOWN	((gid_t)-1)
+void		 config_no_lookups(void);
+
+/*
  * A reload (SIGHUP) applies what can change while the daemon runs:
  * profiles, tools, MCP servers, budgets, timeouts, the default thinking
  * level and research settings.  The first field of new that differs from
@@ -109,6 +118,8 @@ struct config	*config_load_fd(int fd, const char *path,
  */
 int		 config_reload_check(const struct config *old,
 		    const struct config *new, char *why, size_t whylen);
+/* The gids new could not look up, from old (after config_reload_check()). */
+void		 config_keep_gids(struct config *new, const struct config *old);
 /* Whether a broker configured from old would be configured the same from
  * new: the profiles, their MCP servers, the tools and the budgets. */
 int		 config_brokers_same(const struct config *old,

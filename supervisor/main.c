@@ -315,6 +315,8 @@ main(int argc, char *argv[])
 		fatalx("cannot serve the control socket");
 	spawner_start();
 	sv->sv_base = supervisor_sandbox();
+	/* the group database is out of reach now: reloads keep the gids */
+	config_no_lookups();
 	if ((ev_term = evsignal_new(sv->sv_base, SIGTERM, sig_handler,
 	    NULL)) == NULL ||
 	    (ev_int = evsignal_new(sv->sv_base, SIGINT, sig_handler,

@@ -61,6 +61,7 @@ supervisor_reload(void)
 		reload_refused();
 		return;
 	}
+	config_keep_gids(new, old);
 	same = config_brokers_same(old, new);
 	sv->sv_conf = new;
 	if (!same)

@@ -402,6 +402,13 @@ class Startup(unittest.TestCase):
             st = os.stat(d.socket)
             self.assertEqual(stat.S_IMODE(st.st_mode), 0o660)
             self.assertEqual(st.st_gid, os.getgid())
+            # a reload: the confined supervisor cannot read the group
+            # database, and once died of trying
+            with Client(d.socket) as c:
+                os.kill(d.proc.pid, signal.SIGHUP)
+                self.assertTrue(wait_until(lambda: c.call("daemon.stats")[
+                    "counters"]["reloads"] == 1, 10), d.read_log()[-2000:])
+            self.assertIsNone(d.proc.poll())
 
     def test_control_socket_directory(self):
         """The socket's directory must be a directory of the service user

@@ -506,6 +506,40 @@ START_TEST(bot_group)
 }
 END_TEST
 
+/* Confined, the supervisor reads no group database: a reload takes the
+ * gids of the names it knows. */
+START_TEST(groups_without_lookups)
+{
+	const struct group	*gr = some_group();
+	struct config		*o, *n;
+	char			 name[64], why[64];
+	gid_t			 gid = gr->gr_gid;
+
+	snprintf(name, sizeof(name), "%s", gr->gr_name);
+	o = accepted(MK("bot_group", fmt("\"%s\"", name), "control_group",
+	    fmt("\"%s\"", name)));
+	config_no_lookups();
+	n = accepted(MK("bot_group", fmt("\"%s\"", name), "control_group",
+	    fmt("\"%s\"", name)));
+	ck_assert_uint_eq(n->bot_gid, CONFIG_GID_UNKNOWN);
+	ck_assert_uint_eq(n->control_gid, CONFIG_GID_UNKNOWN);
+	ck_assert_int_eq(config_reload_check(o, n, why, sizeof(why)), 0);
+	config_keep_gids(n, o);
+	ck_assert_uint_eq(n->bot_gid, gid);
+	ck_assert_uint_eq(n->control_gid, gid);
+	config_free(n);
+	/* another name is still a change, and the form still checked */
+	n = accepted(MK("bot_group", "\"no_such_group_rt\"", "control_group",
+	    fmt("\"%s\"", name)));
+	ck_assert_int_eq(config_reload_check(o, n, why, sizeof(why)), -1);
+	ck_assert_str_eq(why, "bot_group");
+	config_free(n);
+	refused(MK("bot_group", "\"Wheel\""), "bot_group",
+	    "must be a group name");
+	config_free(o);
+}
+END_TEST
+
 START_TEST(cpus_rounding)
 {
 	struct config	*cfg;
@@ -1423,6 +1457,7 @@ config_suite(void)
 	tcase_add_test(tc, full_config);
 	tcase_add_test(tc, cpus_rounding);
 	tcase_add_test(tc, bot_group);
+	tcase_add_test(tc, groups_without_lookups);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("rules");
