@@ -233,6 +233,97 @@ method_daemon_stats(struct ctl_req *cr, cJSON *params)
 	ctl_reply(cr, daemon_stats());
 }
 
+/*
+ * What the daemon runs with, for a client that stands in for
+ * PiSandboxRuntime 0.7.3's options: every setting a bot could read from
+ * them, never a credential or where one is kept.  The model credential
+ * comes from a file in this version, the MCP one from a file or nowhere.
+ */
+static cJSON *
+daemon_config(const struct config *cfg)
+{
+	const struct config_profile	*p;
+	const struct config_mcp_server	*m;
+	cJSON				*res, *o, *pr, *arr, *srv;
+	size_t				 i, j;
+
+	if ((res = cJSON_CreateObject()) == NULL)
+		fatalx("%s: out of memory", __func__);
+	cJSON_AddStringToObject(res, "version", RTSANDBOX_VERSION);
+	cJSON_AddStringToObject(res, "state_dir", cfg->state_dir);
+	cJSON_AddStringToObject(res, "image", cfg->image);
+	if ((o = cJSON_AddObjectToObject(res, "profiles")) == NULL)
+		fatalx("%s: out of memory", __func__);
+	for (i = 0; i < cfg->nprofiles; i++) {
+		p = &cfg->profiles[i];
+		if ((pr = cJSON_AddObjectToObject(o, p->name)) == NULL ||
+		    cJSON_AddStringToObject(pr, "model", p->model) == NULL ||
+		    (arr = cJSON_AddArrayToObject(pr, "mcp")) == NULL)
+			fatalx("%s: out of memory", __func__);
+		for (j = 0; j < p->nmcp; j++)
+			cJSON_AddItemToArray(arr,
+			    cJSON_CreateString(p->mcp[j]));
+	}
+	if ((o = cJSON_AddObjectToObject(res, "upstream")) == NULL)
+		fatalx("%s: out of memory", __func__);
+	cJSON_AddStringToObject(o, "url", cfg->upstream_url);
+	cJSON_AddStringToObject(o, "credential", "file");
+	if ((o = cJSON_AddObjectToObject(res, "mcp")) == NULL ||
+	    (arr = cJSON_AddArrayToObject(o, "servers")) == NULL)
+		fatalx("%s: out of memory", __func__);
+	for (i = 0; i < cfg->nmcp_servers; i++) {
+		m = &cfg->mcp_servers[i];
+		if ((srv = cJSON_CreateObject()) == NULL ||
+		    cJSON_AddStringToObject(srv, "name", m->name) == NULL ||
+		    cJSON_AddStringToObject(srv, "url", m->url) == NULL ||
+		    (pr = cJSON_AddArrayToObject(srv, "tools")) == NULL)
+			fatalx("%s: out of memory", __func__);
+		for (j = 0; j < m->ntools; j++)
+			cJSON_AddItemToArray(pr,
+			    cJSON_CreateString(m->tools[j]));
+		cJSON_AddItemToArray(arr, srv);
+	}
+	cJSON_AddBoolToObject(o, "allow_http", cfg->mcp_allow_http);
+	cJSON_AddStringToObject(o, "credential",
+	    cfg->mcp_credential_file != NULL ? "file" : "none");
+	if ((arr = cJSON_AddArrayToObject(res, "tools")) == NULL)
+		fatalx("%s: out of memory", __func__);
+	for (i = 0; i < cfg->ntools; i++)
+		cJSON_AddItemToArray(arr, cJSON_CreateString(cfg->tools[i]));
+	if ((o = cJSON_AddObjectToObject(res, "docker")) == NULL)
+		fatalx("%s: out of memory", __func__);
+	cJSON_AddStringToObject(o, "container_prefix", cfg->container_prefix);
+	cJSON_AddStringToObject(o, "label_channel", cfg->label_channel);
+	cJSON_AddStringToObject(o, "label_profile", cfg->label_profile);
+	cJSON_AddStringToObject(res, "time_zone", cfg->time_zone);
+	if ((o = cJSON_AddObjectToObject(res, "timeouts")) == NULL)
+		fatalx("%s: out of memory", __func__);
+	cJSON_AddNumberToObject(o, "start_ms", (double)cfg->start_ms);
+	cJSON_AddNumberToObject(o, "turn_ms", (double)cfg->turn_ms);
+	if ((o = cJSON_AddObjectToObject(res, "budgets")) == NULL)
+		fatalx("%s: out of memory", __func__);
+	cJSON_AddNumberToObject(o, "max_calls", (double)cfg->max_calls);
+	cJSON_AddNumberToObject(o, "max_output_tokens",
+	    (double)cfg->max_output_tokens);
+	cJSON_AddStringToObject(res, "default_thinking",
+	    cfg->default_thinking);
+	if (cfg->has_bot_group)
+		cJSON_AddStringToObject(res, "bot_group", cfg->bot_group);
+	else
+		cJSON_AddNullToObject(res, "bot_group");
+	return res;
+}
+
+static void
+method_daemon_config(struct ctl_req *cr, cJSON *params)
+{
+	static const char *const allowed[] = { NULL };
+
+	if (ctl_params_only(cr, params, allowed) == -1)
+		return;
+	ctl_reply(cr, daemon_config(sv->sv_conf));
+}
+
 static void
 method_daemon_stop_brokers(struct ctl_req *cr, cJSON *params)
 {
@@ -254,6 +345,7 @@ method_daemon_stop_brokers(struct ctl_req *cr, cJSON *params)
 const struct ctl_method ctl_methods[] = {
 	{ "initialize",		method_initialize,	1 },
 	{ "daemon.stats",	method_daemon_stats,	0 },
+	{ "daemon.config",	method_daemon_config,	0 },
 	{ "daemon.stop_brokers", method_daemon_stop_brokers, 0 },
 	{ "channel.start",	method_channel_start,	0 },
 	{ "channel.stop",	method_channel_stop,	0 },

@@ -341,6 +341,163 @@ class ControlSocket(unittest.TestCase):
         self.assertIn("-32601", r.stderr)
 
 
+class DaemonConfig(unittest.TestCase):
+    """daemon.config: what a client standing in for PiSandboxRuntime
+    0.7.3 reads from its options, never a credential or its path."""
+
+    def expected(self, d):
+        return {
+            "version": None,
+            "state_dir": d.config["state_dir"],
+            "image": "rtsandbox-worker:latest",
+            "profiles": {
+                "default": {"model": "claude-test", "mcp": []},
+                "web": {"model": "claude-web", "mcp": ["search", "notes"]}},
+            "upstream": {"url": "https://127.0.0.1:8443",
+                         "credential": "file"},
+            "mcp": {"servers": [
+                {"name": "search", "url": "https://mcp.example/s?k=1",
+                 "tools": ["find", "fetch-page"]},
+                {"name": "notes", "url": "http://127.0.0.1:9000/mcp",
+                 "tools": []}],
+                "allow_http": True, "credential": "file"},
+            "tools": ["roll_dice", "flip_coin"],
+            "docker": {"container_prefix": "rtcfg",
+                       "label_channel": "x.channel",
+                       "label_profile": "x.profile"},
+            "time_zone": "Europe/Paris",
+            "timeouts": {"start_ms": 5000, "turn_ms": 60000},
+            "budgets": {"max_calls": 7, "max_output_tokens": 4096},
+            "default_thinking": "medium",
+            "bot_group": self.group,
+        }
+
+    def setUp(self):
+        self.group = grp.getgrgid(os.getgid()).gr_name
+
+        def conf(c):
+            root = os.path.dirname(c["state_dir"])
+            c["profiles"] = {
+                "default": {"model": "claude-test"},
+                "web": {"model": "claude-web", "mcp": ["search", "notes"]}}
+            c["mcp"] = {
+                "servers": [
+                    {"name": "search", "url": "https://mcp.example/s?k=1",
+                     "tools": ["find", "fetch-page"]},
+                    {"name": "notes", "url": "http://127.0.0.1:9000/mcp",
+                     "tools": []}],
+                "allow_http": True,
+                "credential_file": os.path.join(root, "mcp-credential")}
+            c["tools"] = ["roll_dice", "flip_coin"]
+            c["docker"] = {"container_prefix": "rtcfg",
+                           "label_channel": "x.channel",
+                           "label_profile": "x.profile"}
+            c["time_zone"] = "Europe/Paris"
+            c["timeouts"] = {"start_ms": 5000, "turn_ms": 60000}
+            c["budgets"] = {"max_calls": 7, "max_output_tokens": 4096}
+            c["default_thinking"] = "medium"
+            c["bot_group"] = self.group
+            # with these two a reload crashed the confined supervisor,
+            # which cannot read the group database
+            c["control_group"] = self.group
+        self.d = Daemon(config=conf)
+        self.addCleanup(self.d.cleanup)
+        self.mcp_cred = self.d.config["mcp"]["credential_file"]
+        with open(self.mcp_cred, "w") as f:
+            f.write("sk-mcp-secret-token\n")
+        os.chmod(self.mcp_cred, 0o600)
+        self.d.start()
+        self.addCleanup(self.d.stop)
+
+    def assertNoCredential(self, got):
+        text = json.dumps(got)
+        for secret in ("sk-test-real-token", "sk-mcp-secret-token",
+                       self.d.config["upstream"]["credential_file"],
+                       self.mcp_cred, "credential_file"):
+            self.assertNotIn(secret, text)
+
+    def reload(self, c, change, counter="reloads"):
+        change(self.d.config)
+        with open(self.d.config_path + ".new", "w") as f:
+            json.dump(self.d.config, f)
+        os.rename(self.d.config_path + ".new", self.d.config_path)
+        before = c.call("daemon.stats")["counters"][counter]
+        os.kill(self.d.proc.pid, signal.SIGHUP)
+        self.assertTrue(wait_until(
+            lambda: c.call("daemon.stats")["counters"][counter] ==
+            before + 1, 10), self.d.read_log()[-2000:])
+
+    def test_config_and_reload(self):
+        with Client(self.d.socket) as c:
+            got = c.call("daemon.config")
+            want = self.expected(self.d)
+            self.assertIsInstance(got["version"], str)
+            want["version"] = got["version"]
+            self.assertEqual(got, want)
+            self.assertEqual(list(got["profiles"]), ["default", "web"])
+            self.assertNoCredential(got)
+            # no params, and not before initialize
+            with self.assertRaises(RpcError) as e:
+                c.call("daemon.config", {"x": 1})
+            self.assertEqual(e.exception.code, -32602)
+
+            # SIGHUP: what it applied is what daemon.config says
+            def change(conf):
+                conf["profiles"]["second"] = {"model": "claude-2",
+                                              "mcp": ["notes"]}
+                del conf["profiles"]["web"]
+                conf["mcp"]["servers"] = conf["mcp"]["servers"][1:]
+                conf["tools"] = ["flip_coin"]
+                conf["timeouts"] = {"start_ms": 9000, "turn_ms": 4000}
+                conf["budgets"] = {"max_calls": 1000}
+                conf["default_thinking"] = "xhigh"
+            self.reload(c, change)
+            got = c.call("daemon.config")
+            want["profiles"] = {
+                "default": {"model": "claude-test", "mcp": []},
+                "second": {"model": "claude-2", "mcp": ["notes"]}}
+            want["mcp"]["servers"] = want["mcp"]["servers"][1:]
+            want["tools"] = ["flip_coin"]
+            want["timeouts"] = {"start_ms": 9000, "turn_ms": 4000}
+            want["budgets"] = {"max_calls": 1000,
+                               "max_output_tokens": 128000}
+            want["default_thinking"] = "xhigh"
+            self.assertEqual(got, want)
+            # a reload refused changes nothing it says
+            self.reload(c, lambda conf: conf.update(image="other:1"),
+                        "reloads_refused")
+            self.assertEqual(c.call("daemon.config"), want)
+        with Client(self.d.socket, initialize=False) as c:
+            with self.assertRaises(RpcError) as e:
+                c.call("daemon.config")
+            self.assertEqual(e.exception.code, -32002)
+
+    def test_defaults(self):
+        """Without MCP credential and bot_group: "none" and null."""
+        d = Daemon()
+        self.addCleanup(d.cleanup)
+        d.start()
+        self.addCleanup(d.stop)
+        with Client(d.socket) as c:
+            got = c.call("daemon.config")
+        self.assertEqual(got["mcp"], {"servers": [], "allow_http": False,
+                                      "credential": "none"})
+        self.assertIsNone(got["bot_group"])
+        self.assertEqual(got["upstream"], {"url": "https://127.0.0.1:8443",
+                                           "credential": "file"})
+        self.assertEqual(got["docker"], {
+            "container_prefix": "roundtable-sandbox",
+            "label_channel": "roundtable.sandbox.channel",
+            "label_profile": "roundtable.sandbox.profile"})
+        self.assertEqual((got["time_zone"], got["default_thinking"]),
+                         ("UTC", "low"))
+        self.assertEqual(got["timeouts"], {"start_ms": 90000,
+                                           "turn_ms": 600000})
+        self.assertEqual(got["budgets"], {"max_calls": 128,
+                                          "max_output_tokens": 128000})
+        self.assertEqual(got["tools"], ["roll_dice"])
+
+
 class Startup(unittest.TestCase):
     def test_backoff_of_a_helper_that_dies_at_once(self):
         helpers = tempfile.mkdtemp(prefix="rtsb-x-", dir="/tmp")
