@@ -397,7 +397,7 @@ static void
 ctl_handle_answer(struct ctl_client *cc, cJSON *root)
 {
 	struct ctl_call	*cl;
-	cJSON		*id, *res, *err, *msg;
+	cJSON		*id, *res, *err;
 	unsigned long long n;
 	char		*end;
 
@@ -420,14 +420,24 @@ ctl_handle_answer(struct ctl_client *cc, cJSON *root)
 	res = cJSON_GetObjectItemCaseSensitive(root, "result");
 	err = cJSON_GetObjectItemCaseSensitive(root, "error");
 	if (res != NULL && err == NULL)
-		cl->cl_cb(res, NULL, cl->cl_arg);
-	else {
-		msg = err != NULL ? cJSON_GetObjectItemCaseSensitive(err,
-		    "message") : NULL;
-		cl->cl_cb(NULL, cJSON_IsString(msg) ? msg->valuestring :
-		    "the client answered with an error", cl->cl_arg);
-	}
+		cl->cl_cb(res, CTL_CALL_ANSWERED, cl->cl_arg);
+	else
+		cl->cl_cb(NULL, CTL_CALL_ERROR, cl->cl_arg);
 	free(cl);
+}
+
+const char *
+ctl_call_end_to_string(enum ctl_call_end e)
+{
+	switch (e) {
+	case CTL_CALL_ANSWERED:
+		return "answered";
+	case CTL_CALL_ERROR:
+		return "the client answered with an error";
+	case CTL_CALL_LEFT:
+		return "the client disconnected";
+	}
+	return "unknown";
 }
 
 struct ctl_call *
@@ -741,7 +751,7 @@ ctl_client_free(struct ctl_client *cc)
 	/* Hooks it was asked will not be answered. */
 	while ((cl = TAILQ_FIRST(&cc->cc_calls)) != NULL) {
 		TAILQ_REMOVE(&cc->cc_calls, cl, cl_entry);
-		cl->cl_cb(NULL, "the client disconnected", cl->cl_arg);
+		cl->cl_cb(NULL, CTL_CALL_LEFT, cl->cl_arg);
 		free(cl);
 	}
 	/* A client that goes away cancels what it asked for.  A hook that

@@ -75,12 +75,21 @@ unsigned ctl_client_hooks(const struct ctl_client *);
 
 /*
  * A request from the daemon to a client (a hook): cb gets the client's
- * result or, with result NULL, its error message or why it never came (the
- * client left, or the request was withdrawn).  Returns a handle, or NULL
- * when the client cannot be asked (cb is then not called).
+ * result, or NULL and how the call ended without one.  What the client
+ * says in an error answer is never passed on: it is the bot's exception
+ * text, which may hold what must reach neither a worker nor the log.
+ * Returns a handle, or NULL when the client cannot be asked (cb is then
+ * not called).
  */
+enum ctl_call_end {
+	CTL_CALL_ANSWERED,	/* result holds the answer */
+	CTL_CALL_ERROR,		/* the client answered with an error */
+	CTL_CALL_LEFT,		/* the client disconnected; the requests it
+				 * made are cancelled right after */
+};
+const char	*ctl_call_end_to_string(enum ctl_call_end);
 struct ctl_call;
-typedef void	(*ctl_call_cb)(struct cJSON *result, const char *error,
+typedef void	(*ctl_call_cb)(struct cJSON *result, enum ctl_call_end,
 		    void *arg);
 struct ctl_call	*ctl_client_call(struct ctl_client *, const char *method,
 		    struct cJSON *params, ctl_call_cb, void *arg);

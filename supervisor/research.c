@@ -168,15 +168,15 @@ research_search_answer(struct research_search *rs, int ok, const char *text,
 /* The client's search.query answer: {text}, at most
  * RESEARCH_SEARCH_TEXT_MAX chars; anything else is an error for the model. */
 static void
-research_search_done(cJSON *result, const char *error, void *arg)
+research_search_done(cJSON *result, enum ctl_call_end end, void *arg)
 {
 	struct research_search	*rs = arg;
 	const cJSON		*text;
 
 	rs->rs_call = NULL;
 	if (result == NULL) {
-		log_info("channel %s: search.query failed: %.200s",
-		    rs->rs_job->rj_key, error ? error : "?");
+		log_info("channel %s: search.query failed: %s",
+		    rs->rs_job->rj_key, ctl_call_end_to_string(end));
 		research_search_answer(rs, 0, NULL, "the search failed");
 		return;
 	}

@@ -43,6 +43,7 @@ struct turn_tool {
 	struct turn		*tt_turn;
 	uint64_t		 tt_id;		/* the broker's request id */
 	struct ctl_call		*tt_call;
+	char			 tt_name[HOST_TOOL_NAME_MAX + 1];
 };
 
 struct turn {
@@ -254,6 +255,15 @@ turn_end(struct turn *t, cJSON *result, int kill)
 	struct child		*b;
 	struct msgb		 mb;
 
+	/* A hook's late answer has nothing left to feed. */
+	if (t->t_memory_call != NULL) {
+		ctl_call_withdraw(t->t_memory_call);
+		t->t_memory_call = NULL;
+	}
+	if (t->t_judge_call != NULL) {
+		ctl_call_withdraw(t->t_judge_call);
+		t->t_judge_call = NULL;
+	}
 	turn_egress_unbind(t);
 	if (t->t_state == TURN_SUBMITTED &&
 	    (b = chan_broker(t->t_key)) != NULL) {
@@ -690,16 +700,23 @@ turn_tool_answer(struct turn_tool *tt, int ok, const char *json)
 	free(tt);
 }
 
+/*
+ * The client's tool.call answer.  A hook that failed gives the worker what
+ * PiSandboxRuntime 0.7.3's broker gave it when the host tool threw: 502
+ * "Broker call failed", never the exception's text, which stays with the
+ * client; the log says which tool, not what the client said.
+ */
 static void
-turn_tool_done(cJSON *result, const char *error, void *arg)
+turn_tool_done(cJSON *result, enum ctl_call_end end, void *arg)
 {
 	struct turn_tool	*tt = arg;
 	char			 err[256], *json;
 
 	tt->tt_call = NULL;
 	if (result == NULL) {
-		log_warnx("channel %s: tool.call failed: %s",
-		    tt->tt_turn->t_key, error);
+		log_warnx("channel %s: turn %s: the tool.call hook for %s "
+		    "failed: %s", tt->tt_turn->t_key, tt->tt_turn->t_id,
+		    tt->tt_name, ctl_call_end_to_string(end));
 		turn_tool_answer(tt, 0, "{}");
 		return;
 	}
@@ -772,6 +789,7 @@ turn_tool_call(struct turn *t, struct child *b, uint64_t id,
 		fatal("%s", __func__);
 	tt->tt_turn = t;
 	tt->tt_id = id;
+	snprintf(tt->tt_name, sizeof(tt->tt_name), "%s", name);
 	TAILQ_INSERT_TAIL(&t->t_tools, tt, tt_entry);
 	t->t_ntools++;
 	/* No hook to ask. */
@@ -1039,21 +1057,54 @@ turn_hook_done(struct turn *t)
 }
 
 /*
- * memory.block answers {"text": ...}: over 100 000 chars fails the turn, as
- * under PiSandboxRuntime 0.7.3; anything else means no memory.
+ * A memory.block or effort.judge hook that failed fails its turn, as a
+ * promptBlock() or judge() that threw under PiSandboxRuntime 0.7.3 did:
+ * the turn does not go on with no memory or a level nobody judged.  What
+ * the client said stays with the client.
  */
 static void
-turn_memory_done(cJSON *result, const char *error, void *arg)
+turn_hook_failed(struct turn *t, const char *hook, const char *message,
+    const char *why)
+{
+	log_warnx("channel %s: turn %s: the %s hook failed: %s", t->t_key,
+	    t->t_id, hook, why);
+	t->t_hooks--;
+	sv->sv_count.sc_failures++;
+	turn_end(t, turn_failure("internal", message, NULL), 0);
+}
+
+/*
+ * memory.block answers {"text": ...}; over 100 000 chars fails the turn
+ * as invalid, as under PiSandboxRuntime 0.7.3, and an error or any other
+ * answer as internal.
+ */
+static void
+turn_memory_done(cJSON *result, enum ctl_call_end end, void *arg)
 {
 	struct turn	*t = arg;
 	cJSON		*text;
 	size_t		 units;
 
 	t->t_memory_call = NULL;
-	text = result != NULL ? cJSON_GetObjectItemCaseSensitive(result,
-	    "text") : NULL;
-	if (cJSON_IsString(text) && utf8_utf16_len(text->valuestring,
-	    strlen(text->valuestring), &units) == 0 && units > MEMORY_MAX) {
+	/* Its client left: the turn is cancelled right after. */
+	if (end == CTL_CALL_LEFT) {
+		t->t_hooks--;
+		return;
+	}
+	text = cJSON_IsObject(result) ? cJSON_GetObjectItemCaseSensitive(
+	    result, "text") : NULL;
+	if (result == NULL) {
+		turn_hook_failed(t, "memory.block", "memory hook failed",
+		    ctl_call_end_to_string(end));
+		return;
+	}
+	if (!cJSON_IsString(text) || utf8_utf16_len(text->valuestring,
+	    strlen(text->valuestring), &units) == -1) {
+		turn_hook_failed(t, "memory.block", "memory hook failed",
+		    "an answer other than {\"text\": string}");
+		return;
+	}
+	if (units > MEMORY_MAX) {
 		log_warnx("channel %s: memory.block gave %zu chars, over %u",
 		    t->t_key, units, MEMORY_MAX);
 		t->t_hooks--;
@@ -1061,36 +1112,43 @@ turn_memory_done(cJSON *result, const char *error, void *arg)
 		    NULL), 0);
 		return;
 	}
-	if (cJSON_IsString(text) && utf8_text_check(text->valuestring,
-	    strlen(text->valuestring), MEMORY_MAX) == 0) {
-		free(t->t_memory);
-		if ((t->t_memory = strdup(text->valuestring)) == NULL)
-			fatal("%s", __func__);
-	} else
-		log_warnx("channel %s: memory.block gave no usable memory%s%s",
-		    t->t_key, error ? ": " : "", error ? error : "");
+	free(t->t_memory);
+	if ((t->t_memory = strdup(text->valuestring)) == NULL)
+		fatal("%s", __func__);
 	turn_hook_done(t);
 }
 
-/* effort.judge answers {"level": ...}; anything else keeps the default. */
+/* effort.judge answers {"level": ...}; an error or any other answer fails
+ * the turn. */
 static void
-turn_judge_done(cJSON *result, const char *error, void *arg)
+turn_judge_done(cJSON *result, enum ctl_call_end end, void *arg)
 {
 	struct turn	*t = arg;
 	cJSON		*level;
 
 	t->t_judge_call = NULL;
-	level = result != NULL ? cJSON_GetObjectItemCaseSensitive(result,
-	    "level") : NULL;
-	if (cJSON_IsString(level) && valid_thinking(level->valuestring,
+	if (end == CTL_CALL_LEFT) {
+		t->t_hooks--;
+		return;
+	}
+	level = cJSON_IsObject(result) ? cJSON_GetObjectItemCaseSensitive(
+	    result, "level") : NULL;
+	if (result == NULL) {
+		turn_hook_failed(t, "effort.judge", "effort hook failed",
+		    ctl_call_end_to_string(end));
+		return;
+	}
+	if (!cJSON_IsString(level) || !valid_thinking(level->valuestring,
 	    strlen(level->valuestring))) {
-		snprintf(t->t_thinking, sizeof(t->t_thinking), "%s",
-		    level->valuestring);
-		/* remembered now: a turn that then fails still sets it */
-		turn_level_set(t->t_key, t->t_thinking);
-	} else
-		log_warnx("channel %s: effort.judge gave no level%s%s",
-		    t->t_key, error ? ": " : "", error ? error : "");
+		turn_hook_failed(t, "effort.judge", "effort hook failed",
+		    "an answer other than {\"level\": low, medium, high or "
+		    "xhigh}");
+		return;
+	}
+	snprintf(t->t_thinking, sizeof(t->t_thinking), "%s",
+	    level->valuestring);
+	/* remembered now: a turn that then fails still sets it */
+	turn_level_set(t->t_key, t->t_thinking);
 	turn_hook_done(t);
 }
 

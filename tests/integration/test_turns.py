@@ -114,6 +114,16 @@ def last_seq():
     return recs[-1]["seq"] if recs else 0
 
 
+class HookError(Exception):
+    """Raised by a hook handler: its answer is a JSON-RPC error, as a
+    bot's whose hook threw."""
+
+    def __init__(self, message, code=-32000):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
 class Outcome:
     """What one turn.run brought: its result (or RPC error), the progress
     notifications and the hook requests, in the order they came."""
@@ -218,12 +228,14 @@ class TurnTest(unittest.TestCase):
                 elif "id" in m:
                     out.hooks.append((m["method"], m["params"]))
                     fn = handlers.get(m["method"])
-                    if fn is None:
-                        ans = {"jsonrpc": "2.0", "id": m["id"], "error": {
-                            "code": -32601, "message": "no such hook"}}
-                    else:
+                    try:
+                        if fn is None:
+                            raise HookError("no such hook", -32601)
                         ans = {"jsonrpc": "2.0", "id": m["id"],
                                "result": fn(m["params"])}
+                    except HookError as e:
+                        ans = {"jsonrpc": "2.0", "id": m["id"], "error": {
+                            "code": e.code, "message": e.message}}
                     c.send_raw(json.dumps(ans).encode() + b"\n")
                 continue
             if m.get("id") != rid:
@@ -351,6 +363,30 @@ class Turns(TurnTest):
         self.assertEqual(o.result["text"], "done: Tool rm_rf failed: HTTP "
                          "404 Not found")
         self.assertProgress(o, key, "t3", tools=0, calls=2)
+
+    def test_tool_hook_that_throws(self):
+        """As 0.7.3's broker when the host tool threw: 502 "Broker call
+        failed" for the worker; the exception's text reaches neither the
+        worker nor the log, which names the tool."""
+        d = self.daemon()
+        c = self.client(d)
+        key = "toolthrow:1"
+        secret = "internal: token=sk-live-SECRET at /srv/bot/dice.ts:12"
+
+        def boom(p):
+            raise HookError(secret)
+        o = self.ok(c, self.params(key, "[[tool:roll_dice {}]]"),
+                    {"tool.call": boom})
+        self.assertEqual(o.result["text"], "done: Tool roll_dice failed: "
+                         "HTTP 502 Broker call failed")
+        self.assertEqual([m for m, _ in o.hooks], ["tool.call"])
+        for r in model_requests():
+            self.assertNotIn("sk-live-SECRET", json.dumps(r["json"]))
+        log = d.read_log()
+        self.assertNotIn("sk-live-SECRET", log)
+        self.assertNotIn("/srv/bot", log)
+        self.assertIn("the tool.call hook for roll_dice failed: the client "
+                      "answered with an error", log)
 
     def test_streamed_turn(self):
         d = self.daemon()
@@ -805,14 +841,13 @@ class Hooks(TurnTest):
         self.assertEqual(o.hooks[0][1]["context"]["thinking"], "xhigh")
         self.assertTrue(model_requests()[-1]["json"]["system"].endswith(
             MEMORY_INTRO + "given memory"))
-        # unusable hook answers: no memory, the previous level kept
+        # an empty memory is a memory
         o = self.ok(c, self.params(key, "[[tool:roll_dice {}]]", "t4"), {
-            "memory.block": lambda p: {"nope": 1},
-            "effort.judge": lambda p: {"level": "max"}})
+            "memory.block": lambda p: {"text": ""},
+            "effort.judge": lambda p: {"level": "low"}})
         got = {m: p for m, p in o.hooks}
         self.assertEqual(got["effort.judge"]["previous"], "xhigh")
-        self.assertEqual(got["tool.call"]["context"]["thinking"], "xhigh")
-        self.assertNotIn("remember", model_requests()[-1]["json"]["system"])
+        self.assertEqual(got["tool.call"]["context"]["thinking"], "low")
         self.assertNotIn(MEMORY_INTRO, model_requests()[-1]["json"]["system"])
         # a client without the hooks gets none, and an empty memory
         c2 = self.client(d, hooks=())
@@ -1121,6 +1156,51 @@ class Semantics(TurnTest):
         self.ok(c, self.params(key, "five", "t5"),
                 {"effort.judge": judge("low")})
         self.assertEqual(seen[-1], {"text": "five"})
+
+    def test_hook_failures_fail_the_turn(self):
+        """A memory.block or effort.judge that throws (an error answer) or
+        answers nonsense fails the turn, as under 0.7.3: no turn with an
+        empty memory or a level nobody judged."""
+        d = self.daemon()
+        c = self.client(d, hooks=("tool.call", "memory.block",
+                                  "effort.judge"))
+        key = "hookfail:1"
+        secret = "internal: token=sk-live-SECRET at /srv/bot/memory.ts:3"
+        good = {"memory.block": lambda p: {"text": "remember X"},
+                "effort.judge": lambda p: {"level": "high"}}
+
+        def boom(p):
+            raise HookError(secret)
+        cases = [
+            ("memory.block", boom, "memory hook failed"),
+            ("memory.block", lambda p: {"nope": 1}, "memory hook failed"),
+            ("memory.block", lambda p: {"text": 5}, "memory hook failed"),
+            ("memory.block", lambda p: "remember X", "memory hook failed"),
+            ("effort.judge", boom, "effort hook failed"),
+            ("effort.judge", lambda p: {"level": "max"},
+             "effort hook failed"),
+            ("effort.judge", lambda p: {}, "effort hook failed"),
+            ("effort.judge", lambda p: ["high"], "effort hook failed"),
+        ]
+        for i, (hook, fn, message) in enumerate(cases):
+            handlers = dict(good)
+            handlers[hook] = fn
+            o = self.turn(c, self.params(key, "hello", "t%d" % i), handlers)
+            self.assertEqual(o.result, {"ok": False, "reason": "internal",
+                                        "message": message}, (i, hook))
+            self.assertEqual(o.phases()[-1], "result")
+        self.assertEqual(model_requests(), [])
+        log = d.read_log()
+        self.assertNotIn("sk-live-SECRET", log)
+        self.assertIn("the memory.block hook failed: the client answered "
+                      "with an error", log)
+        self.assertIn("the effort.judge hook failed: an answer other than",
+                      log)
+        # the channel goes on when the hooks answer
+        o = self.ok(c, self.params(key, "hello", "t9"), good)
+        self.assertEqual(o.result["text"], "echo: Ann: hello")
+        self.assertTrue(model_requests()[-1]["json"]["system"].endswith(
+            MEMORY_INTRO + "remember X"))
 
     def test_memory_too_large_fails_the_turn(self):
         d = self.daemon()

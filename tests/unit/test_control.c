@@ -91,14 +91,15 @@ m_wait(struct ctl_req *cr, cJSON *params)
 }
 
 static void
-call_done(cJSON *result, const char *error, void *arg)
+call_done(cJSON *result, enum ctl_call_end end, void *arg)
 {
-	ck_assert((result == NULL) != (error == NULL));
+	ck_assert((result == NULL) == (end != CTL_CALL_ANSWERED));
 	if (result != NULL)
 		call_results++;
 	else {
 		call_errors++;
-		snprintf(call_error, sizeof(call_error), "%s", error);
+		snprintf(call_error, sizeof(call_error), "%s",
+		    ctl_call_end_to_string(end));
 	}
 }
 
@@ -432,9 +433,10 @@ START_TEST(calls_to_the_client)
 	    "\"params\":{}}\n{\"jsonrpc\":\"2.0\",\"id\":3,"
 	    "\"method\":\"test.call\",\"params\":{}}\n");
 	put(fd, "{\"jsonrpc\":\"2.0\",\"id\":\"rtsandbox-2\",\"error\":"
-	    "{\"code\":1,\"message\":\"no dice\"}}\n");
+	    "{\"code\":1,\"message\":\"token=sk-live-SECRET\"}}\n");
 	ck_assert_int_eq(call_errors, 1);
-	ck_assert_str_eq(call_error, "no dice");
+	/* the client's own words stay with the client */
+	ck_assert_str_eq(call_error, "the client answered with an error");
 	leave(fd);
 	ck_assert_int_eq(call_results, 1);
 	ck_assert_int_eq(call_errors, 2);
