@@ -81,11 +81,17 @@ struct turn {
 
 static TAILQ_HEAD(, turn)	 turns = TAILQ_HEAD_INITIALIZER(turns);
 
-/* The level a channel's previous turn ran at. */
+/*
+ * A channel's levels: the one its last turn ran at, for a turn with
+ * neither thinking nor the effort.judge hook, and the one effort.judge
+ * gave last, the hook's previous (as PiSandboxRuntime 0.7.3's judged
+ * level: none until the hook judged one).
+ */
 struct turn_level {
 	TAILQ_ENTRY(turn_level)	 tl_entry;
 	char			*tl_key;
 	char			 tl_level[8];
+	char			 tl_judged[8];	/* "" until judged */
 };
 static TAILQ_HEAD(, turn_level)	 levels = TAILQ_HEAD_INITIALIZER(levels);
 
@@ -100,21 +106,26 @@ turn_find(const char *key)
 	return NULL;
 }
 
-/* The level judged for the channel's last turn; NULL when none was (a
- * first turn, or after channel.stop or channel.fresh). */
+/* The level the channel's last turn ran at, or (judged) the one
+ * effort.judge gave last; NULL when none (a first turn, or after
+ * channel.stop or channel.fresh). */
 static const char *
-turn_level_get(const char *key)
+turn_level_get(const char *key, int judged)
 {
 	struct turn_level	*tl;
 
 	TAILQ_FOREACH(tl, &levels, tl_entry)
-		if (strcmp(tl->tl_key, key) == 0)
-			return tl->tl_level;
+		if (strcmp(tl->tl_key, key) == 0) {
+			if (!judged)
+				return tl->tl_level;
+			return tl->tl_judged[0] != '\0' ? tl->tl_judged :
+			    NULL;
+		}
 	return NULL;
 }
 
 static void
-turn_level_set(const char *key, const char *level)
+turn_level_set(const char *key, const char *level, int judged)
 {
 	struct turn_level	*tl;
 
@@ -128,6 +139,8 @@ turn_level_set(const char *key, const char *level)
 		TAILQ_INSERT_TAIL(&levels, tl, tl_entry);
 	}
 	snprintf(tl->tl_level, sizeof(tl->tl_level), "%s", level);
+	if (judged)
+		snprintf(tl->tl_judged, sizeof(tl->tl_judged), "%s", level);
 }
 
 static void
@@ -669,7 +682,7 @@ turn_result(struct turn *t, struct child *b, const uint8_t *data,
 			cJSON_AddItemToArray(arr, e);
 		}
 		cJSON_Delete(r);
-		turn_level_set(t->t_key, t->t_thinking);
+		turn_level_set(t->t_key, t->t_thinking, 0);
 		log_info("channel %s: turn %s answered", t->t_key, t->t_id);
 		turn_end(t, out, 0);
 		return 0;
@@ -1148,7 +1161,7 @@ turn_judge_done(cJSON *result, enum ctl_call_end end, void *arg)
 	snprintf(t->t_thinking, sizeof(t->t_thinking), "%s",
 	    level->valuestring);
 	/* remembered now: a turn that then fails still sets it */
-	turn_level_set(t->t_key, t->t_thinking);
+	turn_level_set(t->t_key, t->t_thinking, 1);
 	turn_hook_done(t);
 }
 
@@ -1158,6 +1171,7 @@ method_turn_run(struct ctl_req *req, cJSON *params)
 	static const char *const allowed[] = { "channel", "profile", "turnId",
 	    "author", "text", "images", "memory", "thinking", NULL };
 	const char		*key, *profile, *thinking, *memory, *previous;
+	const char		*judged;
 	const cJSON		*author, *images;
 	struct body_turn	 bt;
 	struct turn		*t;
@@ -1197,7 +1211,8 @@ method_turn_run(struct ctl_req *req, cJSON *params)
 		return;
 	}
 	thinking_given = thinking != NULL;
-	previous = turn_level_get(key);
+	previous = turn_level_get(key, 0);
+	judged = turn_level_get(key, 1);
 	if (thinking == NULL)
 		thinking = previous != NULL ? previous :
 		    sv->sv_conf->default_thinking;
@@ -1271,9 +1286,10 @@ method_turn_run(struct ctl_req *req, cJSON *params)
 		cJSON	*p = cJSON_CreateObject();
 
 		cJSON_AddStringToObject(p, "text", t->t_text);
-		/* only a level judged before: none on a first turn */
-		if (previous != NULL)
-			cJSON_AddStringToObject(p, "previous", previous);
+		/* only a level the hook judged before: a level given in
+		 * turn.run or default_thinking is no judgement */
+		if (judged != NULL)
+			cJSON_AddStringToObject(p, "previous", judged);
 		if ((t->t_judge_call = ctl_client_call(t->t_client,
 		    "effort.judge", p, turn_judge_done, t)) != NULL)
 			t->t_hooks++;

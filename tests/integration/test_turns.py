@@ -841,12 +841,13 @@ class Hooks(TurnTest):
         self.assertEqual(o.hooks[0][1]["context"]["thinking"], "xhigh")
         self.assertTrue(model_requests()[-1]["json"]["system"].endswith(
             MEMORY_INTRO + "given memory"))
-        # an empty memory is a memory
+        # an empty memory is a memory; previous is the level the hook
+        # judged last, not the one given in t3
         o = self.ok(c, self.params(key, "[[tool:roll_dice {}]]", "t4"), {
             "memory.block": lambda p: {"text": ""},
             "effort.judge": lambda p: {"level": "low"}})
         got = {m: p for m, p in o.hooks}
-        self.assertEqual(got["effort.judge"]["previous"], "xhigh")
+        self.assertEqual(got["effort.judge"]["previous"], "medium")
         self.assertEqual(got["tool.call"]["context"]["thinking"], "low")
         self.assertNotIn(MEMORY_INTRO, model_requests()[-1]["json"]["system"])
         # a client without the hooks gets none, and an empty memory
@@ -1201,6 +1202,34 @@ class Semantics(TurnTest):
         self.assertEqual(o.result["text"], "echo: Ann: hello")
         self.assertTrue(model_requests()[-1]["json"]["system"].endswith(
             MEMORY_INTRO + "remember X"))
+
+    def test_previous_absent_until_judged(self):
+        """previous is a level the hook judged: a channel whose turns ran
+        at default_thinking, or at a level turn.run gave, has none."""
+        d = self.daemon(lambda c: c.update(default_thinking="medium"))
+        plain = self.client(d, hooks=("tool.call",))
+        judge = self.client(d, hooks=("tool.call", "effort.judge"))
+        key = "prev:1"
+        seen = []
+
+        def level(lv):
+            def fn(p):
+                seen.append(p)
+                return {"level": lv}
+            return fn
+        self.ok(plain, self.params(key, "one", "t1"))
+        self.ok(plain, self.params(key, "two", "t2", thinking="xhigh"))
+        o = self.ok(judge, self.params(key, "three", "t3"),
+                    {"effort.judge": level("high")})
+        self.assertEqual(seen, [{"text": "three"}])
+        self.ok(plain, self.params(key, "four", "t4", thinking="low"))
+        self.ok(judge, self.params(key, "five", "t5"),
+                {"effort.judge": level("medium")})
+        self.assertEqual(seen[-1], {"text": "five", "previous": "high"})
+        # the level a turn without the hook runs at is still the last one
+        # a turn ran at
+        o = self.ok(plain, self.params(key, "[[tool:roll_dice {}]]", "t6"))
+        self.assertEqual(o.hooks[0][1]["context"]["thinking"], "medium")
 
     def test_memory_too_large_fails_the_turn(self):
         d = self.daemon()
