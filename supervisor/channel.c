@@ -53,6 +53,9 @@ struct chan_op {
 	 * the container's removal has answered */
 	struct child			*op_broker;
 	int				 op_removed;
+	/* A start stopped while a request was out (its waiters answered
+	 * already): it ends with that request's reply, with this. */
+	char				*op_stopped;
 };
 
 struct channel {
@@ -189,20 +192,17 @@ chan_op_free(struct chan_op *op)
 	free(op->op_ws_dir);
 	free(op->op_sessions);
 	free(op->op_attachments);
+	free(op->op_stopped);
 	free(op);
 }
 
-/* Answer every waiter with a copy of result (or the error), then run the
- * next operation of the channel. */
+/* Answer every waiter with a copy of result (or the error). */
 static void
-chan_op_done(struct chan_op *op, cJSON *result, const char *err)
+chan_op_answer(struct chan_op *op, const cJSON *result, const char *err)
 {
-	struct channel		*ch = op->op_chan;
 	struct chan_waiter	*w;
 	cJSON			*copy;
 
-	if (op->op_kind == CHOP_START && err == NULL)
-		chan_pending_set(ch->ch_key, 0);
 	while ((w = TAILQ_FIRST(&op->op_waiters)) != NULL) {
 		TAILQ_REMOVE(&op->op_waiters, w, w_entry);
 		if (w->w_req == NULL) {
@@ -221,6 +221,17 @@ chan_op_done(struct chan_op *op, cJSON *result, const char *err)
 		}
 		free(w);
 	}
+}
+
+/* Answer every waiter, then run the next operation of the channel. */
+static void
+chan_op_done(struct chan_op *op, cJSON *result, const char *err)
+{
+	struct channel		*ch = op->op_chan;
+
+	if (op->op_kind == CHOP_START && err == NULL)
+		chan_pending_set(ch->ch_key, 0);
+	chan_op_answer(op, result, err);
 	cJSON_Delete(result);
 	if (ch->ch_broker_wait == op)
 		ch->ch_broker_wait = NULL;
@@ -246,6 +257,25 @@ chan_op_fail(struct chan_op *op, const char *fmt, ...)
 	log_warnx("channel %s: %s", op->op_chan->ch_segment, err);
 	sv->sv_count.sc_failures++;
 	chan_op_done(op, NULL, err);
+}
+
+/*
+ * The reply to a request of a start that was stopped meanwhile (its
+ * waiters were answered then): the start ends here, and whatever the
+ * reply brought (a listening socket) is closed with the message.
+ */
+static int
+chan_op_stopped(struct chan_op *op)
+{
+	char	 why[256];
+
+	if (op->op_stopped == NULL)
+		return 0;
+	snprintf(why, sizeof(why), "%s", op->op_stopped);
+	log_debug("channel %s: the stopped start ends",
+	    op->op_chan->ch_segment);
+	chan_op_done(op, NULL, why);
+	return 1;
 }
 
 /* The text of a failed reply: the child died, or it answered "error". */
@@ -382,6 +412,8 @@ chan_ensured(struct child *c, struct msg *m, void *arg)
 	const char	*err, *id;
 	int		 recreated;
 
+	if (chan_op_stopped(op))
+		return;
 	if ((err = chan_reply_error(m, "Docker")) != NULL) {
 		/* The broker was made for the container that is not there:
 		 * the next start must ensure again, not find it ready. */
@@ -495,6 +527,8 @@ chan_bound(struct child *c, struct msg *m, void *arg)
 	const char	*err;
 	int		 fd;
 
+	if (chan_op_stopped(op))
+		return;
 	if ((err = chan_reply_error(m, "file guard")) != NULL) {
 		chan_op_fail(op, "%s", err);
 		return;
@@ -521,6 +555,8 @@ chan_status_for_start(struct child *c, struct msg *m, void *arg)
 	struct msgb	 mb;
 	int		 recreate, ours = 0;
 
+	if (chan_op_stopped(op))
+		return;
 	if ((err = chan_reply_error(m, "Docker")) != NULL) {
 		chan_op_fail(op, "%s", err);
 		return;
@@ -640,6 +676,8 @@ chan_prepared(struct child *c, struct msg *m, void *arg)
 	struct msgb	 mb;
 	cJSON		*res;
 
+	if (chan_op_stopped(op))
+		return;
 	if ((err = chan_reply_error(m, "file guard")) != NULL) {
 		chan_op_fail(op, "%s", err);
 		return;
@@ -713,7 +751,7 @@ chan_submit(struct ctl_req *req, const char *key, enum chop_kind kind,
 
 	last = TAILQ_LAST(&ch->ch_ops, chan_op_list);
 	if (kind == CHOP_START && last != NULL && last->op_kind == CHOP_START &&
-	    strcmp(last->op_profile, profile) == 0)
+	    last->op_stopped == NULL && strcmp(last->op_profile, profile) == 0)
 		op = last;	/* concurrent starts share one attempt */
 	else {
 		if ((op = calloc(1, sizeof(*op))) == NULL)
@@ -748,6 +786,60 @@ void
 chan_start(const char *key, const char *profile, chan_done_cb cb, void *arg)
 {
 	(void)chan_submit(NULL, key, CHOP_START, profile, cb, arg);
+}
+
+/*
+ * Stop the start that chan_start(key, ..., arg) waits for, now: its turn
+ * timed out or was cancelled, and PiSandboxRuntime 0.7.3 stopped waiting
+ * for the worker as soon as the turn was aborted.  Every caller sharing
+ * the attempt (a channel.start included) gets why at once.  Nothing is
+ * left out: a request still at the file guard or the Docker client ends
+ * the start when it replies (a socket it brings is closed), and the
+ * caller removes what the start made so far, its broker and container,
+ * with chan_kill() (queued before this is called, it runs next).
+ */
+void
+chan_start_stop(const char *key, void *arg, const char *why)
+{
+	struct channel		*ch;
+	struct chan_op		*op, *next;
+	struct chan_waiter	*w = NULL;
+	int			 first;
+
+	if ((ch = chan_find(key)) == NULL)
+		return;
+	TAILQ_FOREACH(op, &ch->ch_ops, op_entry) {
+		if (op->op_kind != CHOP_START || op->op_stopped != NULL)
+			continue;
+		TAILQ_FOREACH(w, &op->op_waiters, w_entry)
+			if (w->w_req == NULL && w->w_arg == arg)
+				break;
+		if (w != NULL)
+			break;
+	}
+	if (op == NULL)
+		return;
+	log_info("channel %s: start stopped: %s", ch->ch_segment, why);
+	if (!op->op_running) {
+		/* Queued behind another operation: it never runs. */
+		first = TAILQ_FIRST(&ch->ch_ops) == op;
+		next = TAILQ_NEXT(op, op_entry);
+		TAILQ_REMOVE(&ch->ch_ops, op, op_entry);
+		chan_op_answer(op, NULL, why);
+		chan_op_free(op);
+		if (first && next != NULL)
+			chan_op_run(next);
+		else if (first)
+			chan_gc(ch);
+		return;
+	}
+	/* Waiting for the broker or the worker: nothing is out. */
+	if (ch->ch_broker_wait == op || ch->ch_worker_wait == op) {
+		chan_op_done(op, NULL, why);
+		return;
+	}
+	op->op_stopped = xstrdup(why);
+	chan_op_answer(op, NULL, why);
 }
 
 /* Remove the container and stop the broker: a turn that timed out or was

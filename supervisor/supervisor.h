@@ -203,6 +203,8 @@ struct ctl_req;
 typedef void	(*chan_done_cb)(const char *err, void *arg);
 void		 chan_start(const char *key, const char *profile,
 		    chan_done_cb, void *arg);
+/* The start arg waits for is stopped; everyone waiting on it gets why. */
+void		 chan_start_stop(const char *key, void *arg, const char *why);
 void		 chan_kill(const char *key, chan_done_cb, void *arg);
 struct child	*chan_broker(const char *key);
 int		 chan_docker_msg(struct child *, struct msg *, void *);

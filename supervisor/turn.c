@@ -267,6 +267,15 @@ turn_end(struct turn *t, cJSON *result, int kill)
 	struct turn_reply	*tr;
 	struct child		*b;
 	struct msgb		 mb;
+	const cJSON		*reason;
+	char			 why[96];
+
+	reason = cJSON_GetObjectItemCaseSensitive(result, "reason");
+	snprintf(why, sizeof(why), "Start stopped: the channel's turn %s",
+	    result == NULL ? "was cancelled" : !cJSON_IsString(reason) ?
+	    "ended" : strcmp(reason->valuestring, "timeout") == 0 ?
+	    "timed out" : strcmp(reason->valuestring, "cancelled") == 0 ?
+	    "was cancelled" : "failed");
 
 	/* A hook's late answer has nothing left to feed. */
 	if (t->t_memory_call != NULL) {
@@ -309,6 +318,12 @@ turn_end(struct turn *t, cJSON *result, int kill)
 			chan_kill(t->t_key, NULL, NULL);
 	}
 	t->t_state = TURN_ENDED;
+	/* The start it waits for stops now, and the removal queued above
+	 * runs next; turn_started() frees t on the way. */
+	if (kill && t->t_starting) {
+		chan_start_stop(t->t_key, t, why);
+		return;
+	}
 	if (!t->t_starting && !t->t_binding)
 		turn_free(t);
 }

@@ -550,6 +550,158 @@ class SlowDocker(DockerTest):
         self.assertAlive(d)
 
 
+@needs_docker
+class StartStopped(DockerTest):
+    """A turn that times out or is cancelled while its channel starts stops
+    the start at once, as PiSandboxRuntime 0.7.3 did, instead of waiting
+    out start_ms; whoever shares the attempt hears why, the container is
+    removed before the turn is answered, and no broker is left.  The
+    worker is the sleeper, which never announces itself."""
+
+    START_MS = 30000
+
+    def setUp(self):
+        why = rtsb.ensure_sleeper()
+        if why is not None:
+            self.skipTest(why)
+
+    def daemon_slow(self, turn_ms=1000, socket=None):
+        def conf(c):
+            c["image"] = rtsb.SLEEPER
+            c["timeouts"] = {"start_ms": self.START_MS, "turn_ms": turn_ms}
+            if socket is not None:
+                c["docker"]["socket"] = socket
+        return self.daemon(conf=conf)
+
+    @staticmethod
+    def params(key, turn_id="t1"):
+        return {"channel": key, "profile": "default", "turnId": turn_id,
+                "author": {"id": "u1", "name": "Ann"}, "text": "hi",
+                "images": []}
+
+    @staticmethod
+    def wait_phase(c, phase):
+        """Until the turn.progress of that phase (the start is under way
+        once "container" came)."""
+        while True:
+            m = c.read_message()
+            if m.get("method") == "turn.progress" and \
+                    m["params"]["phase"] == phase:
+                return
+            if "method" not in m:
+                c.pending.append(m)
+
+    def assertNothingLeft(self, d, c, key):
+        self.assertIsNone(inspect(self.container(d, key)))
+        self.assertNotIn("broker", [p["role"] for p in
+                                    c.call("daemon.stats")["processes"]])
+        self.assertFalse(c.call("channel.status", {"channel": key})["busy"])
+        self.assertAlive(d)
+
+    def test_deadline_stops_the_start(self):
+        d = self.daemon_slow()
+        c, c2 = self.client(d), self.client(d)
+        key = "startdl:1"
+        t0 = time.monotonic()
+        rid = c.request("turn.run", self.params(key))
+        self.wait_phase(c, "container")
+        shared = c2.request("channel.start", {"channel": key,
+                                              "profile": "default"})
+        res = c.wait(rid)
+        took = time.monotonic() - t0
+        self.assertEqual((res["ok"], res["reason"]), (False, "timeout"), res)
+        # answered within a second or so of its deadline, not after the
+        # 30 s the start would have waited
+        self.assertLess(took, 8, d.read_log()[-3000:])
+        # answered once the container is gone
+        self.assertIsNone(inspect(self.container(d, key)))
+        with self.assertRaises(RpcError) as e:
+            c2.wait(shared)
+        self.assertEqual(e.exception.code, -32000)
+        self.assertEqual(e.exception.message,
+                         "Start stopped: the channel's turn timed out")
+        self.assertNothingLeft(d, c, key)
+        self.assertIn("start stopped", d.read_log())
+
+    def test_cancel_stops_the_start(self):
+        d = self.daemon_slow(turn_ms=60000)
+        c, c2 = self.client(d), self.client(d)
+        # turn.cancel
+        key = "startcc:1"
+        t0 = time.monotonic()
+        rid = c.request("turn.run", self.params(key))
+        self.wait_phase(c, "container")
+        shared = c2.request("channel.start", {"channel": key,
+                                              "profile": "default"})
+        self.assertEqual(c2.call("turn.cancel", {"channel": key}),
+                         {"cancelled": True})
+        res = c.wait(rid)
+        self.assertEqual((res["ok"], res["reason"]), (False, "cancelled"),
+                         res)
+        self.assertLess(time.monotonic() - t0, 8)
+        with self.assertRaises(RpcError) as e:
+            c2.wait(shared)
+        self.assertEqual(e.exception.message,
+                         "Start stopped: the channel's turn was cancelled")
+        self.assertNothingLeft(d, c, key)
+        # $/cancelRequest
+        key = "startcc:2"
+        t0 = time.monotonic()
+        rid = c.request("turn.run", self.params(key))
+        self.wait_phase(c, "container")
+        c.send_raw(json.dumps({"jsonrpc": "2.0", "method": "$/cancelRequest",
+                               "params": {"id": rid}}).encode() + b"\n")
+        with self.assertRaises(RpcError) as e:
+            c.wait(rid)
+        self.assertEqual(e.exception.code, -32800)
+        self.assertLess(time.monotonic() - t0, 8)
+        self.assertNothingLeft(d, c, key)
+        # the client that leaves
+        key = "startcc:3"
+        c3 = Client(d.socket)
+        c3.request("turn.run", self.params(key))
+        self.wait_phase(c3, "container")
+        t0 = time.monotonic()
+        c3.close()
+        self.assertTrue(wait_until(lambda: not c.call(
+            "channel.status", {"channel": key})["busy"], 8))
+        self.assertTrue(wait_until(lambda: inspect(
+            self.container(d, key)) is None, 8))
+        self.assertLess(time.monotonic() - t0, 8)
+        self.assertNothingLeft(d, c, key)
+
+    def test_deadline_while_docker_creates(self):
+        """The deadline comes while Docker still makes the container: the
+        callers sharing the start hear it at once, and the turn is answered
+        once what Docker made is removed again."""
+        root = tempfile.mkdtemp(prefix="rtsb-ss-", dir="/tmp")
+        self.addCleanup(shutil.rmtree, root, True)
+        px = rtsb.DockerProxy(os.path.join(root, "slow-docker.sock"))
+        self.addCleanup(px.close)
+        d = self.daemon_slow(socket=px.path)
+        c, c2 = self.client(d), self.client(d)
+        key = "startdk:1"
+        px.slow, px.delay = (b"POST /v1.41/containers/create",), 4
+        t0 = time.monotonic()
+        rid = c.request("turn.run", self.params(key))
+        self.wait_phase(c, "container")
+        shared = c2.request("channel.start", {"channel": key,
+                                              "profile": "default"})
+        with self.assertRaises(RpcError) as e:
+            c2.wait(shared)
+        self.assertEqual(e.exception.message,
+                         "Start stopped: the channel's turn timed out")
+        self.assertLess(time.monotonic() - t0, 3.5)
+        res = c.wait(rid)
+        self.assertEqual(res["reason"], "timeout", res)
+        took = time.monotonic() - t0
+        self.assertGreater(took, 3.9)
+        self.assertLess(took, 12)
+        px.slow = ()
+        self.assertNothingLeft(d, c, key)
+        self.assertEqual(prefixed_containers(d.prefix), [])
+
+
 def tasks_of_user():
     """What RLIMIT_NPROC counts: the tasks (threads too) of our real uid."""
     n = 0
