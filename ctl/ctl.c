@@ -17,6 +17,7 @@
 
 #include "buildconf.h"
 #include "doctor.h"
+#include "fromopts.h"
 #include "rpc.h"
 
 struct ctl_opts {
@@ -63,6 +64,18 @@ usage(FILE *f)
 	    "  doctor [-f CONFIG]     check the host as rtsandboxd will meet "
 	    "it with\n"
 	    "                         CONFIG (default %s); needs no daemon\n"
+	    "  config                 the configuration the daemon runs with "
+	    "(no\n"
+	    "                         credential), as JSON\n"
+	    "  config --from-options FILE [--credential-file PATH]\n"
+	    "       [--mcp-credential-file PATH] [--control-socket PATH]\n"
+	    "                         the rtsandboxd.json for FILE, a JSON "
+	    "object of\n"
+	    "                         pi-roundtable-sandbox 0.7.3 "
+	    "PiSandboxRuntimeOptions,\n"
+	    "                         on stdout; what the options cannot say "
+	    "on stderr;\n"
+	    "                         needs no daemon\n"
 	    "\n"
 	    "options:\n"
 	    "  -s, --socket PATH      control socket (default %s,\n"
@@ -912,6 +925,59 @@ cmd_doctor(struct ctl_opts *o, int argc, char *argv[])
 	return doctor_run(path);
 }
 
+static int
+cmd_config(struct ctl_opts *o, int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "from-options",	required_argument,	NULL, 'o' },
+		{ "credential-file",	required_argument,	NULL, 'c' },
+		{ "mcp-credential-file", required_argument,	NULL, 'm' },
+		{ "control-socket",	required_argument,	NULL, 'k' },
+		{ NULL,			0,			NULL, 0 }
+	};
+	const char	*from = NULL, *cred = NULL, *mcp = NULL, *sock = NULL;
+	struct rpc	*r;
+	cJSON		*res;
+	int		 ch, code;
+
+	optind = 0;	/* glibc: start over after the global options */
+	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'o':
+			from = optarg;
+			break;
+		case 'c':
+			cred = optarg;
+			break;
+		case 'm':
+			mcp = optarg;
+			break;
+		case 'k':
+			sock = optarg;
+			break;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc || (from == NULL && (cred != NULL || mcp != NULL ||
+	    sock != NULL))) {
+		usage(stderr);
+		return 2;
+	}
+	if (from != NULL)
+		return fromopts_run(from, cred, mcp, sock);
+	if ((r = rpc_open(o->socket, NULL)) == NULL)
+		return 1;
+	res = rpc_call(r, "daemon.config", NULL, &code);
+	rpc_close(r);
+	if (res == NULL)
+		return 1;
+	print_json(res);
+	cJSON_Delete(res);
+	return 0;
+}
+
 static const struct {
 	const char	*name;
 	int		(*fn)(struct ctl_opts *, int, char *[]);
@@ -929,6 +995,7 @@ static const struct {
 	{ "research",	cmd_research },
 	{ "attach",	cmd_attach },
 	{ "doctor",	cmd_doctor },
+	{ "config",	cmd_config },
 };
 
 int

@@ -498,6 +498,179 @@ class DaemonConfig(unittest.TestCase):
         self.assertEqual(got["tools"], ["roll_dice"])
 
 
+class FromOptions(unittest.TestCase):
+    """rtsandboxctl config --from-options: a bot's 0.7.3
+    PiSandboxRuntimeOptions as the rtsandboxd.json that rtsandboxd -n
+    accepts, and that the daemon then runs with."""
+
+    def setUp(self):
+        self.root = tempfile.mkdtemp(prefix="rtsb-fo-", dir="/tmp")
+        self.addCleanup(shutil.rmtree, self.root, True)
+        os.chmod(self.root, 0o700)
+        self.state = os.path.join(self.root, "state")
+        os.mkdir(self.state, 0o700)
+        self.cred = os.path.join(self.root, "credential")
+        self.mcp_cred = os.path.join(self.root, "mcp-credential")
+        for path in (self.cred, self.mcp_cred):
+            with open(path, "w") as f:
+                f.write("sk-test-real-token\n")
+            os.chmod(path, 0o600)
+        self.sock = os.path.join(self.root, "control.sock")
+
+    def options(self, **extra):
+        o = {"partyDir": self.state, "image": "rtsandbox-worker:latest",
+             "profiles": {"default": {"model": "claude-test"},
+                          "web": {"model": "claude-web",
+                                  "mcp": ["search"]}},
+             "mcp": {"servers": [{"name": "search",
+                                  "url": "http://127.0.0.1:9000/mcp",
+                                  "tools": ["find", "fetch-page"]}]},
+             "upstream": "https://127.0.0.1:8443",
+             "maxCalls": 64, "maxOutputTokens": 32000,
+             "allowHttpMcp": True, "timeZone": "Europe/Paris",
+             "containerPrefix": "rtfo", "labelChannel": "x.channel",
+             "labelProfile": "x.profile", "startTimeoutMs": 30000,
+             "turnTimeoutMs": 120000, "tools": {"names": ["roll_dice"]}}
+        o.update(extra)
+        return o
+
+    def convert(self, opts, *flags):
+        path = os.path.join(self.root, "options.json")
+        with open(path, "w") as f:
+            f.write(opts if isinstance(opts, str) else json.dumps(opts))
+        return subprocess.run([rtsb.RTSANDBOXCTL, "config",
+                               "--from-options", path] + list(flags),
+                              capture_output=True, text=True, timeout=10)
+
+    def test_options_to_a_configuration(self):
+        r = self.convert(self.options(), "--credential-file", self.cred,
+                         "--mcp-credential-file", self.mcp_cred,
+                         "--control-socket", self.sock)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        conf = json.loads(r.stdout)
+        self.assertEqual(conf, {
+            "state_dir": self.state, "control_socket": self.sock,
+            "image": "rtsandbox-worker:latest",
+            "profiles": {"default": {"model": "claude-test"},
+                         "web": {"model": "claude-web", "mcp": ["search"]}},
+            "upstream": {"url": "https://127.0.0.1:8443",
+                         "credential_file": self.cred},
+            "mcp": {"servers": [{"name": "search",
+                                 "url": "http://127.0.0.1:9000/mcp",
+                                 "tools": ["find", "fetch-page"]}],
+                    "allow_http": True, "credential_file": self.mcp_cred},
+            "tools": ["roll_dice"],
+            "docker": {"container_prefix": "rtfo",
+                       "label_channel": "x.channel",
+                       "label_profile": "x.profile"},
+            "time_zone": "Europe/Paris",
+            "timeouts": {"start_ms": 30000, "turn_ms": 120000},
+            "budgets": {"max_calls": 64, "max_output_tokens": 32000}})
+        self.assertIn("note: bot_group: not set", r.stderr)
+        self.assertNotIn("note: upstream.credential_file", r.stderr)
+        # what rtsandboxd -n says of it, with its host checks
+        out = os.path.join(self.root, "rtsandboxd.json")
+        with open(out, "w") as f:
+            f.write(r.stdout)
+        n = subprocess.run([rtsb.RTSANDBOXD, "-n", "-f", out],
+                           capture_output=True, text=True, timeout=10)
+        self.assertEqual(n.returncode, 0, n.stderr)
+        self.assertIn("configuration OK", n.stderr)
+        # and the daemon runs with it: daemon.config gives the options back
+        d = Daemon(config=lambda c: (c.clear(), c.update(conf)))
+        self.addCleanup(d.cleanup)
+        d.start()
+        self.addCleanup(d.stop)
+        with Client(self.sock) as c:
+            got = c.call("daemon.config")
+        self.assertEqual(got["state_dir"], self.state)
+        self.assertEqual(got["profiles"]["web"], {"model": "claude-web",
+                                                  "mcp": ["search"]})
+        self.assertEqual(got["timeouts"], {"start_ms": 30000,
+                                           "turn_ms": 120000})
+        self.assertEqual(got["budgets"], {"max_calls": 64,
+                                          "max_output_tokens": 32000})
+        self.assertEqual(got["docker"]["container_prefix"], "rtfo")
+
+    def test_placeholders_said(self):
+        """What the options cannot say: the documented default socket and
+        credential files the operator fills, each said on stderr."""
+        opts = self.options()
+        del opts["mcp"], opts["allowHttpMcp"]
+        opts["profiles"] = {"default": {"model": "claude-test"}}
+        r = self.convert(opts)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        conf = json.loads(r.stdout)
+        self.assertEqual(conf["control_socket"],
+                         "/run/rtsandbox/control.sock")
+        self.assertEqual(conf["upstream"]["credential_file"],
+                         "/etc/rtsandbox/upstream.token")
+        self.assertNotIn("mcp", conf)
+        self.assertIn("note: control_socket: /run/rtsandbox/control.sock",
+                      r.stderr)
+        self.assertIn("note: upstream.credential_file: "
+                      "/etc/rtsandbox/upstream.token: write there",
+                      r.stderr)
+        self.assertNotIn("mcp.credential_file", r.stderr)
+        # callbacks are the client's: left out, said so
+        r = self.convert(self.options(memory={}, effort={}, logger={},
+                                      tools={"names": ["roll_dice"],
+                                             "call": {}}))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for name in ("memory", "effort", "logger", "tools.call"):
+            self.assertIn("note: %s: served by" % name, r.stderr)
+        self.assertIn("note: mcp.credential_file: /etc/rtsandbox/mcp.token",
+                      r.stderr)
+
+    def test_refusals_name_the_option(self):
+        r = self.convert(self.options(driver={}, fetchImpl=None,
+                                      oauthToken="sk-live-x", foo=1,
+                                      partyDir="state", maxCalls=0,
+                                      maxOutputTokens=1024,
+                                      startTimeoutMs=999,
+                                      turnTimeoutMs=600001,
+                                      upstream="http://api.example",
+                                      containerPrefix="Bad",
+                                      labelChannel="x.profile",
+                                      timeZone="../etc",
+                                      tools={"names": ["Roll"]},
+                                      mcp={"servers": [], "token": "t"},
+                                      profiles={"d": {"model": "m",
+                                                      "mcp": ["nope"]}}))
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.stdout, "")
+        for want in (
+                "driver: refused: rtsandboxd drives the container engine "
+                "itself",
+                "fetchImpl: refused: every upstream call leaves through "
+                "rtsandboxd's egress",
+                "oauthToken: refused: a credential is never written",
+                "mcp.token: refused: a credential is never written",
+                "foo: not an option of PiSandboxRuntime 0.7.3",
+                "partyDir: must be an absolute path",
+                "maxCalls: must be an integer from 1 to 1000",
+                "maxOutputTokens: must be an integer from 1025 to 200000",
+                "startTimeoutMs: must be an integer from 1000 to 600000",
+                "turnTimeoutMs: must be an integer from 1000 to 600000",
+                "upstream: must be an https URL",
+                "containerPrefix: must match",
+                "labelProfile: must differ from docker.label_channel",
+                "timeZone: must be an IANA zone name",
+                "tools.names[0]: must match [a-z][a-z0-9_]{0,47}",
+                "profiles.d.mcp[0]: names no server in mcp.servers"):
+            self.assertIn("rtsandboxctl: " + want, r.stderr)
+        self.assertNotIn("sk-live-x", r.stderr)
+        # at the limits: accepted
+        r = self.convert(self.options(maxCalls=1000, maxOutputTokens=1025,
+                                      startTimeoutMs=1000,
+                                      turnTimeoutMs=600000))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for bad in ("[]", "not json", '{"tools": ["roll_dice"]}'):
+            r = self.convert(bad)
+            self.assertEqual(r.returncode, 1, bad)
+        self.assertIn('tools: must be {"names": [...]}', r.stderr)
+
+
 class Startup(unittest.TestCase):
     def test_backoff_of_a_helper_that_dies_at_once(self):
         helpers = tempfile.mkdtemp(prefix="rtsb-x-", dir="/tmp")
