@@ -193,6 +193,8 @@ export interface DaemonOptions {
 	turnMs?: number;
 	image?: string;
 	seams?: boolean;
+	/** Changes the configuration before it is written. */
+	edit?: (config: Record<string, any>) => void;
 }
 
 /** rtsandboxd in the foreground, its own directory under /tmp and its own container prefix. */
@@ -220,6 +222,7 @@ export class Daemon {
 			timeouts: { start_ms: 60000, turn_ms: opts.turnMs ?? 60000 },
 		};
 		if (opts.seams) this.config.test = { loopback_public: true };
+		opts.edit?.(this.config);
 		fs.writeFileSync(this.configPath, JSON.stringify(this.config));
 	}
 
@@ -283,6 +286,19 @@ export function cleanupDocker(): void {
 export function seamsBuilt(): boolean {
 	try {
 		return fs.readFileSync(path.join(BUILD, "buildconf.h"), "utf8").includes("#define RTSANDBOX_TEST_SEAMS 1");
+	} catch {
+		return false;
+	}
+}
+
+/**
+ * Whether the rtsandboxd of the build knows a control method or hook name,
+ * by the name in its binary: the tests of a newer method are skipped, with
+ * its name, against a daemon that lacks it.
+ */
+export function daemonKnows(name: string): boolean {
+	try {
+		return fs.readFileSync(path.join(BUILD, "supervisor", "rtsandboxd")).includes(Buffer.from(name));
 	} catch {
 		return false;
 	}

@@ -4,8 +4,13 @@ the pinned TypeScript compiler and Bun (npm ci of test/package-lock.json) in
 a directory of the build tree, compile the package and its tests there for
 Node and run them with Node's own test runner, then run the same TypeScript
 sources under Bun's, each against the real rtsandboxd of $RTSANDBOX_BUILD.
-Exit 77 (skipped) without Docker, the worker image or Node 18."""
+Before the suites, the package is built and packed (npm pack), the tarball
+installed offline into an empty bot project with the 0.7.3 bot of test/bot,
+and that bot compiled with tsc --strict against the package's declarations;
+bot.test.ts runs it.  Exit 77 (skipped) without Docker, the worker image or
+Node 18."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -18,6 +23,51 @@ sys.path.insert(0, os.path.join(TOP, "tests", "integration"))
 import rtsb  # noqa: E402
 
 SKIP = 77
+
+
+def pack_and_build_bot(work, env):
+    """npm pack of the package, installed offline into an empty project with
+    test/bot/bot.ts, compiled with tsc --strict; the project's directory, or
+    None after saying what failed."""
+    tsc = os.path.join(work, "node_modules", ".bin", "tsc")
+    types = os.path.join(work, "node_modules", "@types")
+    pkg = os.path.join(work, "pkg")
+    shutil.rmtree(pkg, ignore_errors=True)
+    os.makedirs(pkg)
+    for f in ("package.json", "README.md", "tsconfig.json"):
+        shutil.copyfile(os.path.join(PKG, f), os.path.join(pkg, f))
+    shutil.copytree(os.path.join(PKG, "src"), os.path.join(pkg, "src"))
+    if subprocess.run([tsc, "-p", os.path.join(pkg, "tsconfig.json"),
+                       "--typeRoots", types], env=env).returncode != 0:
+        print("tsc failed on the package")
+        return None
+    # prepack would look for tsc in the package's own node_modules
+    r = subprocess.run(["npm", "pack", "--ignore-scripts", "--json"],
+                       cwd=pkg, env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        print("npm pack failed:\n" + r.stdout + r.stderr)
+        return None
+    tarball = json.loads(r.stdout)[0]["filename"]
+    bot = os.path.join(work, "bot")
+    shutil.rmtree(bot, ignore_errors=True)
+    os.makedirs(bot)
+    for f in ("package.json", "bot.ts", "tsconfig.json"):
+        shutil.copyfile(os.path.join(HERE, "bot", f), os.path.join(bot, f))
+    shutil.copyfile(os.path.join(pkg, tarball), os.path.join(bot, tarball))
+    # offline: the tarball has no dependency to fetch
+    r = subprocess.run(["npm", "install", "--offline", "--no-audit",
+                        "--no-fund", "./" + tarball], cwd=bot, env=env)
+    if r.returncode != 0:
+        print("npm install of %s into an empty project failed" % tarball)
+        return None
+    r = subprocess.run([tsc, "-p", os.path.join(bot, "tsconfig.json"),
+                        "--strict", "--typeRoots", types], env=env)
+    if r.returncode != 0:
+        print("tsc --strict failed on the 0.7.3 bot")
+        return None
+    print("== %s installed into %s; the 0.7.3 bot compiles with tsc --strict"
+          % (tarball, bot), flush=True)
+    return bot
 
 
 def main():
@@ -61,6 +111,9 @@ def main():
         return 1
     with open(os.path.join(out, "package.json"), "w") as f:
         f.write('{"type": "module"}\n')
+    bot = pack_and_build_bot(work, env)
+    if bot is None:
+        return 1
     tests = sorted(os.path.join(out, "test", f)
                    for f in os.listdir(os.path.join(out, "test"))
                    if f.endswith(".test.js"))
@@ -70,6 +123,7 @@ def main():
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin",
            "RTSANDBOX_BUILD": os.path.abspath(rtsb.BUILD),
            "RTSANDBOX_TOP": TOP,
+           "RTSANDBOX_BOT_DIR": bot,
            "HOME": os.environ.get("HOME", "/tmp")}
     print("== Node %s" % version, flush=True)
     rc = subprocess.run(args + tests, env=env).returncode
