@@ -651,3 +651,52 @@ describe("research and attachments", { skip: missing || (seams ? false : "needs 
 		await rt.close();
 	});
 });
+
+const fetching = missing || (seams ? false : "needs a build with -Dtest_seams=true") || (daemonKnows("fetch.get") && daemonKnows("fetch.check") ? false : "rtsandboxd lacks fetch.get and fetch.check");
+
+describe("safeFetch and assertPublicUrl through the daemon's controlled fetch", { skip: fetching }, () => {
+	let web: http.Server;
+	let base = "";
+
+	before(async () => {
+		web = http.createServer((req, res) => {
+			if (req.url === "/page") {
+				res.writeHead(200, { "content-type": "text/html" });
+				res.end("<p>public page</p>");
+			} else if (req.url === "/moved") {
+				res.writeHead(302, { location: "/page" });
+				res.end();
+			} else {
+				res.writeHead(404);
+				res.end();
+			}
+		});
+		await new Promise<void>((r) => web.listen(0, "127.0.0.1", r));
+		base = `http://127.0.0.1:${(web.address() as AddressInfo).port}`;
+	});
+
+	after(() => new Promise<void>((r) => web.close(() => r())));
+
+	it("fetches bounded bytes, follows or returns redirects, and refuses what is not public", async () => {
+		const { safeFetch, assertPublicUrl, UnsafeUrlError } = await import("../src/pi-roundtable-sandbox.js");
+		const rt = new PiSandboxRuntime(options(d));
+		const r = await safeFetch(`${base}/moved`);
+		assert.equal(r.status, 200);
+		assert.equal(r.url, `${base}/page`);
+		assert.equal(Buffer.from(r.data).toString(), "<p>public page</p>");
+		assert.equal(r.headers.get("content-type"), "text/html");
+		const hop = await safeFetch(`${base}/moved`, { followRedirects: false });
+		assert.equal(hop.status, 302);
+		assert.equal(hop.headers.get("location"), "/page");
+		await assert.rejects(safeFetch(`${base}/page`, { maxBytes: 5 }), UnsafeUrlError);
+		for (const url of ["http://10.0.0.1/", "http://169.254.169.254/latest", "http://[::ffff:10.0.0.1]/"]) {
+			await assert.rejects(safeFetch(url), UnsafeUrlError, url);
+			await assert.rejects(assertPublicUrl(url), UnsafeUrlError, url);
+		}
+		assert.equal((await assertPublicUrl(`${base}/page`)).href, `${base}/page`);
+		const ac = new AbortController();
+		ac.abort(new Error("stop"));
+		await assert.rejects(safeFetch(`${base}/page`, { signal: ac.signal }), /stop/);
+		await rt.close();
+	});
+});
