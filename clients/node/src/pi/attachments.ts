@@ -56,9 +56,11 @@ async function owner(message: InboundMessage, dir: string, socket?: string): Pro
 	let expected: string | undefined;
 	let link: Link | undefined;
 	for (const r of mine) {
-		await r.ready();
-		const own = r.attachmentDir(message.channel);
-		if (own === want) return { link: r.link, dir: want };
+		const own = path.join(r.workspaceOf(message.channel), "attachments");
+		if (own === want) {
+			await r.ready();
+			return { link: r.link, dir: r.attachmentDir(message.channel) };
+		}
 		expected ??= own;
 		link ??= r.link;
 	}

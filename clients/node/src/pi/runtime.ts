@@ -460,14 +460,20 @@ export class PiSandboxRuntime {
 
 	/** <state_dir>/<segment>/workspace, as rtsandboxd makes it (PROTOCOL.md 6). */
 	#workspace(channel: ChannelKey): string {
-		if (typeof channel !== "string" || channel.length === 0 || channel.length > CHANNEL_CHARS_MAX)
-			throw new Error("Channel key too long");
-		const segment = channelSegment(channel);
+		const dir = this.workspaceOf(channel);
+		const segment = path.basename(path.dirname(dir));
 		const other = this.#segments.get(segment);
 		if (other !== undefined && other !== channel) throw new Error("Channel workspace alias refused");
 		this.#segments.set(segment, channel);
+		return dir;
+	}
+
+	/** @internal The channel's workspace, without taking its segment. */
+	workspaceOf(channel: ChannelKey): string {
+		if (typeof channel !== "string" || channel.length === 0 || channel.length > CHANNEL_CHARS_MAX)
+			throw new Error("Channel key too long");
 		const root = this.#checkedConfig !== null ? path.resolve(this.#checkedConfig.state_dir) : this.#partyDir;
-		return path.join(root, segment, "workspace");
+		return path.join(root, channelSegment(channel), "workspace");
 	}
 
 	attachmentDir(channel: ChannelKey): string {
