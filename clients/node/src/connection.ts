@@ -18,6 +18,12 @@ export interface ConnectionOptions {
 	socket: string;
 	clientName: string;
 	hooks: string[];
+	/**
+	 * Hooks of hooks that a daemon older than this client may not know:
+	 * when initialize is refused for one of them, it is dropped and
+	 * initialize sent again.
+	 */
+	optionalHooks?: string[];
 	/** Answers the daemon's hook requests; a throw is answered as an error. */
 	onRequest(method: string, params: unknown): Promise<unknown>;
 	onNotification(method: string, params: unknown): void;
@@ -269,6 +275,16 @@ export class Connection extends EventEmitter {
 				this.updateRef();
 			},
 			reject: (e) => {
+				const unknown =
+					e instanceof RtsandboxRpcError && e.code === RpcCode.INVALID_PARAMS
+						? /unknown hook ([a-z.]+)/.exec(e.message)?.[1]
+						: undefined;
+				if (unknown !== undefined && (this.opts.optionalHooks ?? []).includes(unknown)) {
+					this.opts.logger.info?.({ hook: unknown }, "rtsandboxd does not know this hook; going on without it");
+					this.opts.hooks = this.opts.hooks.filter((h) => h !== unknown);
+					this.initialize(sock);
+					return;
+				}
 				if (e instanceof RtsandboxRpcError) {
 					// The daemon refused this client: trying again would not help.
 					this.fatal = e;

@@ -50,6 +50,8 @@ export interface LinkOptions {
 	socket?: string;
 	client: string;
 	hooks: string[];
+	/** Hooks an older daemon may refuse; they are then left out. */
+	optionalHooks?: string[];
 	logger: LinkLogger;
 	onRequest(method: string, params: Record<string, unknown>): Promise<unknown>;
 	onNotification?(method: string, params: unknown): void;
@@ -74,7 +76,8 @@ export class Link {
 		this.conn = new Connection({
 			socket: this.socket,
 			clientName: opts.client,
-			hooks: opts.hooks,
+			hooks: [...opts.hooks],
+			optionalHooks: opts.optionalHooks,
 			onRequest: async (method, params) => {
 				if (!isRecord(params)) throw hookError(RpcCode.INVALID_PARAMS, `${method}: params must be an object`);
 				return opts.onRequest(method, params);

@@ -327,6 +327,8 @@ export class PiSandboxRuntime {
 			socket: options.socket,
 			client: "pi-sandbox-runtime",
 			hooks,
+			// a daemon without it never asks: its daemon.config says "file"
+			optionalHooks: ["credential.get"],
 			logger: this.#log,
 			onRequest: (method, params) => this.#serve(method, params),
 		});
