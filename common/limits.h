@@ -184,6 +184,14 @@ _Static_assert(BROKER_POLL_MS < WORKER_NEXT_TIMEOUT_MS,
 #define EGRESS_PEER_READ_MAX		(1024u * MIB)
 
 /*
+ * Not in PROTOCOL.md: a credential asked of the client for one call
+ * (configuration credential "hook") that has not come within 10 s fails
+ * that call with a 502, as PiSandboxRuntime 0.7.3 fails a getter that
+ * throws; the turn goes on.
+ */
+#define CRED_HOOK_MS			10000
+
+/*
  * 4. Bodies
  */
 /* 4.1: "author": {"id": ≤256 chars, "name": ≤256 chars}. */

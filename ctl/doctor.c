@@ -364,8 +364,9 @@ doctor_run(const char *path)
 	hostcheck_userns(doctor_report, &dr);
 	hostcheck_state_dir_bot(cfg->state_dir, uid, cfg->bot_group,
 	    cfg->bot_gid, doctor_report, &dr);
-	hostcheck_credential("upstream.credential_file",
-	    cfg->upstream_credential_file, uid, doctor_report, &dr);
+	if (cfg->upstream_credential_file != NULL)
+		hostcheck_credential("upstream.credential_file",
+		    cfg->upstream_credential_file, uid, doctor_report, &dr);
 	if (cfg->mcp_credential_file != NULL)
 		hostcheck_credential("mcp.credential_file",
 		    cfg->mcp_credential_file, uid, doctor_report, &dr);

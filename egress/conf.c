@@ -78,7 +78,6 @@ egress_profile_mcp(const struct egress_profile *epr, const char *name)
 	return NULL;
 }
 
-#if RTSANDBOX_TEST_SEAMS
 /* An optional boolean: absent is false. */
 static int
 egress_get_bool_opt(struct msg *m, const char *key, int *out)
@@ -90,6 +89,7 @@ egress_get_bool_opt(struct msg *m, const char *key, int *out)
 	return msg_get_bool(m, key, out);
 }
 
+#if RTSANDBOX_TEST_SEAMS
 /*
  * Test builds only: the fetch's name server, loopback counted as public,
  * and the CA the fetch trusts.  A release build refuses these fields at
@@ -128,10 +128,15 @@ egress_config(struct egress *eg, struct msg *m)
 	int		 allow_http;
 
 	if (msg_get_str(m, "upstream_url", URL_BYTES_MAX, &url) == -1 ||
-	    msg_get_str(m, "credential_file", PATH_BYTES_MAX, &cred) == -1 ||
+	    msg_get_str_opt(m, "credential_file", PATH_BYTES_MAX, &cred) ==
+	    -1 ||
+	    egress_get_bool_opt(m, "credential_hook", &eg->eg_cred_hook) ==
+	    -1 ||
 	    msg_get_str_opt(m, "ca_file", PATH_BYTES_MAX, &ca) == -1 ||
 	    msg_get_str_opt(m, "mcp_credential_file", PATH_BYTES_MAX,
 	    &mcpcred) == -1 ||
+	    egress_get_bool_opt(m, "mcp_credential_hook",
+	    &eg->eg_mcp_cred_hook) == -1 ||
 	    msg_get_bool(m, "allow_http", &allow_http) == -1 ||
 	    msg_get_uint(m, "uid", 1, UINT32_MAX - 1, &uid) == -1 ||
 	    msg_get_uint(m, "max_output_tokens", MAX_OUTPUT_TOKENS_MIN,
@@ -141,7 +146,9 @@ egress_config(struct egress *eg, struct msg *m)
 	if (egress_config_seams(eg, m) == -1)
 		return -1;
 #endif
-	if (msg_end(m) == -1)
+	/* Each credential from exactly one place (or, for MCP, none). */
+	if (msg_end(m) == -1 || (cred == NULL) == !eg->eg_cred_hook ||
+	    (mcpcred != NULL && eg->eg_mcp_cred_hook))
 		return -1;
 	eg->eg_uid = uid;
 	eg->eg_upstream_url = xstrdup_opt(url);

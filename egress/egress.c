@@ -208,6 +208,12 @@ egress_call_free(struct egress_call *ec)
 		msgb_free(&ec->ec_head);
 	reflect_free(ec->ec_reflect);
 	explicit_bzero(ec->ec_secret, sizeof(ec->ec_secret));
+	for (size_t i = 0; ec->ec_hdrs != NULL && i < ec->ec_nhdrs; i++) {
+		free((char *)ec->ec_hdrs[i].name);
+		free((char *)ec->ec_hdrs[i].value);
+	}
+	free(ec->ec_hdrs);
+	free(ec->ec_url);
 	free(ec->ec_body);
 	free(ec->ec_route);
 	free(ec);
@@ -669,6 +675,131 @@ egress_admit(struct egress_peer *ep, const char *kind, const char *path,
 }
 
 /*
+ * The credential is known: the request goes to the upstream with it, its
+ * answer through a reflection filter of it.
+ */
+static void
+egress_call_go(struct egress_call *ec, const char *url, const struct hdr *in,
+    size_t n)
+{
+	struct egress		*eg = ec->ec_peer->ep_egress;
+	struct hdrs_req		 hr;
+	struct up_hdr		 uh[HDRS_REQ_MAX];
+	struct up_request	 req;
+
+	if ((ec->ec_reflect = reflect_new(ec->ec_secret,
+	    ec->ec_secret_len)) == NULL ||
+	    (ec->ec_mcp ? hdrs_mcp_request(&hr, in, n, ec->ec_secret) :
+	    hdrs_model_request(&hr, in, n, ec->ec_secret)) == -1) {
+		/* an unusable token, or memory */
+		log_warn("%s %s: request headers", ec->ec_peer->ep_name,
+		    ec->ec_route);
+		egress_end(ec, 0, 502, "cannot build the request");
+		egress_call_free(ec);
+		return;
+	}
+	memset(&req, 0, sizeof(req));
+	req.url = url;
+	for (size_t i = 0; i < hr.hr_n; i++) {
+		uh[i].name = hr.hr_hdr[i].name;
+		uh[i].value = hr.hr_hdr[i].value;
+	}
+	req.hdrs = uh;
+	req.nhdrs = hr.hr_n;
+	req.body = ec->ec_body;
+	req.body_len = ec->ec_body_len;
+	/* upstream.ca_file is the operator's private CA for MCP too */
+	req.ca_file = eg->eg_ca_file;
+	req.max_body = RESPONSE_BODY_MAX;
+	ec->ec_up = upstream_call(eg->eg_upstream, &req, &egress_up_cbs, ec);
+	hdrs_req_free(&hr);
+	if (ec->ec_up == NULL) {
+		egress_end(ec, 0, 502, "cannot start the call");
+		egress_call_free(ec);
+		return;
+	}
+	egress_count_call(eg);
+}
+
+/*
+ * The credential comes from the client, for this one call (configuration
+ * credential_hook): the supervisor asks the client's credential.get hook
+ * with the peer's channel, profile and speaker and answers with egr_cred_is
+ * (egress_cred_is()).  The request waits as it will go, without the token.
+ */
+static void
+egress_ask(struct egress_call *ec, const char *url, const struct hdr *in,
+    size_t n, const char *server)
+{
+	struct egress_peer	*ep = ec->ec_peer;
+	struct egress		*eg = ep->ep_egress;
+	struct msgb		 mb;
+	size_t			 i;
+
+	if ((ec->ec_url = strdup(url)) == NULL ||
+	    (ec->ec_hdrs = calloc(n + 1, sizeof(*ec->ec_hdrs))) == NULL)
+		goto fail;
+	for (i = 0; i < n; i++) {
+		ec->ec_nhdrs = i + 1;
+		if ((ec->ec_hdrs[i].name = strdup(in[i].name)) == NULL ||
+		    (ec->ec_hdrs[i].value = strdup(in[i].value)) == NULL)
+			goto fail;
+	}
+	ec->ec_nhdrs = n;
+	ec->ec_ask = ++eg->eg_ask_id;
+	msgb_init(&mb, MSG_EGR_CRED, ec->ec_ask);
+	msg_add_uint(&mb, "peer", ep->ep_id);
+	msg_add_str(&mb, "kind", ec->ec_mcp ? "mcp" : "model");
+	if (server != NULL)
+		msg_add_str(&mb, "server", server);
+	if (msg_send(role_parent_conn(eg->eg_rp), &mb) == 0)
+		return;
+ fail:
+	log_warn("%s %s: asking for the credential", ep->ep_name,
+	    ec->ec_route);
+	egress_end(ec, 0, 502, "no credential");
+	egress_call_free(ec);
+}
+
+/* The supervisor's answer to egress_ask(): the token for that one call. */
+static int
+egress_cred_is(struct egress *eg, struct msg *m)
+{
+	struct egress_peer	*ep;
+	struct egress_call	*ec = NULL;
+	const char		*token = NULL;
+	size_t			 len;
+	int			 ok;
+
+	if (msg_get_bool(m, "ok", &ok) == -1 || (ok && msg_get_str(m,
+	    "token", CRED_FILE_MAX - 1, &token) == -1) || msg_end(m) == -1)
+		return -1;
+	TAILQ_FOREACH(ep, &eg->eg_peers, ep_entry) {
+		TAILQ_FOREACH(ec, &ep->ep_calls, ec_entry)
+			if (ec->ec_ask == m->m_id)
+				break;
+		if (ec != NULL)
+			break;
+	}
+	if (ec == NULL)
+		return 0;	/* cancelled meanwhile */
+	ec->ec_ask = 0;
+	len = token != NULL ? strlen(token) : 0;
+	if (!ok || !cred_token_valid(token, len)) {
+		log_warnx("%s %s: the client gave no usable credential",
+		    ec->ec_peer->ep_name, ec->ec_route);
+		egress_end(ec, 0, 502, "no credential");
+		egress_call_free(ec);
+		return 0;
+	}
+	memcpy(ec->ec_secret, token, len);
+	ec->ec_secret_len = len;
+	explicit_bzero((char *)token, len);
+	egress_call_go(ec, ec->ec_url, ec->ec_hdrs, ec->ec_nhdrs);
+	return 0;
+}
+
+/*
  * A call from a broker or research job, admitted by the peer's policy; the
  * credential is read now, at admission, and goes with this call whatever
  * binds later.  Nothing a peer sends ends egress: a frame that breaks the
@@ -690,9 +821,6 @@ egress_call(struct egress_peer *ep, struct msg *m)
 	size_t			 n, nv, len;
 	uint64_t		 id;
 	struct hdr		 in[8];
-	struct hdrs_req		 hr;
-	struct up_hdr		 uh[HDRS_REQ_MAX];
-	struct up_request	 req;
 	char			 url[URL_BYTES_MAX + 64], err[256], why[300];
 	enum violation		 v;
 	int			 ended, rc;
@@ -759,7 +887,8 @@ egress_call(struct egress_peer *ep, struct msg *m)
 	egress_hold(ep, len, 1);
 
 	if (ea.ea_mcp) {
-		if (eg->eg_mcp_credential_file == NULL) {
+		if (eg->eg_mcp_credential_file == NULL &&
+		    !eg->eg_mcp_cred_hook) {
 			egress_end(ec, 0, 502, "no MCP credential configured");
 			egress_call_free(ec);
 			return 0;
@@ -780,6 +909,15 @@ egress_call(struct egress_peer *ep, struct msg *m)
 		egress_call_free(ec);
 		return 0;
 	}
+	for (size_t i = 0; i < n; i++) {
+		in[i].name = hn[i];
+		in[i].value = hv[i];
+	}
+	ec->ec_mcp = ea.ea_mcp;
+	if (ea.ea_mcp ? eg->eg_mcp_cred_hook : eg->eg_cred_hook) {
+		egress_ask(ec, url, in, n, server);
+		return 0;
+	}
 	/* Current at this call, read again only when it changed (cred.h). */
 	if (cred_get(cache, AT_FDCWD, credfile, eg->eg_uid, ec->ec_secret,
 	    sizeof(ec->ec_secret), &ec->ec_secret_len, err, sizeof(err)) !=
@@ -790,41 +928,7 @@ egress_call(struct egress_peer *ep, struct msg *m)
 		egress_call_free(ec);
 		return 0;
 	}
-	for (size_t i = 0; i < n; i++) {
-		in[i].name = hn[i];
-		in[i].value = hv[i];
-	}
-	if ((ec->ec_reflect = reflect_new(ec->ec_secret,
-	    ec->ec_secret_len)) == NULL ||
-	    (ea.ea_mcp ? hdrs_mcp_request(&hr, in, n, ec->ec_secret) :
-	    hdrs_model_request(&hr, in, n, ec->ec_secret)) == -1) {
-		/* an unusable token, or memory */
-		log_warn("%s %s: request headers", ep->ep_name, ec->ec_route);
-		egress_end(ec, 0, 502, "cannot build the request");
-		egress_call_free(ec);
-		return 0;
-	}
-	memset(&req, 0, sizeof(req));
-	req.url = url;
-	for (size_t i = 0; i < hr.hr_n; i++) {
-		uh[i].name = hr.hr_hdr[i].name;
-		uh[i].value = hr.hr_hdr[i].value;
-	}
-	req.hdrs = uh;
-	req.nhdrs = hr.hr_n;
-	req.body = ec->ec_body;
-	req.body_len = len;
-	/* upstream.ca_file is the operator's private CA for MCP too */
-	req.ca_file = eg->eg_ca_file;
-	req.max_body = RESPONSE_BODY_MAX;
-	ec->ec_up = upstream_call(eg->eg_upstream, &req, &egress_up_cbs, ec);
-	hdrs_req_free(&hr);
-	if (ec->ec_up == NULL) {
-		egress_end(ec, 0, 502, "cannot start the call");
-		egress_call_free(ec);
-		return 0;
-	}
-	egress_count_call(eg);
+	egress_call_go(ec, url, in, n);
 	return 0;
 }
 
@@ -1201,6 +1305,10 @@ egress_dispatch_supervisor(struct role_parent *rp, struct msg *m, void *arg)
 		if (!role_parent_configured(rp))
 			return -1;
 		return egress_drop(eg, m);
+	case MSG_EGR_CRED_IS:
+		if (!role_parent_configured(rp))
+			return -1;
+		return egress_cred_is(eg, m);
 	case MSG_EGR_FETCH:
 		if (!role_parent_configured(rp))
 			return -1;

@@ -15,6 +15,7 @@
 
 #include "cred.h"
 #include "frame.h"
+#include "hdrs.h"
 #include "fetch.h"
 #include "limits.h"
 #include "msg.h"
@@ -123,6 +124,12 @@ struct egress_call {
 	struct timespec			 ec_start;
 	char				 ec_secret[CRED_FILE_MAX];
 	size_t				 ec_secret_len;
+	/* waiting for the client's credential: the request as it will go */
+	uint64_t			 ec_ask;	/* 0: not waiting */
+	int				 ec_mcp;
+	char				*ec_url;
+	struct hdr			*ec_hdrs;
+	size_t				 ec_nhdrs;
 };
 
 struct egress {
@@ -131,6 +138,10 @@ struct egress {
 	char				*eg_credential_file;
 	char				*eg_ca_file;
 	char				*eg_mcp_credential_file;
+	/* the credentials come from the client for each call instead */
+	int				 eg_cred_hook;
+	int				 eg_mcp_cred_hook;
+	uint64_t			 eg_ask_id;
 	struct cred_cache		 eg_cred;	/* what they held */
 	struct cred_cache		 eg_mcp_cred;
 	int				 eg_allow_http;

@@ -658,8 +658,13 @@ child_send_config(struct child *c)
 	case PROC_EGRESS:
 		msgb_init(&mb, MSG_CONFIG_EGRESS, 0);
 		msg_add_str(&mb, "upstream_url", conf->upstream_url);
-		msg_add_str(&mb, "credential_file",
-		    conf->upstream_credential_file);
+		if (conf->upstream_credential_file != NULL)
+			msg_add_str(&mb, "credential_file",
+			    conf->upstream_credential_file);
+		if (conf->upstream_credential_hook)
+			msg_add_bool(&mb, "credential_hook", 1);
+		if (conf->mcp_credential_hook)
+			msg_add_bool(&mb, "mcp_credential_hook", 1);
 		if (conf->upstream_ca_file != NULL)
 			msg_add_str(&mb, "ca_file", conf->upstream_ca_file);
 		if (conf->mcp_credential_file != NULL)
@@ -901,6 +906,8 @@ child_egress_msg(struct child *eg, struct msg *m, void *arg)
 		sv->sv_count.sc_upstream_calls = egress_calls_base + calls;
 		return 0;
 	}
+	if (m->m_type == MSG_EGR_CRED)
+		return cred_ask(eg, m);
 	if (m->m_type != MSG_EGR_VIOLATION ||
 	    msg_get_uint(m, "peer", 1, UINT64_C(1) << 53, &peer) == -1 ||
 	    msg_get_str(m, "rule", 32, &rule) == -1 || msg_end(m) == -1 ||

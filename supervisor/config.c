@@ -328,10 +328,45 @@ url_value(struct cctx *c, const cJSON *it, const char *path, int mcp,
 	return u;
 }
 
-enum { UP_URL, UP_CRED, UP_CA, UP_N };
+enum { UP_URL, UP_CRED, UP_HOOK, UP_CA, UP_N };
 static const char *const up_names[UP_N] = {
-	"url", "credential_file", "ca_file"
+	"url", "credential_file", "credential", "ca_file"
 };
+
+/*
+ * Where a credential comes from: a file (credential_file), or the client
+ * that declared the credential.get hook, asked for each call (credential
+ * "hook").  One of the two; *hook is set for the second.
+ */
+static void
+cred_source(struct cctx *c, const cJSON *file, const cJSON *src,
+    const char *section, int required, char **path, int *hook)
+{
+	char		 pf[FIELD_PATH_MAX], ps[FIELD_PATH_MAX];
+	const char	*s;
+
+	snprintf(pf, sizeof(pf), "%s.credential_file", section);
+	snprintf(ps, sizeof(ps), "%s.credential", section);
+	if (src != NULL) {
+		if (!cJSON_IsString(src) ||
+		    strcmp(src->valuestring, "hook") != 0)
+			cerr(c, ps, "must be \"hook\" (a file is named by %s)",
+			    pf);
+		else if (file != NULL)
+			cerr(c, ps, "\"hook\" and %s are exclusive: the "
+			    "credential comes from one of them", pf);
+		else
+			*hook = 1;
+		return;
+	}
+	if (file == NULL) {
+		if (required)
+			cerr(c, pf, "is required (or %s: \"hook\")", ps);
+		return;
+	}
+	if ((s = abs_path(c, file, pf, PATH_BYTES_MAX)) != NULL)
+		*path = xstrdup(c, s);
+}
 
 static void
 parse_upstream(struct cctx *c, struct config *cfg, const cJSON *obj)
@@ -340,7 +375,8 @@ parse_upstream(struct cctx *c, struct config *cfg, const cJSON *obj)
 	const char	*s;
 
 	if (obj == NULL) {
-		cerr(c, "upstream", "is required (at least credential_file)");
+		cerr(c, "upstream", "is required (at least credential_file "
+		    "or credential)");
 		return;
 	}
 	if (!is_object(c, obj, "upstream"))
@@ -351,11 +387,8 @@ parse_upstream(struct cctx *c, struct config *cfg, const cJSON *obj)
 	else
 		cfg->upstream_url = url_value(c, f[UP_URL], "upstream.url",
 		    0, 0);
-	if (f[UP_CRED] == NULL)
-		cerr(c, "upstream.credential_file", "is required");
-	else if ((s = abs_path(c, f[UP_CRED], "upstream.credential_file",
-	    PATH_BYTES_MAX)) != NULL)
-		cfg->upstream_credential_file = xstrdup(c, s);
+	cred_source(c, f[UP_CRED], f[UP_HOOK], "upstream", 1,
+	    &cfg->upstream_credential_file, &cfg->upstream_credential_hook);
 	if (f[UP_CA] != NULL && (s = abs_path(c, f[UP_CA], "upstream.ca_file",
 	    PATH_BYTES_MAX)) != NULL)
 		cfg->upstream_ca_file = xstrdup(c, s);
@@ -457,16 +490,15 @@ parse_server(struct cctx *c, struct config *cfg, const cJSON *obj,
 		    valid_tool_use_name, "[a-zA-Z0-9_-]{1,128}", &srv->tools);
 }
 
-enum { MCP_SERVERS, MCP_CRED, MCP_HTTP, MCP_N };
+enum { MCP_SERVERS, MCP_CRED, MCP_HOOK, MCP_HTTP, MCP_N };
 static const char *const mcp_names[MCP_N] = {
-	"servers", "credential_file", "allow_http"
+	"servers", "credential_file", "credential", "allow_http"
 };
 
 static void
 parse_mcp(struct cctx *c, struct config *cfg, const cJSON *obj)
 {
 	const cJSON	*f[MCP_N], *it;
-	const char	*s;
 	char		 p[FIELD_PATH_MAX];
 	size_t		 n, i;
 
@@ -474,9 +506,8 @@ parse_mcp(struct cctx *c, struct config *cfg, const cJSON *obj)
 		return;
 	members(c, obj, "mcp", mcp_names, f, MCP_N);
 	bool_value(c, f[MCP_HTTP], "mcp.allow_http", &cfg->mcp_allow_http);
-	if (f[MCP_CRED] != NULL && (s = abs_path(c, f[MCP_CRED],
-	    "mcp.credential_file", PATH_BYTES_MAX)) != NULL)
-		cfg->mcp_credential_file = xstrdup(c, s);
+	cred_source(c, f[MCP_CRED], f[MCP_HOOK], "mcp", 0,
+	    &cfg->mcp_credential_file, &cfg->mcp_credential_hook);
 	if (f[MCP_SERVERS] == NULL)
 		return;
 	if (!cJSON_IsArray(f[MCP_SERVERS])) {
@@ -489,9 +520,10 @@ parse_mcp(struct cctx *c, struct config *cfg, const cJSON *obj)
 		    MCP_SERVERS_MAX);
 		return;
 	}
-	if (n > 0 && f[MCP_CRED] == NULL)
+	if (n > 0 && f[MCP_CRED] == NULL && f[MCP_HOOK] == NULL)
 		cerr(c, "mcp.credential_file",
-		    "is required when mcp.servers is not empty");
+		    "is required when mcp.servers is not empty (or "
+		    "mcp.credential: \"hook\")");
 	if (n == 0)
 		return;
 	if ((cfg->mcp_servers = calloc(n, sizeof(*cfg->mcp_servers))) == NULL) {
@@ -1258,6 +1290,10 @@ config_reload_check(const struct config *o, const struct config *n,
 		f = "upstream.ca_file";
 	else if (!str_same(o->mcp_credential_file, n->mcp_credential_file))
 		f = "mcp.credential_file";
+	else if (o->upstream_credential_hook != n->upstream_credential_hook)
+		f = "upstream.credential";
+	else if (o->mcp_credential_hook != n->mcp_credential_hook)
+		f = "mcp.credential";
 	else if (o->mcp_allow_http != n->mcp_allow_http)
 		f = "mcp.allow_http";
 	else if (!str_same(o->docker_socket, n->docker_socket))

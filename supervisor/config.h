@@ -51,6 +51,9 @@ struct config {
 	struct config_mcp_server *mcp_servers;
 	size_t			  nmcp_servers;
 	char			 *mcp_credential_file;	/* NULL when absent */
+	/* credential "hook": asked of the client for each call instead */
+	int			  upstream_credential_hook;
+	int			  mcp_credential_hook;
 	int			  mcp_allow_http;
 	char			**tools;
 	size_t			  ntools;

@@ -65,6 +65,7 @@ struct ctl_client {
 	size_t			 cc_scanned;	/* bytes known to hold no EOL */
 	int			 cc_closing;	/* flush, then close */
 	int			 cc_initialized;
+	uint64_t		 cc_init_seq;	/* order of initialize */
 	char			*cc_name;
 	unsigned		 cc_hooks;
 	TAILQ_HEAD(, ctl_req)	 cc_reqs;
@@ -270,11 +271,27 @@ void
 ctl_client_initialized(struct ctl_client *cc, const char *name,
     unsigned hooks)
 {
+	static uint64_t	 seq;
+
 	free(cc->cc_name);
 	if ((cc->cc_name = strdup(name)) == NULL)
 		fatal("%s", __func__);
 	cc->cc_hooks = hooks;
 	cc->cc_initialized = 1;
+	cc->cc_init_seq = ++seq;
+}
+
+struct ctl_client *
+ctl_client_with_hook(unsigned hook)
+{
+	struct ctl_client	*cc, *best = NULL;
+
+	TAILQ_FOREACH(cc, &ctl_clients, cc_entry)
+		if (cc->cc_initialized && !cc->cc_closing &&
+		    (cc->cc_hooks & hook) != 0 &&
+		    (best == NULL || cc->cc_init_seq > best->cc_init_seq))
+			best = cc;
+	return best;
 }
 
 int

@@ -104,6 +104,10 @@ void		 ctl_client_notify(struct ctl_client *, const char *method,
 #define HOOK_MEMORY_BLOCK	0x2u
 #define HOOK_EFFORT_JUDGE	0x4u
 #define HOOK_SEARCH_QUERY	0x8u
+#define HOOK_CREDENTIAL_GET	0x10u
+
+/* The client that declared hook and was initialized last, or NULL. */
+struct ctl_client *ctl_client_with_hook(unsigned hook);
 
 /* The method table lives in methods.c. */
 extern const struct ctl_method	ctl_methods[];

@@ -122,17 +122,20 @@ static size_t
 host_checks(const struct config *cfg)
 {
 	struct hostcheck_params	 p;
-	size_t			 failed = 0;
+	size_t			 failed = 0, i;
 
 	memset(&p, 0, sizeof(p));
 	p.hp_uid = getuid();
 	p.hp_gid = getgid();
 	p.hp_state_dir = cfg->state_dir;
-	p.hp_cred_names[0] = "upstream.credential_file";
-	p.hp_cred_paths[0] = cfg->upstream_credential_file;
+	i = 0;
+	if (cfg->upstream_credential_file != NULL) {
+		p.hp_cred_names[i] = "upstream.credential_file";
+		p.hp_cred_paths[i++] = cfg->upstream_credential_file;
+	}
 	if (cfg->mcp_credential_file != NULL) {
-		p.hp_cred_names[1] = "mcp.credential_file";
-		p.hp_cred_paths[1] = cfg->mcp_credential_file;
+		p.hp_cred_names[i] = "mcp.credential_file";
+		p.hp_cred_paths[i++] = cfg->mcp_credential_file;
 	}
 	p.hp_control_socket = cfg->control_socket;
 	p.hp_engine_socket = cfg->docker_socket;

@@ -24,6 +24,7 @@ static const struct {
 	{ "memory.block",	HOOK_MEMORY_BLOCK },
 	{ "effort.judge",	HOOK_EFFORT_JUDGE },
 	{ "search.query",	HOOK_SEARCH_QUERY },
+	{ "credential.get",	HOOK_CREDENTIAL_GET },
 };
 
 static void
@@ -236,8 +237,8 @@ method_daemon_stats(struct ctl_req *cr, cJSON *params)
 /*
  * What the daemon runs with, for a client that stands in for
  * PiSandboxRuntime 0.7.3's options: every setting a bot could read from
- * them, never a credential or where one is kept.  The model credential
- * comes from a file in this version, the MCP one from a file or nowhere.
+ * them, never a credential or where one is kept: only whether each comes
+ * from a file, from the client's credential.get hook, or (MCP) nowhere.
  */
 static cJSON *
 daemon_config(const struct config *cfg)
@@ -267,7 +268,8 @@ daemon_config(const struct config *cfg)
 	if ((o = cJSON_AddObjectToObject(res, "upstream")) == NULL)
 		fatalx("%s: out of memory", __func__);
 	cJSON_AddStringToObject(o, "url", cfg->upstream_url);
-	cJSON_AddStringToObject(o, "credential", "file");
+	cJSON_AddStringToObject(o, "credential",
+	    cfg->upstream_credential_hook ? "hook" : "file");
 	if ((o = cJSON_AddObjectToObject(res, "mcp")) == NULL ||
 	    (arr = cJSON_AddArrayToObject(o, "servers")) == NULL)
 		fatalx("%s: out of memory", __func__);
@@ -284,8 +286,8 @@ daemon_config(const struct config *cfg)
 		cJSON_AddItemToArray(arr, srv);
 	}
 	cJSON_AddBoolToObject(o, "allow_http", cfg->mcp_allow_http);
-	cJSON_AddStringToObject(o, "credential",
-	    cfg->mcp_credential_file != NULL ? "file" : "none");
+	cJSON_AddStringToObject(o, "credential", cfg->mcp_credential_hook ?
+	    "hook" : cfg->mcp_credential_file != NULL ? "file" : "none");
 	if ((arr = cJSON_AddArrayToObject(res, "tools")) == NULL)
 		fatalx("%s: out of memory", __func__);
 	for (i = 0; i < cfg->ntools; i++)

@@ -44,6 +44,17 @@ struct research_search {
 static TAILQ_HEAD(, research_job) jobs = TAILQ_HEAD_INITIALIZER(jobs);
 static uint64_t			  research_next_id = 1;
 
+struct ctl_client *
+research_client(const struct child *c)
+{
+	struct research_job	*rj;
+
+	TAILQ_FOREACH(rj, &jobs, rj_entry)
+		if (rj->rj_child == c)
+			return rj->rj_client;
+	return NULL;
+}
+
 /* The jobs of a channel, or of all when key is NULL. */
 static unsigned
 research_count(const char *key)

@@ -132,7 +132,8 @@ spawner_paths(enum proc_role role, const char **paths, size_t max)
 		paths[n++] = conf->docker_socket;
 		break;
 	case PROC_EGRESS:
-		paths[n++] = conf->upstream_credential_file;
+		if (conf->upstream_credential_file != NULL)
+			paths[n++] = conf->upstream_credential_file;
 		if (conf->upstream_ca_file != NULL)
 			paths[n++] = conf->upstream_ca_file;
 		if (conf->mcp_credential_file != NULL)
@@ -344,8 +345,9 @@ spawner_sandbox(void)
 	rules[n++] = (struct sandbox_fs_rule){ sv->sv_conf_path,
 	    SB_FS_READ | SB_FS_PARENT };
 	/* directories, since a refresher replaces files by rename */
-	rules[n++] = (struct sandbox_fs_rule){ conf->upstream_credential_file,
-	    SB_FS_READ | SB_FS_PARENT };
+	if (conf->upstream_credential_file != NULL)
+		rules[n++] = (struct sandbox_fs_rule){
+		    conf->upstream_credential_file, SB_FS_READ | SB_FS_PARENT };
 	if (conf->upstream_ca_file != NULL)
 		rules[n++] = (struct sandbox_fs_rule){ conf->upstream_ca_file,
 		    SB_FS_READ | SB_FS_PARENT };

@@ -19,6 +19,7 @@
 struct event_base;
 struct event;
 struct cJSON;
+struct ctl_client;
 
 /* Counters reported by daemon.stats. */
 struct sup_counters {
@@ -236,6 +237,10 @@ void		 turn_container_gone(const char *key, const char *why);
 /* The channel's worker announced itself (POST /worker/ready). */
 void		 turn_worker_ready(const char *key);
 int		 turn_busy(const char *key);
+/* The client that asked for the channel's running turn (or NULL), and the
+ * turn's profile and speaker. */
+struct ctl_client *turn_identity(const char *key, const char **profile,
+		    const char **speaker_id, const char **speaker_name);
 void		 turn_abort(const char *key, const char *why);
 void		 turn_level_forget(const char *key);
 uint64_t	 chan_stop_brokers(void);
@@ -255,6 +260,11 @@ void		 method_channel_list(struct ctl_req *, struct cJSON *);
 void		 method_research_run(struct ctl_req *, struct cJSON *);
 void		 method_research_cancel(struct ctl_req *, struct cJSON *);
 uint64_t	 research_running(void);
+/* The client that asked for the job child runs, or NULL. */
+struct ctl_client *research_client(const struct child *);
+
+/* cred.c: egress asks for a credential of the client, for one call. */
+int		 cred_ask(struct child *eg, struct msg *);
 void		 method_attachments_fetch(struct ctl_req *, struct cJSON *);
 
 

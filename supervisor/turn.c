@@ -1052,6 +1052,20 @@ turn_level_forget(const char *key)
 		}
 }
 
+struct ctl_client *
+turn_identity(const char *key, const char **profile, const char **id,
+    const char **name)
+{
+	struct turn	*t = turn_find(key);
+
+	if (t == NULL)
+		return NULL;
+	*profile = t->t_profile;
+	*id = t->t_author_id;
+	*name = t->t_author_name;
+	return t->t_client;
+}
+
 int
 turn_busy(const char *key)
 {

@@ -286,6 +286,8 @@ START_TEST(reload_fixed_fields)
 		{ "image", "\"rtsandbox-worker:2\"", "image" },
 		{ "upstream", "{\"credential_file\":\"/etc/rtsandbox/x\"}",
 		    "upstream.credential_file" },
+		{ "upstream", "{\"credential\":\"hook\"}",
+		    "upstream.credential_file" },
 		{ "upstream", "{\"credential_file\":"
 		    "\"/etc/rtsandbox/upstream.token\",\"url\":"
 		    "\"https://example.com\"}", "upstream.url" },
@@ -840,6 +842,21 @@ static const struct rule_case rules[] = {
 	{ "upstream", NULL, "upstream", REQ },
 	{ "upstream", "\"https://x\"", "upstream", OBJ },
 	{ "upstream", "{}", "upstream.credential_file", REQ },
+	{ "upstream", "{\"credential\":\"hook\"}", NULL, NULL },
+	{ "upstream", "{\"credential\":\"file\"}", "upstream.credential",
+	    "must be \"hook\"" },
+	{ "upstream", "{\"credential\":true}", "upstream.credential",
+	    "must be \"hook\"" },
+	{ "upstream", CRED ",\"credential\":\"hook\"}",
+	    "upstream.credential", "are exclusive" },
+	{ "mcp", "{\"servers\":[{\"name\":\"a\",\"url\":"
+	    "\"https://m.example/\",\"tools\":[]}],\"credential\":\"hook\"}",
+	    NULL, NULL },
+	{ "mcp", "{\"credential\":\"hook\",\"credential_file\":\"/m\"}",
+	    "mcp.credential", "are exclusive" },
+	{ "mcp", "{\"servers\":[{\"name\":\"a\",\"url\":"
+	    "\"https://m.example/\",\"tools\":[]}]}", "mcp.credential_file",
+	    "is required when mcp.servers is not empty" },
 	{ "upstream", "{\"credential_file\":\"token\"}",
 	    "upstream.credential_file", ABS },
 	{ "upstream", "{\"credential_file\":[\"/t\"]}",
