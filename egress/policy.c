@@ -489,6 +489,16 @@ struct fields {
 	char			 f_unknown_name[JW_KEY_MAX + 1];
 };
 
+/* A name the peer chose, fit to be told in a log line: no control
+ * character (a newline would forge a line of its own). */
+static void
+tame(char *s)
+{
+	for (; *s != '\0'; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = '?';
+}
+
 static int
 fields_member(struct jw *w, const char *key, void *arg, int depth)
 {
@@ -499,9 +509,11 @@ fields_member(struct jw *w, const char *key, void *arg, int depth)
 		if (strcmp(key, f->f_names[k]) == 0)
 			break;
 	if (key == NULL || k == f->f_n) {
-		if (!f->f_unknown)
+		if (!f->f_unknown) {
 			snprintf(f->f_unknown_name, sizeof(f->f_unknown_name),
 			    "%s", key != NULL ? key : "(a long key)");
+			tame(f->f_unknown_name);
+		}
 		f->f_unknown = 1;
 	} else if (f->f_seen & (1u << k)) {
 		if (!f->f_dup)
@@ -898,9 +910,11 @@ check_tool_call(const char *body, size_t len, size_t off,
 	for (k = 0; k < pm->pm_ntools; k++)
 		if (strcmp(pm->pm_tools[k], name) == 0)
 			break;
-	if (k == pm->pm_ntools)
+	if (k == pm->pm_ntools) {
+		tame(name);
 		return refuse(VIOLATION_MCP_TOOL, why, whylen,
 		    "tool %s is not allowed on this server", name);
+	}
 	jw_at(&w, body, len, f.f_off[1]);
 	if (jw_peek(&w) != '{')
 		return refuse(VIOLATION_MCP_TOOL, why, whylen,

@@ -222,6 +222,29 @@ START_TEST(model_fields_and_tools)
 }
 END_TEST
 
+/* What the peer names is told in the host's log without a control
+ * character: a newline there would forge a log line of its own. */
+START_TEST(why_has_no_control_character)
+{
+	char	 why[300];
+	size_t	 k;
+	static const char body[] = "{\"model\":\"claude-test\",\"\\n<0>"
+	    "forged\\u001b[1m\":1}";
+	static const char call[] = "{\"jsonrpc\":\"2.0\",\"id\":2,\"method"
+	    "\":\"tools/call\",\"params\":{\"name\":\"a\\nb\",\"arguments"
+	    "\":{}}}";
+
+	ck_assert_int_eq(policy_model_check(body, sizeof(body) - 1, &pm_low,
+	    why, sizeof(why)), VIOLATION_FIELD);
+	for (k = 0; why[k] != '\0'; k++)
+		ck_assert_msg((unsigned char)why[k] >= 0x20 && why[k] != 0x7f,
+		    "control character in %s", why);
+	ck_assert_int_eq(policy_mcp_check(call, sizeof(call) - 1, &pc_turn,
+	    why, sizeof(why)), VIOLATION_MCP_TOOL);
+	ck_assert_ptr_null(strchr(why, '\n'));
+}
+END_TEST
+
 START_TEST(strict_json)
 {
 	static const char *const bad[] = {
@@ -433,6 +456,7 @@ policy_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("json");
+	tcase_add_test(tc, why_has_no_control_character);
 	tcase_add_test(tc, strict_json);
 	tcase_add_test(tc, strict_json_depth_and_nul);
 	tcase_add_test(tc, strict_json_node_cap);
