@@ -26,6 +26,7 @@ struct jw {
 	size_t		 len;
 	size_t		 i;
 	size_t		 nodes;
+	int		 uncounted;	/* a check reading again */
 	const char	*err;
 };
 
@@ -118,6 +119,8 @@ jw_ws(struct jw *w)
 static int
 jw_node(struct jw *w)
 {
+	if (w->uncounted)
+		return 0;
 	if (++w->nodes > POLICY_NODES_MAX)
 		return jw_fail(w, "too many values and keys");
 	return 0;
@@ -603,7 +606,11 @@ top_fields(const char *body, size_t len, const char *const *names, size_t n,
 	return VIOLATION_NONE;
 }
 
-/* A walker positioned at one value of the body already read. */
+/*
+ * A walker positioned at one value of the body already read.  The first
+ * pass counted every value once; the checks read some of them again (a
+ * block, then its source), which must not count against the cap twice.
+ */
 static void
 jw_at(struct jw *w, const char *body, size_t len, size_t off)
 {
@@ -611,6 +618,7 @@ jw_at(struct jw *w, const char *body, size_t len, size_t off)
 	w->s = (const uint8_t *)body;
 	w->len = len;
 	w->i = off;
+	w->uncounted = 1;
 }
 
 /*
@@ -628,6 +636,462 @@ static const char *const model_fields[] = {
 	"top_p", "top_k", "stop_sequences", "tools", "tool_choice",
 	"thinking", "output_config"
 };
+/* "Not for count_tokens": the fields the rebuild leaves out there. */
+#define MF_NOT_COUNT	((1u << MF_MAX_TOKENS) | (1u << MF_STREAM) |	\
+			 (1u << MF_TEMPERATURE) | (1u << MF_TOP_P) |	\
+			 (1u << MF_TOP_K) | (1u << MF_STOP_SEQUENCES) |	\
+			 (1u << MF_OUTPUT_CONFIG))
+
+/* The first refusal of a walk through lists, and where it is told. */
+struct verdict {
+	enum violation	 vd_v;
+	char		*vd_why;
+	size_t		 vd_whylen;
+};
+
+/* Record the refusal and stop the walk: -1 with no JSON error set. */
+static int __attribute__((format(printf, 3, 4)))
+stop(struct verdict *vd, enum violation v, const char *fmt, ...)
+{
+	va_list	 ap;
+
+	if (vd->vd_v != VIOLATION_NONE)
+		return -1;
+	vd->vd_v = v;
+	if (vd->vd_why != NULL && vd->vd_whylen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(vd->vd_why, vd->vd_whylen, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+/* A walk that returned -1: the refusal it recorded, or bad JSON. */
+static enum violation
+walk_failed(struct verdict *vd, const struct jw *w, const char *what)
+{
+	if (vd->vd_v != VIOLATION_NONE)
+		return vd->vd_v;
+	return refuse(VIOLATION_BODY, vd->vd_why, vd->vd_whylen, "%s: %s",
+	    what, w->err != NULL ? w->err : "unreadable");
+}
+
+/* Room for the longest path a refusal names:
+ * "messages.1999.content.255.content.255.source.media_type". */
+#define PATH_MAX_POLICY	96
+
+/*
+ * Content blocks, as the rebuild writes them (PROTOCOL.md 5): each type
+ * with the keys it always writes, those it may write and those whose
+ * value is a string.  The values themselves (text, ids, names, base64
+ * data) are the conversation's: upstream judges them, and none of them
+ * names anything upstream would fetch or spend.
+ */
+enum {
+	BF_TYPE, BF_TEXT, BF_CACHE_CONTROL, BF_SOURCE, BF_ID, BF_NAME,
+	BF_INPUT, BF_TOOL_USE_ID, BF_CONTENT, BF_IS_ERROR, BF_THINKING,
+	BF_SIGNATURE, BF_DATA
+};
+static const char *const block_fields[] = {
+	"type", "text", "cache_control", "source", "id", "name", "input",
+	"tool_use_id", "content", "is_error", "thinking", "signature", "data"
+};
+#define BF(f)		(1u << BF_##f)
+
+#define BLOCK_TEXT		0x01
+#define BLOCK_IMAGE		0x02
+#define BLOCK_TOOL_USE		0x04
+#define BLOCK_TOOL_RESULT	0x08
+#define BLOCK_THINKING		0x10
+#define BLOCK_REDACTED		0x20
+#define BLOCKS_MESSAGE		0x3f
+/* "system and nested content accept only text and image". */
+#define BLOCKS_NESTED		(BLOCK_TEXT | BLOCK_IMAGE)
+
+static const struct block_type {
+	const char	*bt_name;
+	int		 bt_bit;
+	uint32_t	 bt_required;
+	uint32_t	 bt_optional;
+	uint32_t	 bt_strings;
+} block_types[] = {
+	{ "text", BLOCK_TEXT, BF(TYPE) | BF(TEXT), BF(CACHE_CONTROL),
+	    BF(TEXT) },
+	{ "image", BLOCK_IMAGE, BF(TYPE) | BF(SOURCE), 0, 0 },
+	{ "tool_use", BLOCK_TOOL_USE, BF(TYPE) | BF(ID) | BF(NAME) |
+	    BF(INPUT), 0, BF(ID) | BF(NAME) },
+	{ "tool_result", BLOCK_TOOL_RESULT, BF(TYPE) | BF(TOOL_USE_ID),
+	    BF(CONTENT) | BF(IS_ERROR), BF(TOOL_USE_ID) },
+	{ "thinking", BLOCK_THINKING, BF(TYPE) | BF(THINKING) |
+	    BF(SIGNATURE), 0, BF(THINKING) | BF(SIGNATURE) },
+	{ "redacted_thinking", BLOCK_REDACTED, BF(TYPE) | BF(DATA), 0,
+	    BF(DATA) },
+};
+
+/* 4.3: the four media types of an image. */
+static const char *const image_types[] = {
+	"image/png", "image/jpeg", "image/webp", "image/gif"
+};
+
+/* One content list being walked. */
+struct list_ctx {
+	struct verdict	*lc_vd;
+	const char	*lc_body;
+	size_t		 lc_len;
+	const char	*lc_path;
+	int		 lc_mask;
+	size_t		 lc_n;
+	size_t		 lc_nimages;
+};
+
+static int	check_content(struct verdict *, const char *, size_t, size_t,
+		    const char *, int, int);
+
+/* base.key into out (a path is only ever told, cut if it must be). */
+static void
+path_key(char *out, size_t outsz, const char *base, const char *key)
+{
+	if (snprintf(out, outsz, "%s.%s", base, key) < 0)
+		out[0] = '\0';
+}
+
+static void
+path_index(char *out, size_t outsz, const char *base, size_t i)
+{
+	if (snprintf(out, outsz, "%s.%zu", base, i) < 0)
+		out[0] = '\0';
+}
+
+/* The first key of fields seen in mask, for a refusal that names it. */
+static const char *
+first_key(const struct fields *f, uint32_t mask)
+{
+	size_t	 k;
+
+	for (k = 0; k < f->f_n; k++)
+		if (mask & (1u << k))
+			return f->f_names[k];
+	return "?";
+}
+
+/* An object of the keys names at off, into f; -1 when refused. */
+static int
+read_object(struct verdict *vd, const char *body, size_t len, size_t off,
+    const char *const *names, size_t n, struct fields *f, const char *path,
+    int depth)
+{
+	struct jw	 w;
+
+	memset(f, 0, sizeof(*f));
+	f->f_names = names;
+	f->f_n = n;
+	jw_at(&w, body, len, off);
+	if (jw_peek(&w) != '{')
+		return stop(vd, VIOLATION_FIELD, "%s is not an object", path);
+	if (jw_object(&w, depth, fields_member, f) == -1)
+		return stop(vd, VIOLATION_BODY, "%s: %s", path,
+		    w.err != NULL ? w.err : "unreadable");
+	if (f->f_dup)
+		return stop(vd, VIOLATION_BODY, "%s.%s twice", path,
+		    f->f_dup_name);
+	return 0;
+}
+
+/* The string value at off into out: 0, or -1 when it is none or does not
+ * fit (the caller names it). */
+static int
+read_str(const char *body, size_t len, size_t off, char *out, size_t outsz)
+{
+	struct jw	 w;
+
+	jw_at(&w, body, len, off);
+	return jw_get_str(&w, out, outsz) == 0 ? 0 : -1;
+}
+
+static char
+peek_at(const char *body, size_t len, size_t off)
+{
+	return off < len ? body[off] : '\0';
+}
+
+/* "cache_control kept only as {"type":"ephemeral"} plus "ttl":"1h"". */
+static int
+check_cache_control(struct verdict *vd, const char *body, size_t len,
+    size_t off, const char *path, int depth)
+{
+	static const char *const names[] = { "type", "ttl" };
+	struct fields	 f;
+	char		 p[PATH_MAX_POLICY], s[16];
+
+	path_key(p, sizeof(p), path, "cache_control");
+	if (read_object(vd, body, len, off, names, nitems(names), &f, p,
+	    depth) == -1)
+		return -1;
+	if (f.f_unknown)
+		return stop(vd, VIOLATION_FIELD, "%s.%s is not written by the "
+		    "rebuild", p, f.f_unknown_name);
+	if (!(f.f_seen & 1u) || read_str(body, len, f.f_off[0], s,
+	    sizeof(s)) == -1 || strcmp(s, "ephemeral") != 0)
+		return stop(vd, VIOLATION_FIELD, "%s is not of type "
+		    "ephemeral", p);
+	if ((f.f_seen & 2u) && (read_str(body, len, f.f_off[1], s,
+	    sizeof(s)) == -1 || strcmp(s, "1h") != 0))
+		return stop(vd, VIOLATION_FIELD, "%s.ttl is not \"1h\"", p);
+	return 0;
+}
+
+/* An image's source: base64 of a media type of 4.3, never a url, a file
+ * or anything upstream would fetch. */
+static int
+check_source(struct verdict *vd, const char *body, size_t len, size_t off,
+    const char *path, int depth)
+{
+	static const char *const names[] = { "type", "media_type", "data" };
+	struct fields	 f;
+	char		 p[PATH_MAX_POLICY], s[24];
+	size_t		 k = nitems(image_types);
+
+	path_key(p, sizeof(p), path, "source");
+	if (read_object(vd, body, len, off, names, nitems(names), &f, p,
+	    depth) == -1)
+		return -1;
+	if (!(f.f_seen & 1u))
+		return stop(vd, VIOLATION_FIELD, "%s has no type", p);
+	if (read_str(body, len, f.f_off[0], s, sizeof(s)) == -1)
+		return stop(vd, VIOLATION_FIELD, "%s.type is not a source "
+		    "type the rebuild writes", p);
+	if (strcmp(s, "base64") != 0) {
+		tame(s);
+		return stop(vd, VIOLATION_FIELD, "%s is of type \"%s\": the "
+		    "rebuild writes base64 sources only", p, s);
+	}
+	if (f.f_unknown)
+		return stop(vd, VIOLATION_FIELD, "%s.%s is not written by the "
+		    "rebuild", p, f.f_unknown_name);
+	if ((f.f_seen & 2u) && read_str(body, len, f.f_off[1], s,
+	    sizeof(s)) == 0)
+		for (k = 0; k < nitems(image_types); k++)
+			if (strcmp(s, image_types[k]) == 0)
+				break;
+	if (!(f.f_seen & 2u) || k == nitems(image_types))
+		return stop(vd, VIOLATION_FIELD, "%s.media_type is not "
+		    "image/png, image/jpeg, image/webp or image/gif", p);
+	if (!(f.f_seen & 4u) || peek_at(body, len, f.f_off[2]) != '"')
+		return stop(vd, VIOLATION_FIELD, "%s.data is not a string", p);
+	return 0;
+}
+
+/* One block of a content list, its keys already noted in f. */
+static int
+check_block(struct list_ctx *lc, const struct fields *f, const char *path,
+    int depth)
+{
+	const struct block_type	*bt = NULL;
+	const char		*b = lc->lc_body;
+	size_t			 len = lc->lc_len, k;
+	uint32_t		 extra;
+	char			 type[32];
+
+	if (!(f->f_seen & BF(TYPE)) || read_str(b, len, f->f_off[BF_TYPE],
+	    type, sizeof(type)) == -1)
+		return stop(lc->lc_vd, VIOLATION_FIELD, "%s has no block type "
+		    "the rebuild writes", path);
+	for (k = 0; k < nitems(block_types); k++)
+		if (strcmp(type, block_types[k].bt_name) == 0)
+			bt = &block_types[k];
+	if (bt == NULL || !(bt->bt_bit & lc->lc_mask)) {
+		tame(type);
+		return stop(lc->lc_vd, VIOLATION_FIELD, "%s is a \"%s\" block, "
+		    "which the rebuild does not write %s", path, type,
+		    lc->lc_mask == BLOCKS_NESTED ? "here (text and image only)" :
+		    "");
+	}
+	if (f->f_unknown)
+		return stop(lc->lc_vd, VIOLATION_FIELD, "%s.%s is not written "
+		    "by the rebuild", path, f->f_unknown_name);
+	if ((extra = f->f_seen & ~(bt->bt_required | bt->bt_optional)) != 0)
+		return stop(lc->lc_vd, VIOLATION_FIELD, "%s.%s is not written "
+		    "by the rebuild in a %s block", path, first_key(f, extra),
+		    type);
+	if ((extra = bt->bt_required & ~f->f_seen) != 0)
+		return stop(lc->lc_vd, VIOLATION_FIELD, "%s: a %s block without "
+		    "%s", path, type, first_key(f, extra));
+	for (k = 0; k < nitems(block_fields); k++)
+		if ((bt->bt_strings & (1u << k)) &&
+		    peek_at(b, len, f->f_off[k]) != '"')
+			return stop(lc->lc_vd, VIOLATION_FIELD, "%s.%s is not a "
+			    "string", path, block_fields[k]);
+	if ((f->f_seen & BF(CACHE_CONTROL)) && check_cache_control(lc->lc_vd,
+	    b, len, f->f_off[BF_CACHE_CONTROL], path, depth + 1) == -1)
+		return -1;
+	if (bt->bt_bit == BLOCK_IMAGE) {
+		if (++lc->lc_nimages > IMAGES_MAX)
+			return stop(lc->lc_vd, VIOLATION_BODY, "%s: more than %u "
+			    "images in one list", lc->lc_path, IMAGES_MAX);
+		return check_source(lc->lc_vd, b, len, f->f_off[BF_SOURCE],
+		    path, depth + 1);
+	}
+	if (bt->bt_bit == BLOCK_TOOL_USE &&
+	    peek_at(b, len, f->f_off[BF_INPUT]) != '{')
+		return stop(lc->lc_vd, VIOLATION_FIELD, "%s.input is not an "
+		    "object", path);
+	if (bt->bt_bit != BLOCK_TOOL_RESULT)
+		return 0;
+	/* is_error only as true: "is_error:true kept" */
+	if ((f->f_seen & BF(IS_ERROR)) &&
+	    peek_at(b, len, f->f_off[BF_IS_ERROR]) != 't')
+		return stop(lc->lc_vd, VIOLATION_FIELD, "%s.is_error is not "
+		    "true", path);
+	if (f->f_seen & BF(CONTENT)) {
+		char	 p[PATH_MAX_POLICY];
+
+		path_key(p, sizeof(p), path, "content");
+		return check_content(lc->lc_vd, b, len, f->f_off[BF_CONTENT],
+		    p, BLOCKS_NESTED, depth + 1);
+	}
+	return 0;
+}
+
+static int
+block_elem(struct jw *w, void *arg, int depth)
+{
+	struct list_ctx	*lc = arg;
+	struct fields	 f;
+	char		 path[PATH_MAX_POLICY];
+
+	if (jw_node(w) == -1)
+		return -1;
+	if (lc->lc_n == MODEL_BLOCKS_MAX)
+		return stop(lc->lc_vd, VIOLATION_BODY, "%s: more than %u "
+		    "content blocks", lc->lc_path, MODEL_BLOCKS_MAX);
+	path_index(path, sizeof(path), lc->lc_path, lc->lc_n++);
+	if (jw_peek(w) != '{')
+		return stop(lc->lc_vd, VIOLATION_FIELD, "%s is not an object",
+		    path);
+	memset(&f, 0, sizeof(f));
+	f.f_names = block_fields;
+	f.f_n = nitems(block_fields);
+	if (jw_object(w, depth, fields_member, &f) == -1)
+		return -1;
+	if (f.f_dup)
+		return stop(lc->lc_vd, VIOLATION_BODY, "%s.%s twice", path,
+		    f.f_dup_name);
+	return check_block(lc, &f, path, depth);
+}
+
+/* body[off]: a string, or a list of the blocks of mask (PROTOCOL.md 5). */
+static int
+check_content(struct verdict *vd, const char *body, size_t len, size_t off,
+    const char *path, int mask, int depth)
+{
+	struct list_ctx	 lc;
+	struct jw	 w;
+
+	switch (peek_at(body, len, off)) {
+	case '"':
+		return 0;
+	case '[':
+		break;
+	default:
+		return stop(vd, VIOLATION_FIELD, "%s is not a string or a list",
+		    path);
+	}
+	memset(&lc, 0, sizeof(lc));
+	lc.lc_vd = vd;
+	lc.lc_body = body;
+	lc.lc_len = len;
+	lc.lc_path = path;
+	lc.lc_mask = mask;
+	jw_at(&w, body, len, off);
+	if (jw_array(&w, depth, block_elem, &lc) == -1) {
+		if (vd->vd_v == VIOLATION_NONE)
+			return stop(vd, VIOLATION_BODY, "%s: %s", path,
+			    w.err != NULL ? w.err : "unreadable");
+		return -1;
+	}
+	return 0;
+}
+
+/* One message: role user or assistant, content; nothing else. */
+struct messages_ctx {
+	struct verdict	*mc_vd;
+	const char	*mc_body;
+	size_t		 mc_len;
+	size_t		 mc_n;
+};
+
+static int
+message_elem(struct jw *w, void *arg, int depth)
+{
+	static const char *const names[] = { "role", "content" };
+	struct messages_ctx	*mc = arg;
+	struct fields		 f;
+	char			 path[PATH_MAX_POLICY], p[PATH_MAX_POLICY];
+	char			 role[16];
+
+	if (jw_node(w) == -1)
+		return -1;
+	if (mc->mc_n == MODEL_MESSAGES_MAX)
+		return stop(mc->mc_vd, VIOLATION_BODY, "more than %u messages",
+		    MODEL_MESSAGES_MAX);
+	path_index(path, sizeof(path), "messages", mc->mc_n++);
+	if (jw_peek(w) != '{')
+		return stop(mc->mc_vd, VIOLATION_FIELD, "%s is not an object",
+		    path);
+	memset(&f, 0, sizeof(f));
+	f.f_names = names;
+	f.f_n = nitems(names);
+	if (jw_object(w, depth, fields_member, &f) == -1)
+		return -1;
+	if (f.f_dup)
+		return stop(mc->mc_vd, VIOLATION_BODY, "%s.%s twice", path,
+		    f.f_dup_name);
+	if (f.f_unknown)
+		return stop(mc->mc_vd, VIOLATION_FIELD, "%s.%s is not written "
+		    "by the rebuild", path, f.f_unknown_name);
+	if (!(f.f_seen & 1u) || read_str(mc->mc_body, mc->mc_len, f.f_off[0],
+	    role, sizeof(role)) == -1 || (strcmp(role, "user") != 0 &&
+	    strcmp(role, "assistant") != 0))
+		return stop(mc->mc_vd, VIOLATION_FIELD, "%s.role is not user or "
+		    "assistant", path);
+	if (!(f.f_seen & 2u))
+		return stop(mc->mc_vd, VIOLATION_FIELD, "%s has no content",
+		    path);
+	path_key(p, sizeof(p), path, "content");
+	return check_content(mc->mc_vd, mc->mc_body, mc->mc_len, f.f_off[1],
+	    p, BLOCKS_MESSAGE, depth + 1);
+}
+
+static enum violation
+check_messages(const char *body, size_t len, size_t off, char *why,
+    size_t whylen)
+{
+	struct verdict		 vd = { VIOLATION_NONE, why, whylen };
+	struct messages_ctx	 mc;
+	struct jw		 w;
+
+	memset(&mc, 0, sizeof(mc));
+	mc.mc_vd = &vd;
+	mc.mc_body = body;
+	mc.mc_len = len;
+	jw_at(&w, body, len, off);
+	if (jw_peek(&w) != '[')
+		return refuse(VIOLATION_FIELD, why, whylen,
+		    "messages is not a list");
+	if (jw_array(&w, 2, message_elem, &mc) == -1)
+		return walk_failed(&vd, &w, "messages");
+	return VIOLATION_NONE;
+}
+
+static enum violation
+check_system(const char *body, size_t len, size_t off, char *why,
+    size_t whylen)
+{
+	struct verdict	 vd = { VIOLATION_NONE, why, whylen };
+
+	(void)check_content(&vd, body, len, off, "system", BLOCKS_NESTED, 2);
+	return vd.vd_v;
+}
 
 /* A sub-object of known keys: offsets noted, unknown keys and doubles
  * refused. */
@@ -653,16 +1117,24 @@ sub_fields(const char *body, size_t len, size_t off, struct fields *f,
 	return VIOLATION_NONE;
 }
 
+/*
+ * thinking: adaptive, disabled, or enabled with a budget the rebuild
+ * could have set: at least 1 024, at most the level's ceiling and below
+ * maxOutputTokens.  A research job without a level thinks not at all
+ * (adaptive thinking runs at upstream's default effort, high).
+ * *adaptive and *budget tell the checks that follow.
+ */
 static enum violation
 check_thinking(const char *body, size_t len, size_t off,
-    const struct policy_model *pm, char *why, size_t whylen)
+    const struct policy_model *pm, int *adaptive, uint64_t *budget,
+    char *why, size_t whylen)
 {
 	static const char *const names[] = { "type", "budget_tokens" };
 	struct fields	 f;
 	struct jw	 w;
 	enum violation	 v;
 	char		 type[16];
-	uint64_t	 budget, ceil = policy_budget_ceiling(pm->pm_level);
+	uint64_t	 ceil = policy_budget_ceiling(pm->pm_level);
 
 	memset(&f, 0, sizeof(f));
 	f.f_names = names;
@@ -681,6 +1153,10 @@ check_thinking(const char *body, size_t len, size_t off,
 		if (f.f_seen & 2u)
 			return refuse(VIOLATION_THINKING, why, whylen,
 			    "thinking %s with a budget", type);
+		*adaptive = strcmp(type, "adaptive") == 0;
+		if (*adaptive && pm->pm_level == POLICY_LEVEL_NONE)
+			return refuse(VIOLATION_THINKING, why, whylen,
+			    "adaptive thinking without a thinking level");
 		return VIOLATION_NONE;
 	}
 	if (strcmp(type, "enabled") != 0)
@@ -690,21 +1166,38 @@ check_thinking(const char *body, size_t len, size_t off,
 		return refuse(VIOLATION_THINKING, why, whylen,
 		    "thinking enabled without a budget");
 	jw_at(&w, body, len, f.f_off[1]);
-	if (jw_get_uint(&w, &budget) != 0)
+	if (jw_get_uint(&w, budget) != 0)
 		return refuse(VIOLATION_THINKING, why, whylen,
 		    "thinking.budget_tokens is not a plain integer");
-	if (budget > ceil)
+	if (*budget > ceil)
 		return refuse(VIOLATION_THINKING, why, whylen,
 		    "thinking budget %llu over the %s ceiling %llu",
-		    (unsigned long long)budget,
+		    (unsigned long long)*budget,
 		    policy_level_name(pm->pm_level),
 		    (unsigned long long)ceil);
+	if (*budget < THINKING_BUDGET_MIN)
+		return refuse(VIOLATION_THINKING, why, whylen,
+		    "thinking budget %llu under %u",
+		    (unsigned long long)*budget, THINKING_BUDGET_MIN);
+	if (*budget >= pm->pm_max_tokens)
+		return refuse(VIOLATION_THINKING, why, whylen,
+		    "thinking budget %llu not under the output ceiling %llu",
+		    (unsigned long long)*budget,
+		    (unsigned long long)pm->pm_max_tokens);
 	return VIOLATION_NONE;
 }
 
+/*
+ * output_config: only an effort, at most the level's.  With adaptive
+ * thinking and no effort the rebuild sets the ceiling's at low and medium,
+ * so there a missing effort is refused (upstream would think at its
+ * default, high); at high and xhigh the rebuild leaves it out, and the
+ * default is within the ceiling.  count_tokens generates nothing: the
+ * rebuild sends it no output_config (refused before this is reached).
+ */
 static enum violation
-check_effort(const char *body, size_t len, size_t off,
-    const struct policy_model *pm, char *why, size_t whylen)
+check_effort(const char *body, size_t len, int has_config, size_t off,
+    int adaptive, const struct policy_model *pm, char *why, size_t whylen)
 {
 	static const char *const names[] = { "effort" };
 	struct fields	 f;
@@ -714,6 +1207,15 @@ check_effort(const char *body, size_t len, size_t off,
 	size_t		 k;
 	int		 ceil = effort_ceiling[pm->pm_level];
 
+	if (!has_config) {
+		if (adaptive && !pm->pm_count_tokens &&
+		    (pm->pm_level == POLICY_LEVEL_LOW ||
+		    pm->pm_level == POLICY_LEVEL_MEDIUM))
+			return refuse(VIOLATION_EFFORT, why, whylen,
+			    "adaptive thinking without an effort at level %s",
+			    policy_level_name(pm->pm_level));
+		return VIOLATION_NONE;
+	}
 	memset(&f, 0, sizeof(f));
 	f.f_names = names;
 	f.f_n = nitems(names);
@@ -721,7 +1223,8 @@ check_effort(const char *body, size_t len, size_t off,
 	    VIOLATION_EFFORT, why, whylen)) != VIOLATION_NONE)
 		return v;
 	if (!(f.f_seen & 1u))
-		return VIOLATION_NONE;
+		return refuse(VIOLATION_EFFORT, why, whylen,
+		    "output_config without an effort");
 	jw_at(&w, body, len, f.f_off[0]);
 	if (jw_get_str(&w, effort, sizeof(effort)) != 0)
 		return refuse(VIOLATION_EFFORT, why, whylen,
@@ -773,6 +1276,9 @@ tool_elem(struct jw *w, void *arg, int depth)
 
 	if (jw_node(w) == -1)
 		return -1;
+	if (tc->n == MODEL_TOOLS_MAX && tc->v == VIOLATION_NONE)
+		tc->v = refuse(VIOLATION_BODY, tc->why, tc->whylen,
+		    "more than %u tools", MODEL_TOOLS_MAX);
 	if (jw_peek(w) != '{') {
 		if (tc->v == VIOLATION_NONE)
 			tc->v = refuse(VIOLATION_FIELD, tc->why, tc->whylen,
@@ -827,7 +1333,9 @@ policy_model_check(const char *body, size_t len,
 	struct jw	 w;
 	enum violation	 v;
 	char		 model[POLICY_STR_MAX + 1];
-	uint64_t	 mt;
+	uint64_t	 mt = 0, budget = 0;
+	size_t		 k;
+	int		 adaptive = 0;
 
 	if ((v = top_fields(body, len, model_fields, nitems(model_fields), &f,
 	    VIOLATION_BODY, "body is not a JSON object", why, whylen)) !=
@@ -842,6 +1350,13 @@ policy_model_check(const char *body, size_t len,
 		return refuse(VIOLATION_MODEL, why, whylen,
 		    "a model other than the profile's");
 
+	if (pm->pm_count_tokens && (f.f_seen & MF_NOT_COUNT)) {
+		for (k = 0; !(f.f_seen & MF_NOT_COUNT & (1u << k)); k++)
+			;
+		return refuse(VIOLATION_FIELD, why, whylen,
+		    "field \"%s\" is not sent to count_tokens by the rebuild",
+		    model_fields[k]);
+	}
 	if (f.f_seen & (1u << MF_MAX_TOKENS)) {
 		jw_at(&w, body, len, f.f_off[MF_MAX_TOKENS]);
 		if (jw_get_uint(&w, &mt) != 0)
@@ -852,19 +1367,39 @@ policy_model_check(const char *body, size_t len,
 			    "max_tokens %llu over the ceiling %llu",
 			    (unsigned long long)mt,
 			    (unsigned long long)pm->pm_max_tokens);
+		if (mt == 0)
+			return refuse(VIOLATION_MAX_TOKENS, why, whylen,
+			    "max_tokens 0");
 	}
 	if ((f.f_seen & (1u << MF_THINKING)) &&
-	    (v = check_thinking(body, len, f.f_off[MF_THINKING], pm, why,
-	    whylen)) != VIOLATION_NONE)
+	    (v = check_thinking(body, len, f.f_off[MF_THINKING], pm,
+	    &adaptive, &budget, why, whylen)) != VIOLATION_NONE)
 		return v;
-	if ((f.f_seen & (1u << MF_OUTPUT_CONFIG)) &&
-	    (v = check_effort(body, len, f.f_off[MF_OUTPUT_CONFIG], pm, why,
-	    whylen)) != VIOLATION_NONE)
+	/* "max_tokens = max(budget + 1, ...)" */
+	if (budget > 0 && (f.f_seen & (1u << MF_MAX_TOKENS)) && mt <= budget)
+		return refuse(VIOLATION_THINKING, why, whylen,
+		    "thinking budget %llu not under max_tokens %llu",
+		    (unsigned long long)budget, (unsigned long long)mt);
+	if ((v = check_effort(body, len, (f.f_seen & (1u << MF_OUTPUT_CONFIG))
+	    != 0, f.f_off[MF_OUTPUT_CONFIG], adaptive, pm, why, whylen)) !=
+	    VIOLATION_NONE)
 		return v;
 	if ((f.f_seen & (1u << MF_TOOLS)) &&
 	    (v = check_tools(body, len, f.f_off[MF_TOOLS], why, whylen)) !=
 	    VIOLATION_NONE)
 		return v;
+	if (!(f.f_seen & (1u << MF_MESSAGES)))
+		return refuse(VIOLATION_FIELD, why, whylen, "no messages");
+	if ((v = check_messages(body, len, f.f_off[MF_MESSAGES], why,
+	    whylen)) != VIOLATION_NONE)
+		return v;
+	if ((f.f_seen & (1u << MF_SYSTEM)) &&
+	    (v = check_system(body, len, f.f_off[MF_SYSTEM], why, whylen)) !=
+	    VIOLATION_NONE)
+		return v;
+	if (!pm->pm_count_tokens && !(f.f_seen & (1u << MF_MAX_TOKENS)))
+		return refuse(VIOLATION_MAX_TOKENS, why, whylen,
+		    "no max_tokens");
 	return VIOLATION_NONE;
 }
 
