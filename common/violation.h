@@ -18,14 +18,20 @@
 	/* a call kind, path or query the peer may not use */		\
 	X(KIND,		"kind")						\
 	/* a body over its bound, not strict JSON, over the node cap,	\
-	 * or with a key twice */					\
+	 * with a key twice, or a list over its count (messages, blocks, \
+	 * images, tools) */						\
 	X(BODY,		"body")						\
-	/* a top-level field the rebuild never sends, a tool that is not \
-	 * custom */							\
+	/* a field, role, content block, source or key the rebuild	\
+	 * never writes (or one it always writes, missing), a tool that	\
+	 * is not custom */						\
 	X(FIELD,	"field")					\
 	X(MODEL,	"model")					\
 	X(MAX_TOKENS,	"max_tokens")					\
+	/* a budget the rebuild never sets, adaptive thinking with no	\
+	 * level */							\
 	X(THINKING,	"thinking")					\
+	/* over the ceiling, or missing with adaptive thinking at low	\
+	 * or medium */							\
 	X(EFFORT,	"effort")					\
 	/* an MCP server outside the peer's profile */			\
 	X(MCP_SERVER,	"mcp_server")					\

@@ -661,6 +661,8 @@ egress_admit(struct egress_peer *ep, const char *kind, const char *path,
 		pm.pm_model = ea->ea_model;
 		pm.pm_max_tokens = ep->ep_max_output_tokens;
 		pm.pm_level = ea->ea_level;
+		pm.pm_count_tokens = strcmp(path,
+		    "/v1/messages/count_tokens") == 0;
 		if ((v = policy_model_check(body, len, &pm, why, whylen)) !=
 		    VIOLATION_NONE)
 			return v;

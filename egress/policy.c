@@ -1,6 +1,6 @@
 /*
  * Egress's own reading of each call body (DESIGN.md 1, invariant 6).  The
- * reader below walks strict JSON without building anything: a first pass
+ * reader (jwalk.c) walks strict JSON without building anything: a first pass
  * checks the grammar of the whole body, counts its values and keys and
  * notes where each top-level field the policy knows begins; the checks
  * then read just those values again.
@@ -9,25 +9,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "jwalk.h"
 #include "limits.h"
 #include "policy.h"
-#include "validate.h"
 
-/* Values and keys in one body: the broker lets in no more than
- * MODEL_NODES_MAX and its rebuild adds a handful, so twice that is never
- * reached by a legitimate call; a bound on the time a hostile one costs
- * (the reader holds no memory for them). */
-#define POLICY_NODES_MAX	(2u * MODEL_NODES_MAX)
 /* The longest name the policy compares, decoded (a model name). */
 #define POLICY_STR_MAX		MODEL_NAME_BYTES_MAX
-
-struct jw {
-	const uint8_t	*s;
-	size_t		 len;
-	size_t		 i;
-	size_t		 nodes;
-	const char	*err;
-};
 
 static const char *const level_names[] = {
 	[POLICY_LEVEL_NONE] = "none",
@@ -93,426 +80,6 @@ policy_budget_ceiling(enum policy_level l)
 	default:
 		return 0;
 	}
-}
-
-/*
- * The reader
- */
-
-static int
-jw_fail(struct jw *w, const char *why)
-{
-	if (w->err == NULL)
-		w->err = why;
-	return -1;
-}
-
-static void
-jw_ws(struct jw *w)
-{
-	while (w->i < w->len && (w->s[w->i] == ' ' || w->s[w->i] == '\t' ||
-	    w->s[w->i] == '\n' || w->s[w->i] == '\r'))
-		w->i++;
-}
-
-static int
-jw_node(struct jw *w)
-{
-	if (++w->nodes > POLICY_NODES_MAX)
-		return jw_fail(w, "too many values and keys");
-	return 0;
-}
-
-static int
-jw_hex4(struct jw *w, uint32_t *v)
-{
-	int	 d;
-	size_t	 k;
-
-	if (w->len - w->i < 4)
-		return jw_fail(w, "a truncated \\u escape");
-	*v = 0;
-	for (k = 0; k < 4; k++) {
-		if ((d = hex_digit(w->s[w->i + k])) == -1)
-			return jw_fail(w, "a bad \\u escape");
-		*v = (*v << 4) | (uint32_t)d;
-	}
-	w->i += 4;
-	return 0;
-}
-
-/* Append code point cp to out as UTF-8; *n goes past outsz when it does
- * not fit (the caller then knows the string is too long). */
-static void
-put_utf8(char *out, size_t outsz, size_t *n, uint32_t cp)
-{
-	uint8_t	 b[4];
-	size_t	 k, blen;
-
-	if (cp < 0x80) {
-		b[0] = cp;
-		blen = 1;
-	} else if (cp < 0x800) {
-		b[0] = 0xc0 | (cp >> 6);
-		b[1] = 0x80 | (cp & 0x3f);
-		blen = 2;
-	} else if (cp < 0x10000) {
-		b[0] = 0xe0 | (cp >> 12);
-		b[1] = 0x80 | ((cp >> 6) & 0x3f);
-		b[2] = 0x80 | (cp & 0x3f);
-		blen = 3;
-	} else {
-		b[0] = 0xf0 | (cp >> 18);
-		b[1] = 0x80 | ((cp >> 12) & 0x3f);
-		b[2] = 0x80 | ((cp >> 6) & 0x3f);
-		b[3] = 0x80 | (cp & 0x3f);
-		blen = 4;
-	}
-	for (k = 0; k < blen; k++, (*n)++)
-		if (out != NULL && *n < outsz)
-			out[*n] = b[k];
-}
-
-/*
- * A string at w->i (its opening quote), decoded into out when out is not
- * NULL: *outlen is its decoded length, which may exceed outsz (then only
- * outsz bytes were written).  Escapes are decoded, so "mod\u0065l" is
- * "model" here as it is upstream.
- */
-static int
-jw_string(struct jw *w, char *out, size_t outsz, size_t *outlen)
-{
-	uint32_t	 cp, lo;
-	size_t		 n = 0;
-	uint8_t		 c;
-
-	if (w->i >= w->len || w->s[w->i] != '"')
-		return jw_fail(w, "a string expected");
-	w->i++;
-	for (;;) {
-		if (w->i >= w->len)
-			return jw_fail(w, "an unterminated string");
-		c = w->s[w->i];
-		if (c == '"') {
-			w->i++;
-			break;
-		}
-		if (c < 0x20)
-			return jw_fail(w, "a control character in a string");
-		if (c != '\\') {
-			if (utf8_next(w->s, w->len, &w->i, &cp) == -1)
-				return jw_fail(w, "a string that is not UTF-8");
-			put_utf8(out, outsz, &n, cp);
-			continue;
-		}
-		if (++w->i >= w->len)
-			return jw_fail(w, "an unterminated escape");
-		c = w->s[w->i++];
-		switch (c) {
-		case '"':
-		case '\\':
-		case '/':
-			cp = c;
-			break;
-		case 'b':
-			cp = '\b';
-			break;
-		case 'f':
-			cp = '\f';
-			break;
-		case 'n':
-			cp = '\n';
-			break;
-		case 'r':
-			cp = '\r';
-			break;
-		case 't':
-			cp = '\t';
-			break;
-		case 'u':
-			if (jw_hex4(w, &cp) == -1)
-				return -1;
-			/* a surrogate only as a whole pair */
-			if (cp >= 0xdc00 && cp <= 0xdfff)
-				return jw_fail(w, "a lone low surrogate");
-			if (cp >= 0xd800 && cp <= 0xdbff) {
-				if (w->len - w->i < 2 || w->s[w->i] != '\\' ||
-				    w->s[w->i + 1] != 'u')
-					return jw_fail(w,
-					    "a lone high surrogate");
-				w->i += 2;
-				if (jw_hex4(w, &lo) == -1)
-					return -1;
-				if (lo < 0xdc00 || lo > 0xdfff)
-					return jw_fail(w,
-					    "a lone high surrogate");
-				cp = 0x10000 + ((cp - 0xd800) << 10) +
-				    (lo - 0xdc00);
-			}
-			break;
-		default:
-			return jw_fail(w, "a bad escape");
-		}
-		put_utf8(out, outsz, &n, cp);
-	}
-	if (outlen != NULL)
-		*outlen = n;
-	return 0;
-}
-
-static int
-jw_digits(struct jw *w)
-{
-	size_t	 start = w->i;
-
-	while (w->i < w->len && w->s[w->i] >= '0' && w->s[w->i] <= '9')
-		w->i++;
-	return w->i > start ? 0 : jw_fail(w, "a bad number");
-}
-
-static int
-jw_number(struct jw *w)
-{
-	if (w->i < w->len && w->s[w->i] == '-')
-		w->i++;
-	if (w->i < w->len && w->s[w->i] == '0')
-		w->i++;
-	else if (jw_digits(w) == -1)
-		return -1;
-	if (w->i < w->len && w->s[w->i] == '.') {
-		w->i++;
-		if (jw_digits(w) == -1)
-			return -1;
-	}
-	if (w->i < w->len && (w->s[w->i] == 'e' || w->s[w->i] == 'E')) {
-		w->i++;
-		if (w->i < w->len && (w->s[w->i] == '+' || w->s[w->i] == '-'))
-			w->i++;
-		if (jw_digits(w) == -1)
-			return -1;
-	}
-	return 0;
-}
-
-static int
-jw_literal(struct jw *w, const char *lit)
-{
-	size_t	 n = strlen(lit);
-
-	if (w->len - w->i < n || memcmp(w->s + w->i, lit, n) != 0)
-		return jw_fail(w, "a bad literal");
-	w->i += n;
-	return 0;
-}
-
-static int	jw_value(struct jw *, int depth);
-
-/*
- * An object at w->i.  For each member, fn gets the key (decoded, or NULL
- * when longer than any key the policy knows) with w->i at its value, and
- * must consume the value; NULL fn just checks them.
- */
-typedef int	(*jw_member_fn)(struct jw *, const char *key, void *arg,
-		    int depth);
-
-#define JW_KEY_MAX	32
-
-static int
-jw_object(struct jw *w, int depth, jw_member_fn fn, void *arg)
-{
-	char	 key[JW_KEY_MAX + 1];
-	size_t	 klen;
-
-	if (depth > POLICY_DEPTH_MAX)
-		return jw_fail(w, "nested too deep");
-	if (w->i >= w->len || w->s[w->i] != '{')
-		return jw_fail(w, "an object expected");
-	w->i++;
-	jw_ws(w);
-	if (w->i < w->len && w->s[w->i] == '}') {
-		w->i++;
-		return 0;
-	}
-	for (;;) {
-		jw_ws(w);
-		if (jw_node(w) == -1 ||
-		    jw_string(w, key, JW_KEY_MAX, &klen) == -1)
-			return -1;
-		jw_ws(w);
-		if (w->i >= w->len || w->s[w->i] != ':')
-			return jw_fail(w, "a ':' expected");
-		w->i++;
-		jw_ws(w);
-		/* a NUL in a key matches no name the policy knows */
-		if (klen > JW_KEY_MAX || memchr(key, '\0', klen) != NULL)
-			klen = 0;
-		key[klen] = '\0';
-		if (fn != NULL) {
-			if (fn(w, klen > 0 ? key : NULL, arg, depth + 1) == -1)
-				return -1;
-		} else if (jw_value(w, depth + 1) == -1)
-			return -1;
-		jw_ws(w);
-		if (w->i < w->len && w->s[w->i] == ',') {
-			w->i++;
-			continue;
-		}
-		if (w->i < w->len && w->s[w->i] == '}') {
-			w->i++;
-			return 0;
-		}
-		return jw_fail(w, "a ',' or '}' expected");
-	}
-}
-
-/* An array at w->i; fn (or jw_value) consumes each element. */
-typedef int	(*jw_elem_fn)(struct jw *, void *arg, int depth);
-
-static int
-jw_array(struct jw *w, int depth, jw_elem_fn fn, void *arg)
-{
-	if (depth > POLICY_DEPTH_MAX)
-		return jw_fail(w, "nested too deep");
-	if (w->i >= w->len || w->s[w->i] != '[')
-		return jw_fail(w, "an array expected");
-	w->i++;
-	jw_ws(w);
-	if (w->i < w->len && w->s[w->i] == ']') {
-		w->i++;
-		return 0;
-	}
-	for (;;) {
-		jw_ws(w);
-		if ((fn != NULL ? fn(w, arg, depth + 1) :
-		    jw_value(w, depth + 1)) == -1)
-			return -1;
-		jw_ws(w);
-		if (w->i < w->len && w->s[w->i] == ',') {
-			w->i++;
-			continue;
-		}
-		if (w->i < w->len && w->s[w->i] == ']') {
-			w->i++;
-			return 0;
-		}
-		return jw_fail(w, "a ',' or ']' expected");
-	}
-}
-
-static int
-jw_value(struct jw *w, int depth)
-{
-	if (jw_node(w) == -1)
-		return -1;
-	if (w->i >= w->len)
-		return jw_fail(w, "a value expected");
-	switch (w->s[w->i]) {
-	case '{':
-		return jw_object(w, depth, NULL, NULL);
-	case '[':
-		return jw_array(w, depth, NULL, NULL);
-	case '"':
-		return jw_string(w, NULL, 0, NULL);
-	case 't':
-		return jw_literal(w, "true");
-	case 'f':
-		return jw_literal(w, "false");
-	case 'n':
-		return jw_literal(w, "null");
-	default:
-		return jw_number(w);
-	}
-}
-
-static char
-jw_peek(const struct jw *w)
-{
-	return w->i < w->len ? (char)w->s[w->i] : '\0';
-}
-
-/* A string value that must fit out (NUL-terminated): 0; 1 when it is a
- * string that does not fit or holds a NUL; -2 when it is no string; -1
- * on bad JSON. */
-static int
-jw_get_str(struct jw *w, char *out, size_t outsz)
-{
-	size_t	 n;
-
-	if (jw_peek(w) != '"') {
-		if (jw_value(w, 1) == -1)
-			return -1;
-		return -2;
-	}
-	if (jw_string(w, out, outsz - 1, &n) == -1)
-		return -1;
-	if (n > outsz - 1 || memchr(out, '\0', n) != NULL)
-		return 1;
-	out[n] = '\0';
-	return 0;
-}
-
-/* A plain non-negative integer (digits only, as the rebuild writes it):
- * 0; 1 for another number or a value that does not fit; -1 on bad JSON. */
-static int
-jw_get_uint(struct jw *w, uint64_t *v)
-{
-	size_t	 start = w->i, k;
-
-	if (jw_value(w, 1) == -1)
-		return -1;
-	*v = 0;
-	if (start == w->i)
-		return 1;
-	for (k = start; k < w->i; k++) {
-		if (w->s[k] < '0' || w->s[k] > '9')
-			return 1;
-		if (*v > (UINT64_MAX - 9) / 10)
-			return 1;
-		*v = *v * 10 + (w->s[k] - '0');
-	}
-	/* "0" alone is plain; "007" is no JSON number and failed above */
-	return 0;
-}
-
-/*
- * The first pass: the whole body is one strict JSON object; each field of
- * names is found at most once, its value's offset noted.
- */
-struct fields {
-	const char *const	*f_names;
-	size_t			 f_n;
-	size_t			 f_off[16];
-	uint32_t		 f_seen;
-	int			 f_unknown;	/* a field not in names */
-	int			 f_dup;
-	char			 f_dup_name[JW_KEY_MAX + 1];
-	char			 f_unknown_name[JW_KEY_MAX + 1];
-};
-
-static int
-fields_member(struct jw *w, const char *key, void *arg, int depth)
-{
-	struct fields	*f = arg;
-	size_t		 k;
-
-	for (k = 0; key != NULL && k < f->f_n; k++)
-		if (strcmp(key, f->f_names[k]) == 0)
-			break;
-	if (key == NULL || k == f->f_n) {
-		if (!f->f_unknown)
-			snprintf(f->f_unknown_name, sizeof(f->f_unknown_name),
-			    "%s", key != NULL ? key : "(a long key)");
-		f->f_unknown = 1;
-	} else if (f->f_seen & (1u << k)) {
-		if (!f->f_dup)
-			snprintf(f->f_dup_name, sizeof(f->f_dup_name), "%s",
-			    key);
-		f->f_dup = 1;
-	} else {
-		f->f_seen |= 1u << k;
-		f->f_off[k] = w->i;
-	}
-	return jw_value(w, depth);
 }
 
 static enum violation __attribute__((format(printf, 4, 5)))
@@ -591,16 +158,6 @@ top_fields(const char *body, size_t len, const char *const *names, size_t n,
 	return VIOLATION_NONE;
 }
 
-/* A walker positioned at one value of the body already read. */
-static void
-jw_at(struct jw *w, const char *body, size_t len, size_t off)
-{
-	memset(w, 0, sizeof(*w));
-	w->s = (const uint8_t *)body;
-	w->len = len;
-	w->i = off;
-}
-
 /*
  * Model calls
  */
@@ -616,6 +173,462 @@ static const char *const model_fields[] = {
 	"top_p", "top_k", "stop_sequences", "tools", "tool_choice",
 	"thinking", "output_config"
 };
+/* "Not for count_tokens": the fields the rebuild leaves out there. */
+#define MF_NOT_COUNT	((1u << MF_MAX_TOKENS) | (1u << MF_STREAM) |	\
+			 (1u << MF_TEMPERATURE) | (1u << MF_TOP_P) |	\
+			 (1u << MF_TOP_K) | (1u << MF_STOP_SEQUENCES) |	\
+			 (1u << MF_OUTPUT_CONFIG))
+
+/* The first refusal of a walk through lists, and where it is told. */
+struct verdict {
+	enum violation	 vd_v;
+	char		*vd_why;
+	size_t		 vd_whylen;
+};
+
+/* Record the refusal and stop the walk: -1 with no JSON error set. */
+static int __attribute__((format(printf, 3, 4)))
+stop(struct verdict *vd, enum violation v, const char *fmt, ...)
+{
+	va_list	 ap;
+
+	if (vd->vd_v != VIOLATION_NONE)
+		return -1;
+	vd->vd_v = v;
+	if (vd->vd_why != NULL && vd->vd_whylen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(vd->vd_why, vd->vd_whylen, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+/* A walk that returned -1: the refusal it recorded, or bad JSON. */
+static enum violation
+walk_failed(struct verdict *vd, const struct jw *w, const char *what)
+{
+	if (vd->vd_v != VIOLATION_NONE)
+		return vd->vd_v;
+	return refuse(VIOLATION_BODY, vd->vd_why, vd->vd_whylen, "%s: %s",
+	    what, w->err != NULL ? w->err : "unreadable");
+}
+
+/* Room for the longest path a refusal names:
+ * "messages.1999.content.255.content.255.source.media_type". */
+#define PATH_MAX_POLICY	96
+
+/*
+ * Content blocks, as the rebuild writes them (PROTOCOL.md 5): each type
+ * with the keys it always writes, those it may write and those whose
+ * value is a string.  The values themselves (text, ids, names, base64
+ * data) are the conversation's: upstream judges them, and none of them
+ * names anything upstream would fetch or spend.
+ */
+enum {
+	BF_TYPE, BF_TEXT, BF_CACHE_CONTROL, BF_SOURCE, BF_ID, BF_NAME,
+	BF_INPUT, BF_TOOL_USE_ID, BF_CONTENT, BF_IS_ERROR, BF_THINKING,
+	BF_SIGNATURE, BF_DATA
+};
+static const char *const block_fields[] = {
+	"type", "text", "cache_control", "source", "id", "name", "input",
+	"tool_use_id", "content", "is_error", "thinking", "signature", "data"
+};
+#define BF(f)		(1u << BF_##f)
+
+#define BLOCK_TEXT		0x01
+#define BLOCK_IMAGE		0x02
+#define BLOCK_TOOL_USE		0x04
+#define BLOCK_TOOL_RESULT	0x08
+#define BLOCK_THINKING		0x10
+#define BLOCK_REDACTED		0x20
+#define BLOCKS_MESSAGE		0x3f
+/* "system and nested content accept only text and image". */
+#define BLOCKS_NESTED		(BLOCK_TEXT | BLOCK_IMAGE)
+
+static const struct block_type {
+	const char	*bt_name;
+	int		 bt_bit;
+	uint32_t	 bt_required;
+	uint32_t	 bt_optional;
+	uint32_t	 bt_strings;
+} block_types[] = {
+	{ "text", BLOCK_TEXT, BF(TYPE) | BF(TEXT), BF(CACHE_CONTROL),
+	    BF(TEXT) },
+	{ "image", BLOCK_IMAGE, BF(TYPE) | BF(SOURCE), 0, 0 },
+	{ "tool_use", BLOCK_TOOL_USE, BF(TYPE) | BF(ID) | BF(NAME) |
+	    BF(INPUT), 0, BF(ID) | BF(NAME) },
+	{ "tool_result", BLOCK_TOOL_RESULT, BF(TYPE) | BF(TOOL_USE_ID),
+	    BF(CONTENT) | BF(IS_ERROR), BF(TOOL_USE_ID) },
+	{ "thinking", BLOCK_THINKING, BF(TYPE) | BF(THINKING) |
+	    BF(SIGNATURE), 0, BF(THINKING) | BF(SIGNATURE) },
+	{ "redacted_thinking", BLOCK_REDACTED, BF(TYPE) | BF(DATA), 0,
+	    BF(DATA) },
+};
+
+/* 4.3: the four media types of an image. */
+static const char *const image_types[] = {
+	"image/png", "image/jpeg", "image/webp", "image/gif"
+};
+
+/* One content list being walked. */
+struct list_ctx {
+	struct verdict	*lc_vd;
+	const char	*lc_body;
+	size_t		 lc_len;
+	const char	*lc_path;
+	int		 lc_mask;
+	size_t		 lc_n;
+	size_t		 lc_nimages;
+};
+
+static int	check_content(struct verdict *, const char *, size_t, size_t,
+		    const char *, int, int);
+
+/* base.key into out (a path is only ever told, cut if it must be). */
+static void
+path_key(char *out, size_t outsz, const char *base, const char *key)
+{
+	if (snprintf(out, outsz, "%s.%s", base, key) < 0)
+		out[0] = '\0';
+}
+
+static void
+path_index(char *out, size_t outsz, const char *base, size_t i)
+{
+	if (snprintf(out, outsz, "%s.%zu", base, i) < 0)
+		out[0] = '\0';
+}
+
+/* The first key of fields seen in mask, for a refusal that names it. */
+static const char *
+first_key(const struct fields *f, uint32_t mask)
+{
+	size_t	 k;
+
+	for (k = 0; k < f->f_n; k++)
+		if (mask & (1u << k))
+			return f->f_names[k];
+	return "?";
+}
+
+/* An object of the keys names at off, into f; -1 when refused. */
+static int
+read_object(struct verdict *vd, const char *body, size_t len, size_t off,
+    const char *const *names, size_t n, struct fields *f, const char *path,
+    int depth)
+{
+	struct jw	 w;
+
+	memset(f, 0, sizeof(*f));
+	f->f_names = names;
+	f->f_n = n;
+	jw_at(&w, body, len, off);
+	if (jw_peek(&w) != '{')
+		return stop(vd, VIOLATION_FIELD, "%s is not an object", path);
+	if (jw_object(&w, depth, fields_member, f) == -1)
+		return stop(vd, VIOLATION_BODY, "%s: %s", path,
+		    w.err != NULL ? w.err : "unreadable");
+	if (f->f_dup)
+		return stop(vd, VIOLATION_BODY, "%s.%s twice", path,
+		    f->f_dup_name);
+	return 0;
+}
+
+/* The string value at off into out: 0, or -1 when it is none or does not
+ * fit (the caller names it). */
+static int
+read_str(const char *body, size_t len, size_t off, char *out, size_t outsz)
+{
+	struct jw	 w;
+
+	jw_at(&w, body, len, off);
+	return jw_get_str(&w, out, outsz) == 0 ? 0 : -1;
+}
+
+static char
+peek_at(const char *body, size_t len, size_t off)
+{
+	return off < len ? body[off] : '\0';
+}
+
+/* "cache_control kept only as {"type":"ephemeral"} plus "ttl":"1h"". */
+static int
+check_cache_control(struct verdict *vd, const char *body, size_t len,
+    size_t off, const char *path, int depth)
+{
+	static const char *const names[] = { "type", "ttl" };
+	struct fields	 f;
+	char		 p[PATH_MAX_POLICY], s[16];
+
+	path_key(p, sizeof(p), path, "cache_control");
+	if (read_object(vd, body, len, off, names, nitems(names), &f, p,
+	    depth) == -1)
+		return -1;
+	if (f.f_unknown)
+		return stop(vd, VIOLATION_FIELD, "%s.%s is not written by the "
+		    "rebuild", p, f.f_unknown_name);
+	if (!(f.f_seen & 1u) || read_str(body, len, f.f_off[0], s,
+	    sizeof(s)) == -1 || strcmp(s, "ephemeral") != 0)
+		return stop(vd, VIOLATION_FIELD, "%s is not of type "
+		    "ephemeral", p);
+	if ((f.f_seen & 2u) && (read_str(body, len, f.f_off[1], s,
+	    sizeof(s)) == -1 || strcmp(s, "1h") != 0))
+		return stop(vd, VIOLATION_FIELD, "%s.ttl is not \"1h\"", p);
+	return 0;
+}
+
+/* An image's source: base64 of a media type of 4.3, never a url, a file
+ * or anything upstream would fetch. */
+static int
+check_source(struct verdict *vd, const char *body, size_t len, size_t off,
+    const char *path, int depth)
+{
+	static const char *const names[] = { "type", "media_type", "data" };
+	struct fields	 f;
+	char		 p[PATH_MAX_POLICY], s[24];
+	size_t		 k = nitems(image_types);
+
+	path_key(p, sizeof(p), path, "source");
+	if (read_object(vd, body, len, off, names, nitems(names), &f, p,
+	    depth) == -1)
+		return -1;
+	if (!(f.f_seen & 1u))
+		return stop(vd, VIOLATION_FIELD, "%s has no type", p);
+	if (read_str(body, len, f.f_off[0], s, sizeof(s)) == -1)
+		return stop(vd, VIOLATION_FIELD, "%s.type is not a source "
+		    "type the rebuild writes", p);
+	if (strcmp(s, "base64") != 0) {
+		tame(s);
+		return stop(vd, VIOLATION_FIELD, "%s is of type \"%s\": the "
+		    "rebuild writes base64 sources only", p, s);
+	}
+	if (f.f_unknown)
+		return stop(vd, VIOLATION_FIELD, "%s.%s is not written by the "
+		    "rebuild", p, f.f_unknown_name);
+	if ((f.f_seen & 2u) && read_str(body, len, f.f_off[1], s,
+	    sizeof(s)) == 0)
+		for (k = 0; k < nitems(image_types); k++)
+			if (strcmp(s, image_types[k]) == 0)
+				break;
+	if (!(f.f_seen & 2u) || k == nitems(image_types))
+		return stop(vd, VIOLATION_FIELD, "%s.media_type is not "
+		    "image/png, image/jpeg, image/webp or image/gif", p);
+	if (!(f.f_seen & 4u) || peek_at(body, len, f.f_off[2]) != '"')
+		return stop(vd, VIOLATION_FIELD, "%s.data is not a string", p);
+	return 0;
+}
+
+/* One block of a content list, its keys already noted in f. */
+static int
+check_block(struct list_ctx *lc, const struct fields *f, const char *path,
+    int depth)
+{
+	const struct block_type	*bt = NULL;
+	const char		*b = lc->lc_body;
+	size_t			 len = lc->lc_len, k;
+	uint32_t		 extra;
+	char			 type[32];
+
+	if (!(f->f_seen & BF(TYPE)) || read_str(b, len, f->f_off[BF_TYPE],
+	    type, sizeof(type)) == -1)
+		return stop(lc->lc_vd, VIOLATION_FIELD, "%s has no block type "
+		    "the rebuild writes", path);
+	for (k = 0; k < nitems(block_types); k++)
+		if (strcmp(type, block_types[k].bt_name) == 0)
+			bt = &block_types[k];
+	if (bt == NULL || !(bt->bt_bit & lc->lc_mask)) {
+		tame(type);
+		return stop(lc->lc_vd, VIOLATION_FIELD, "%s is a \"%s\" block, "
+		    "which the rebuild does not write %s", path, type,
+		    lc->lc_mask == BLOCKS_NESTED ? "here (text and image only)" :
+		    "");
+	}
+	if (f->f_unknown)
+		return stop(lc->lc_vd, VIOLATION_FIELD, "%s.%s is not written "
+		    "by the rebuild", path, f->f_unknown_name);
+	if ((extra = f->f_seen & ~(bt->bt_required | bt->bt_optional)) != 0)
+		return stop(lc->lc_vd, VIOLATION_FIELD, "%s.%s is not written "
+		    "by the rebuild in a %s block", path, first_key(f, extra),
+		    type);
+	if ((extra = bt->bt_required & ~f->f_seen) != 0)
+		return stop(lc->lc_vd, VIOLATION_FIELD, "%s: a %s block without "
+		    "%s", path, type, first_key(f, extra));
+	for (k = 0; k < nitems(block_fields); k++)
+		if ((bt->bt_strings & (1u << k)) &&
+		    peek_at(b, len, f->f_off[k]) != '"')
+			return stop(lc->lc_vd, VIOLATION_FIELD, "%s.%s is not a "
+			    "string", path, block_fields[k]);
+	if ((f->f_seen & BF(CACHE_CONTROL)) && check_cache_control(lc->lc_vd,
+	    b, len, f->f_off[BF_CACHE_CONTROL], path, depth + 1) == -1)
+		return -1;
+	if (bt->bt_bit == BLOCK_IMAGE) {
+		if (++lc->lc_nimages > IMAGES_MAX)
+			return stop(lc->lc_vd, VIOLATION_BODY, "%s: more than %u "
+			    "images in one list", lc->lc_path, IMAGES_MAX);
+		return check_source(lc->lc_vd, b, len, f->f_off[BF_SOURCE],
+		    path, depth + 1);
+	}
+	if (bt->bt_bit == BLOCK_TOOL_USE &&
+	    peek_at(b, len, f->f_off[BF_INPUT]) != '{')
+		return stop(lc->lc_vd, VIOLATION_FIELD, "%s.input is not an "
+		    "object", path);
+	if (bt->bt_bit != BLOCK_TOOL_RESULT)
+		return 0;
+	/* is_error only as true: "is_error:true kept" */
+	if ((f->f_seen & BF(IS_ERROR)) &&
+	    peek_at(b, len, f->f_off[BF_IS_ERROR]) != 't')
+		return stop(lc->lc_vd, VIOLATION_FIELD, "%s.is_error is not "
+		    "true", path);
+	if (f->f_seen & BF(CONTENT)) {
+		char	 p[PATH_MAX_POLICY];
+
+		path_key(p, sizeof(p), path, "content");
+		return check_content(lc->lc_vd, b, len, f->f_off[BF_CONTENT],
+		    p, BLOCKS_NESTED, depth + 1);
+	}
+	return 0;
+}
+
+static int
+block_elem(struct jw *w, void *arg, int depth)
+{
+	struct list_ctx	*lc = arg;
+	struct fields	 f;
+	char		 path[PATH_MAX_POLICY];
+
+	if (jw_node(w) == -1)
+		return -1;
+	if (lc->lc_n == MODEL_BLOCKS_MAX)
+		return stop(lc->lc_vd, VIOLATION_BODY, "%s: more than %u "
+		    "content blocks", lc->lc_path, MODEL_BLOCKS_MAX);
+	path_index(path, sizeof(path), lc->lc_path, lc->lc_n++);
+	if (jw_peek(w) != '{')
+		return stop(lc->lc_vd, VIOLATION_FIELD, "%s is not an object",
+		    path);
+	memset(&f, 0, sizeof(f));
+	f.f_names = block_fields;
+	f.f_n = nitems(block_fields);
+	if (jw_object(w, depth, fields_member, &f) == -1)
+		return -1;
+	if (f.f_dup)
+		return stop(lc->lc_vd, VIOLATION_BODY, "%s.%s twice", path,
+		    f.f_dup_name);
+	return check_block(lc, &f, path, depth);
+}
+
+/* body[off]: a string, or a list of the blocks of mask (PROTOCOL.md 5). */
+static int
+check_content(struct verdict *vd, const char *body, size_t len, size_t off,
+    const char *path, int mask, int depth)
+{
+	struct list_ctx	 lc;
+	struct jw	 w;
+
+	switch (peek_at(body, len, off)) {
+	case '"':
+		return 0;
+	case '[':
+		break;
+	default:
+		return stop(vd, VIOLATION_FIELD, "%s is not a string or a list",
+		    path);
+	}
+	memset(&lc, 0, sizeof(lc));
+	lc.lc_vd = vd;
+	lc.lc_body = body;
+	lc.lc_len = len;
+	lc.lc_path = path;
+	lc.lc_mask = mask;
+	jw_at(&w, body, len, off);
+	if (jw_array(&w, depth, block_elem, &lc) == -1) {
+		if (vd->vd_v == VIOLATION_NONE)
+			return stop(vd, VIOLATION_BODY, "%s: %s", path,
+			    w.err != NULL ? w.err : "unreadable");
+		return -1;
+	}
+	return 0;
+}
+
+/* One message: role user or assistant, content; nothing else. */
+struct messages_ctx {
+	struct verdict	*mc_vd;
+	const char	*mc_body;
+	size_t		 mc_len;
+	size_t		 mc_n;
+};
+
+static int
+message_elem(struct jw *w, void *arg, int depth)
+{
+	static const char *const names[] = { "role", "content" };
+	struct messages_ctx	*mc = arg;
+	struct fields		 f;
+	char			 path[PATH_MAX_POLICY], p[PATH_MAX_POLICY];
+	char			 role[16];
+
+	if (jw_node(w) == -1)
+		return -1;
+	if (mc->mc_n == MODEL_MESSAGES_MAX)
+		return stop(mc->mc_vd, VIOLATION_BODY, "more than %u messages",
+		    MODEL_MESSAGES_MAX);
+	path_index(path, sizeof(path), "messages", mc->mc_n++);
+	if (jw_peek(w) != '{')
+		return stop(mc->mc_vd, VIOLATION_FIELD, "%s is not an object",
+		    path);
+	memset(&f, 0, sizeof(f));
+	f.f_names = names;
+	f.f_n = nitems(names);
+	if (jw_object(w, depth, fields_member, &f) == -1)
+		return -1;
+	if (f.f_dup)
+		return stop(mc->mc_vd, VIOLATION_BODY, "%s.%s twice", path,
+		    f.f_dup_name);
+	if (f.f_unknown)
+		return stop(mc->mc_vd, VIOLATION_FIELD, "%s.%s is not written "
+		    "by the rebuild", path, f.f_unknown_name);
+	if (!(f.f_seen & 1u) || read_str(mc->mc_body, mc->mc_len, f.f_off[0],
+	    role, sizeof(role)) == -1 || (strcmp(role, "user") != 0 &&
+	    strcmp(role, "assistant") != 0))
+		return stop(mc->mc_vd, VIOLATION_FIELD, "%s.role is not user or "
+		    "assistant", path);
+	if (!(f.f_seen & 2u))
+		return stop(mc->mc_vd, VIOLATION_FIELD, "%s has no content",
+		    path);
+	path_key(p, sizeof(p), path, "content");
+	return check_content(mc->mc_vd, mc->mc_body, mc->mc_len, f.f_off[1],
+	    p, BLOCKS_MESSAGE, depth + 1);
+}
+
+static enum violation
+check_messages(const char *body, size_t len, size_t off, char *why,
+    size_t whylen)
+{
+	struct verdict		 vd = { VIOLATION_NONE, why, whylen };
+	struct messages_ctx	 mc;
+	struct jw		 w;
+
+	memset(&mc, 0, sizeof(mc));
+	mc.mc_vd = &vd;
+	mc.mc_body = body;
+	mc.mc_len = len;
+	jw_at(&w, body, len, off);
+	if (jw_peek(&w) != '[')
+		return refuse(VIOLATION_FIELD, why, whylen,
+		    "messages is not a list");
+	if (jw_array(&w, 2, message_elem, &mc) == -1)
+		return walk_failed(&vd, &w, "messages");
+	return VIOLATION_NONE;
+}
+
+static enum violation
+check_system(const char *body, size_t len, size_t off, char *why,
+    size_t whylen)
+{
+	struct verdict	 vd = { VIOLATION_NONE, why, whylen };
+
+	(void)check_content(&vd, body, len, off, "system", BLOCKS_NESTED, 2);
+	return vd.vd_v;
+}
 
 /* A sub-object of known keys: offsets noted, unknown keys and doubles
  * refused. */
@@ -641,16 +654,24 @@ sub_fields(const char *body, size_t len, size_t off, struct fields *f,
 	return VIOLATION_NONE;
 }
 
+/*
+ * thinking: adaptive, disabled, or enabled with a budget the rebuild
+ * could have set: at least 1 024, at most the level's ceiling and below
+ * maxOutputTokens.  A research job without a level thinks not at all
+ * (adaptive thinking runs at upstream's default effort, high).
+ * *adaptive and *budget tell the checks that follow.
+ */
 static enum violation
 check_thinking(const char *body, size_t len, size_t off,
-    const struct policy_model *pm, char *why, size_t whylen)
+    const struct policy_model *pm, int *adaptive, uint64_t *budget,
+    char *why, size_t whylen)
 {
 	static const char *const names[] = { "type", "budget_tokens" };
 	struct fields	 f;
 	struct jw	 w;
 	enum violation	 v;
 	char		 type[16];
-	uint64_t	 budget, ceil = policy_budget_ceiling(pm->pm_level);
+	uint64_t	 ceil = policy_budget_ceiling(pm->pm_level);
 
 	memset(&f, 0, sizeof(f));
 	f.f_names = names;
@@ -669,6 +690,10 @@ check_thinking(const char *body, size_t len, size_t off,
 		if (f.f_seen & 2u)
 			return refuse(VIOLATION_THINKING, why, whylen,
 			    "thinking %s with a budget", type);
+		*adaptive = strcmp(type, "adaptive") == 0;
+		if (*adaptive && pm->pm_level == POLICY_LEVEL_NONE)
+			return refuse(VIOLATION_THINKING, why, whylen,
+			    "adaptive thinking without a thinking level");
 		return VIOLATION_NONE;
 	}
 	if (strcmp(type, "enabled") != 0)
@@ -678,21 +703,38 @@ check_thinking(const char *body, size_t len, size_t off,
 		return refuse(VIOLATION_THINKING, why, whylen,
 		    "thinking enabled without a budget");
 	jw_at(&w, body, len, f.f_off[1]);
-	if (jw_get_uint(&w, &budget) != 0)
+	if (jw_get_uint(&w, budget) != 0)
 		return refuse(VIOLATION_THINKING, why, whylen,
 		    "thinking.budget_tokens is not a plain integer");
-	if (budget > ceil)
+	if (*budget > ceil)
 		return refuse(VIOLATION_THINKING, why, whylen,
 		    "thinking budget %llu over the %s ceiling %llu",
-		    (unsigned long long)budget,
+		    (unsigned long long)*budget,
 		    policy_level_name(pm->pm_level),
 		    (unsigned long long)ceil);
+	if (*budget < THINKING_BUDGET_MIN)
+		return refuse(VIOLATION_THINKING, why, whylen,
+		    "thinking budget %llu under %u",
+		    (unsigned long long)*budget, THINKING_BUDGET_MIN);
+	if (*budget >= pm->pm_max_tokens)
+		return refuse(VIOLATION_THINKING, why, whylen,
+		    "thinking budget %llu not under the output ceiling %llu",
+		    (unsigned long long)*budget,
+		    (unsigned long long)pm->pm_max_tokens);
 	return VIOLATION_NONE;
 }
 
+/*
+ * output_config: only an effort, at most the level's.  With adaptive
+ * thinking and no effort the rebuild sets the ceiling's at low and medium,
+ * so there a missing effort is refused (upstream would think at its
+ * default, high); at high and xhigh the rebuild leaves it out, and the
+ * default is within the ceiling.  count_tokens generates nothing: the
+ * rebuild sends it no output_config (refused before this is reached).
+ */
 static enum violation
-check_effort(const char *body, size_t len, size_t off,
-    const struct policy_model *pm, char *why, size_t whylen)
+check_effort(const char *body, size_t len, int has_config, size_t off,
+    int adaptive, const struct policy_model *pm, char *why, size_t whylen)
 {
 	static const char *const names[] = { "effort" };
 	struct fields	 f;
@@ -702,6 +744,15 @@ check_effort(const char *body, size_t len, size_t off,
 	size_t		 k;
 	int		 ceil = effort_ceiling[pm->pm_level];
 
+	if (!has_config) {
+		if (adaptive && !pm->pm_count_tokens &&
+		    (pm->pm_level == POLICY_LEVEL_LOW ||
+		    pm->pm_level == POLICY_LEVEL_MEDIUM))
+			return refuse(VIOLATION_EFFORT, why, whylen,
+			    "adaptive thinking without an effort at level %s",
+			    policy_level_name(pm->pm_level));
+		return VIOLATION_NONE;
+	}
 	memset(&f, 0, sizeof(f));
 	f.f_names = names;
 	f.f_n = nitems(names);
@@ -709,7 +760,8 @@ check_effort(const char *body, size_t len, size_t off,
 	    VIOLATION_EFFORT, why, whylen)) != VIOLATION_NONE)
 		return v;
 	if (!(f.f_seen & 1u))
-		return VIOLATION_NONE;
+		return refuse(VIOLATION_EFFORT, why, whylen,
+		    "output_config without an effort");
 	jw_at(&w, body, len, f.f_off[0]);
 	if (jw_get_str(&w, effort, sizeof(effort)) != 0)
 		return refuse(VIOLATION_EFFORT, why, whylen,
@@ -761,6 +813,9 @@ tool_elem(struct jw *w, void *arg, int depth)
 
 	if (jw_node(w) == -1)
 		return -1;
+	if (tc->n == MODEL_TOOLS_MAX && tc->v == VIOLATION_NONE)
+		tc->v = refuse(VIOLATION_BODY, tc->why, tc->whylen,
+		    "more than %u tools", MODEL_TOOLS_MAX);
 	if (jw_peek(w) != '{') {
 		if (tc->v == VIOLATION_NONE)
 			tc->v = refuse(VIOLATION_FIELD, tc->why, tc->whylen,
@@ -815,7 +870,9 @@ policy_model_check(const char *body, size_t len,
 	struct jw	 w;
 	enum violation	 v;
 	char		 model[POLICY_STR_MAX + 1];
-	uint64_t	 mt;
+	uint64_t	 mt = 0, budget = 0;
+	size_t		 k;
+	int		 adaptive = 0;
 
 	if ((v = top_fields(body, len, model_fields, nitems(model_fields), &f,
 	    VIOLATION_BODY, "body is not a JSON object", why, whylen)) !=
@@ -830,6 +887,13 @@ policy_model_check(const char *body, size_t len,
 		return refuse(VIOLATION_MODEL, why, whylen,
 		    "a model other than the profile's");
 
+	if (pm->pm_count_tokens && (f.f_seen & MF_NOT_COUNT)) {
+		for (k = 0; !(f.f_seen & MF_NOT_COUNT & (1u << k)); k++)
+			;
+		return refuse(VIOLATION_FIELD, why, whylen,
+		    "field \"%s\" is not sent to count_tokens by the rebuild",
+		    model_fields[k]);
+	}
 	if (f.f_seen & (1u << MF_MAX_TOKENS)) {
 		jw_at(&w, body, len, f.f_off[MF_MAX_TOKENS]);
 		if (jw_get_uint(&w, &mt) != 0)
@@ -840,19 +904,39 @@ policy_model_check(const char *body, size_t len,
 			    "max_tokens %llu over the ceiling %llu",
 			    (unsigned long long)mt,
 			    (unsigned long long)pm->pm_max_tokens);
+		if (mt == 0)
+			return refuse(VIOLATION_MAX_TOKENS, why, whylen,
+			    "max_tokens 0");
 	}
 	if ((f.f_seen & (1u << MF_THINKING)) &&
-	    (v = check_thinking(body, len, f.f_off[MF_THINKING], pm, why,
-	    whylen)) != VIOLATION_NONE)
+	    (v = check_thinking(body, len, f.f_off[MF_THINKING], pm,
+	    &adaptive, &budget, why, whylen)) != VIOLATION_NONE)
 		return v;
-	if ((f.f_seen & (1u << MF_OUTPUT_CONFIG)) &&
-	    (v = check_effort(body, len, f.f_off[MF_OUTPUT_CONFIG], pm, why,
-	    whylen)) != VIOLATION_NONE)
+	/* "max_tokens = max(budget + 1, ...)" */
+	if (budget > 0 && (f.f_seen & (1u << MF_MAX_TOKENS)) && mt <= budget)
+		return refuse(VIOLATION_THINKING, why, whylen,
+		    "thinking budget %llu not under max_tokens %llu",
+		    (unsigned long long)budget, (unsigned long long)mt);
+	if ((v = check_effort(body, len, (f.f_seen & (1u << MF_OUTPUT_CONFIG))
+	    != 0, f.f_off[MF_OUTPUT_CONFIG], adaptive, pm, why, whylen)) !=
+	    VIOLATION_NONE)
 		return v;
 	if ((f.f_seen & (1u << MF_TOOLS)) &&
 	    (v = check_tools(body, len, f.f_off[MF_TOOLS], why, whylen)) !=
 	    VIOLATION_NONE)
 		return v;
+	if (!(f.f_seen & (1u << MF_MESSAGES)))
+		return refuse(VIOLATION_FIELD, why, whylen, "no messages");
+	if ((v = check_messages(body, len, f.f_off[MF_MESSAGES], why,
+	    whylen)) != VIOLATION_NONE)
+		return v;
+	if ((f.f_seen & (1u << MF_SYSTEM)) &&
+	    (v = check_system(body, len, f.f_off[MF_SYSTEM], why, whylen)) !=
+	    VIOLATION_NONE)
+		return v;
+	if (!pm->pm_count_tokens && !(f.f_seen & (1u << MF_MAX_TOKENS)))
+		return refuse(VIOLATION_MAX_TOKENS, why, whylen,
+		    "no max_tokens");
 	return VIOLATION_NONE;
 }
 
@@ -898,9 +982,11 @@ check_tool_call(const char *body, size_t len, size_t off,
 	for (k = 0; k < pm->pm_ntools; k++)
 		if (strcmp(pm->pm_tools[k], name) == 0)
 			break;
-	if (k == pm->pm_ntools)
+	if (k == pm->pm_ntools) {
+		tame(name);
 		return refuse(VIOLATION_MCP_TOOL, why, whylen,
 		    "tool %s is not allowed on this server", name);
+	}
 	jw_at(&w, body, len, f.f_off[1]);
 	if (jw_peek(&w) != '{')
 		return refuse(VIOLATION_MCP_TOOL, why, whylen,

@@ -41,15 +41,26 @@ struct policy_model {
 	const char		*pm_model;	/* the profile's model */
 	uint64_t		 pm_max_tokens;	/* maxOutputTokens */
 	enum policy_level	 pm_level;	/* the bound turn's */
+	int			 pm_count_tokens; /* .../count_tokens */
 };
 
 /*
  * The body of a model call, as the rebuild of PROTOCOL.md 5 makes it:
- * only the fields the rebuild sends; "model" the profile's; "max_tokens"
- * a plain integer at most the ceiling; "thinking" adaptive, disabled, or
- * enabled with a budget at most the level's ceiling; "output_config"
- * only an effort at most the level's; every tool custom.  Returns
- * VIOLATION_NONE, or the rule broken with the reason in why.
+ * only the fields the rebuild sends (for count_tokens, none of max_tokens,
+ * output_config and the sampling fields); "model" the profile's;
+ * "max_tokens" present, a plain integer from 1 to the ceiling; "thinking"
+ * disabled, adaptive (not for a research job without a level), or enabled
+ * with a budget from 1 024 to the level's ceiling and below max_tokens;
+ * "output_config" only an effort at most the level's, present with
+ * adaptive thinking at low and medium; at most 128 tools, each custom;
+ * "messages" at most 2 000 of role user or assistant and content; content
+ * and "system" a string or at most 256 blocks (8 images) of the types,
+ * keys and shapes the rebuild writes: text, image of a base64 source and
+ * a media type of 4.3, tool_use, tool_result, thinking, redacted_thinking,
+ * system and tool_result content text and image only.  Returns
+ * VIOLATION_NONE, or the rule broken with the reason in why: "field" for
+ * a field, block, source, role or key the rebuild never writes (or one it
+ * always does, missing), "body" for a list over its count.
  */
 enum violation	policy_model_check(const char *body, size_t len,
 		    const struct policy_model *, char *why, size_t whylen);

@@ -721,7 +721,10 @@ agent_results(struct agent *ag, struct agent_answer *aa)
 		}
 		free(cut);
 	}
-	if (ag->ag_steps + 1 == RESEARCH_STEPS_MAX) {
+	/* "at most 256 blocks" a message: after as many results the note
+	 * has no room, and a last answer that calls tools fails the job */
+	if (ag->ag_steps + 1 == RESEARCH_STEPS_MAX &&
+	    aa->aa_ncalls < MODEL_BLOCKS_MAX) {
 		if ((b = cJSON_CreateObject()) == NULL)
 			return -1;
 		cJSON_AddItemToArray(content, b);

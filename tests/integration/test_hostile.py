@@ -308,6 +308,35 @@ class Hostile(unittest.TestCase):
         self.assertCounted("field")
         self.assertUpstreamSaw(0)
 
+    # -- egress: bodies the rebuild never writes, within a bound turn (low)
+
+    def test_adaptive_thinking_without_effort_at_low(self):
+        """Adaptive thinking with no effort would think at upstream's
+        default, high: at low the rebuild always sets the ceiling's."""
+        c, res = self.turn("adaptive")
+        self.assertTurnStopped(res, "effort")
+        self.assertCounted("effort")
+        self.assertUpstreamSaw(0)
+
+    def test_image_of_a_url_source(self):
+        """Upstream would fetch the attacker's URL with the credential."""
+        c, res = self.turn("url_image")
+        self.assertTurnStopped(res, "field")
+        self.assertCounted("field")
+        self.assertUpstreamSaw(0)
+
+    def test_image_of_a_file_source(self):
+        c, res = self.turn("file_source")
+        self.assertTurnStopped(res, "field")
+        self.assertCounted("field")
+        self.assertUpstreamSaw(0)
+
+    def test_server_tool_use_block(self):
+        c, res = self.turn("server_tool")
+        self.assertTurnStopped(res, "field")
+        self.assertCounted("field")
+        self.assertUpstreamSaw(0)
+
     def test_path_of_no_model_route(self):
         c, res = self.turn("kind")
         self.assertTurnStopped(res, "kind")
@@ -443,6 +472,22 @@ class Hostile(unittest.TestCase):
     def test_research_job_mcp_call(self):
         self.research("research_mcp")
         self.assertCounted("kind")
+        self.assertUpstreamSaw(0)
+
+    def test_research_job_adaptive_thinking_without_effort(self):
+        """A job at level low is held to low's effort, as a broker is."""
+        r = self.ctl.call("research.run", {
+            "channel": "hostile:research_adaptive", "task": "find out",
+            "author": {"id": "u1", "name": "A"}, "thinking": "low"})
+        self.assertFalse(r["ok"], r)
+        self.assertIn("broke a rule (effort)", r["message"])
+        self.assertCounted("effort")
+        self.assertUpstreamSaw(0)
+
+    def test_research_job_without_a_level_does_not_think(self):
+        r = self.research("research_adaptive_none")
+        self.assertIn("broke a rule (thinking)", r["message"])
+        self.assertCounted("thinking")
         self.assertUpstreamSaw(0)
 
     # -- floods, stops and memory (DESIGN.md 1, invariant 7)

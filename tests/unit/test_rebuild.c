@@ -1,7 +1,9 @@
 /*
  * broker/rebuild.c against PROTOCOL.md 5 (model requests) and 3.3 (MCP):
  * every rule, every number at the limit and one past it, every refusal.
- * Outputs are compared as parsed JSON with cJSON_Compare.
+ * Outputs are compared as parsed JSON with cJSON_Compare, and each model
+ * request is admitted by egress's own reading (egress/policy.c) under the
+ * same model, level, output bound and route.
  */
 #include <check.h>
 #include <stdarg.h>
@@ -13,6 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "limits.h"
+#include "policy.h"
 #include "rebuild.h"
 #include "validate.h"
 
@@ -132,6 +135,25 @@ static const struct rebuild_params	P_COUNT = {
 	MODEL, LEVEL_HIGH, 0, 1
 };
 
+/* What the rebuild writes, egress admits. */
+static void
+admitted(const char *out, size_t len, const struct rebuild_params *p)
+{
+	struct policy_model	 pm;
+	enum violation		 v;
+	char			 why[300];
+
+	memset(&pm, 0, sizeof(pm));
+	pm.pm_model = p->model;
+	pm.pm_max_tokens = p->max_output_tokens == 0 ?
+	    MAX_OUTPUT_TOKENS_DEFAULT : p->max_output_tokens;
+	pm.pm_level = POLICY_LEVEL_LOW + (int)p->level;
+	pm.pm_count_tokens = p->count_tokens;
+	v = policy_model_check(out, len, &pm, why, sizeof(why));
+	ck_assert_msg(v == VIOLATION_NONE, "egress refuses the rebuilt body "
+	    "(%s: %s): %.300s", violation_name(v), why, out);
+}
+
 static int
 run_len(const char *body, size_t len, const struct rebuild_params *p,
     char **out)
@@ -145,6 +167,7 @@ run_len(const char *body, size_t len, const struct rebuild_params *p,
 	if (r == 0) {
 		ck_assert_ptr_nonnull(*out);
 		ck_assert_uint_eq(strlen(*out), outlen);
+		admitted(*out, outlen, p);
 	} else {
 		ck_assert_int_eq(r, -1);
 		ck_assert_ptr_null(*out);
