@@ -79,7 +79,7 @@ egress_profile_mcp(const struct egress_profile *epr, const char *name)
 }
 
 /* An optional boolean: absent is false. */
-static int
+int
 egress_get_bool_opt(struct msg *m, const char *key, int *out)
 {
 	*out = 0;

@@ -183,6 +183,8 @@ void		 egress_violation(struct egress_peer *, enum violation,
 		    const char *);
 
 /* conf.c: the configuration, MCP servers and profiles, reloads. */
+/* An optional boolean field of m: absent is false. */
+int		 egress_get_bool_opt(struct msg *, const char *, int *);
 int		 egress_config(struct egress *, struct msg *);
 int		 egress_config_mcp(struct egress *, struct msg *);
 int		 egress_config_profile(struct egress *, struct msg *);

@@ -96,6 +96,7 @@ struct fetch {
 	uint64_t		 f_deadline_ms;
 	uint64_t		 f_max_bytes;
 	uint64_t		 f_max_redirects;
+	int			 f_check;	/* fo_check */
 	struct timespec		 f_start;
 	struct event		*f_timer;
 	struct event		*f_step;
@@ -181,6 +182,7 @@ fetch_opts_default(struct fetch_opts *o, const char *url)
 	o->fo_deadline_ms = FETCH_DEADLINE_MS_DEFAULT;
 	o->fo_max_bytes = FETCH_BYTES_DEFAULT;
 	o->fo_max_redirects = FETCH_REDIRECTS_DEFAULT;
+	o->fo_check = 0;
 }
 
 const char *
@@ -609,6 +611,10 @@ fetch_resolved(struct fetch *f)
 	}
 	log_debug("fetch %s: %zu address%s", fetch_host(f), f->f_naddrs,
 	    f->f_naddrs == 1 ? "" : "es");
+	if (f->f_check) {
+		fetch_succeed(f);
+		return;
+	}
 	f->f_ai = 0;
 	fetch_schedule(f, FETCH_ACT_ATTEMPT);
 }
@@ -649,6 +655,10 @@ fetch_hop(struct fetch *f)
 		return;
 	}
 	f->f_naddrs = 1;
+	if (f->f_check) {
+		fetch_succeed(f);
+		return;
+	}
 	f->f_ai = 0;
 	fetch_schedule(f, FETCH_ACT_ATTEMPT);
 }
@@ -1005,7 +1015,9 @@ fetch_deliver(struct fetch *f)
 		fr.fr_status = f->f_status;
 		fr.fr_content_type = f->f_ctype;
 		fr.fr_location = f->f_location;
-		fr.fr_body = dec_data(f->f_dec, &fr.fr_body_len);
+		/* a check connects nowhere: no body */
+		if (f->f_dec != NULL)
+			fr.fr_body = dec_data(f->f_dec, &fr.fr_body_len);
 	}
 	f->f_in_done = 1;
 	f->f_done(&fr, f->f_arg);
@@ -1068,6 +1080,7 @@ fetch_start(const struct fetch_env *env, const struct fetch_opts *o,
 	f->f_deadline_ms = o->fo_deadline_ms;
 	f->f_max_bytes = o->fo_max_bytes;
 	f->f_max_redirects = o->fo_max_redirects;
+	f->f_check = o->fo_check;
 	if ((f->f_step = event_new(env->fe_base, -1, 0, fetch_step_cb, f)) ==
 	    NULL ||
 	    (f->f_timer = evtimer_new(env->fe_base, fetch_deadline_cb, f)) ==

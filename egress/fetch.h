@@ -25,6 +25,9 @@ struct fetch_opts {
 	uint64_t	 fo_deadline_ms;	/* the whole call */
 	uint64_t	 fo_max_bytes;		/* wire and decoded */
 	uint64_t	 fo_max_redirects;	/* 0: a 3xx is the answer */
+	/* Resolve and vet the URL's addresses only, connecting nowhere:
+	 * an answer of ok with no status. */
+	int		 fo_check;
 };
 
 /* The defaults of PROTOCOL.md 8 for url. */

@@ -52,6 +52,26 @@ egress_fetch_refuse(struct egress *eg, struct egress_peer *ep, uint64_t id,
 	egress_fetch_send(eg, ep, &mb);
 }
 
+/* A failure's kind, for the supervisor's fetch.get (the words of
+ * PiSandboxRuntime 0.7.3's safeFetch errors). */
+static const char *
+egress_fetch_kind(enum fetch_err e)
+{
+	switch (e) {
+	case FETCH_BAD_URL:
+	case FETCH_NOT_PUBLIC:
+	case FETCH_NO_ADDRESS:
+	case FETCH_BAD_REDIRECT:
+		return "unsafe";
+	case FETCH_TOO_LARGE:
+		return "too_large";
+	case FETCH_DEADLINE:
+		return "timeout";
+	default:
+		return "failed";
+	}
+}
+
 /* The host log gets the host, status, size and time, never the body. */
 static void
 egress_fetch_done(const struct fetch_result *fr, void *arg)
@@ -66,7 +86,9 @@ egress_fetch_done(const struct fetch_result *fr, void *arg)
 	if (fr->fr_ok) {
 		log_info("%s fetch %s: %ld, %zu bytes, %ld ms", who,
 		    fr->fr_host, fr->fr_status, fr->fr_body_len, fr->fr_ms);
-		msg_add_uint(&mb, "status", fr->fr_status);
+		/* none when only checked */
+		if (fr->fr_status > 0)
+			msg_add_uint(&mb, "status", fr->fr_status);
 		msg_add_str(&mb, "url", fr->fr_url);
 		if (fr->fr_content_type != NULL)
 			msg_add_str(&mb, "content_type", fr->fr_content_type);
@@ -78,6 +100,8 @@ egress_fetch_done(const struct fetch_result *fr, void *arg)
 		log_warnx("%s fetch %s: failed after %ld ms: %s", who,
 		    fr->fr_host, fr->fr_ms, fr->fr_error);
 		msg_add_str(&mb, "error", fr->fr_error);
+		if (ef->ef_peer == NULL)
+			msg_add_str(&mb, "kind", egress_fetch_kind(fr->fr_err));
 	}
 	egress_fetch_send(ef->ef_egress, ef->ef_peer, &mb);
 	egress_fetch_free(ef);
@@ -102,6 +126,7 @@ egress_fetch(struct egress *eg, struct egress_peer *ep, struct msg *m)
 	const char		*url, *why;
 	uint64_t		 deadline, max_bytes, max_redirects;
 	char			 busy[64];
+	int			 check = 0;
 
 	if (msg_get_str(m, "url", URL_BYTES_MAX, &url) == -1 ||
 	    msg_get_uint(m, "deadline_ms", 0, EGRESS_UINT_MAX, &deadline) ==
@@ -110,6 +135,8 @@ egress_fetch(struct egress *eg, struct egress_peer *ep, struct msg *m)
 	    -1 ||
 	    msg_get_uint(m, "max_redirects", 0, EGRESS_UINT_MAX,
 	    &max_redirects) == -1 ||
+	    /* only the supervisor checks without fetching */
+	    (ep == NULL && egress_get_bool_opt(m, "check", &check) == -1) ||
 	    msg_end(m) == -1)
 		return -1;
 	if (ep != NULL && egress_fetch_find(ep, m->m_id) != NULL)
@@ -122,7 +149,8 @@ egress_fetch(struct egress *eg, struct egress_peer *ep, struct msg *m)
 		egress_fetch_refuse(eg, ep, m->m_id, "too many fetches");
 		return 0;
 	}
-	fo.fo_url = url;
+	fetch_opts_default(&fo, url);
+	fo.fo_check = check;
 	fo.fo_deadline_ms = deadline;
 	fo.fo_max_bytes = max_bytes;
 	fo.fo_max_redirects = max_redirects;

@@ -152,7 +152,7 @@ attach_fetched(struct child *c, struct msg *m, void *arg)
 	struct attach_job	*aj = arg;
 	struct attach_item	*ai = &aj->aj_items[aj->aj_pos];
 	const char		*e = "egress stopped before it answered";
-	const char		*url, *ctype, *loc, *error;
+	const char		*url, *ctype, *loc, *error, *kind;
 	const uint8_t		*data;
 	size_t			 len;
 	uint64_t		 status = 0;
@@ -171,6 +171,7 @@ attach_fetched(struct child *c, struct msg *m, void *arg)
 		goto bad;
 	if (!ok) {
 		if (msg_get_str(m, "error", 1024, &error) == -1 ||
+		    msg_get_str_opt(m, "kind", 16, &kind) == -1 ||
 		    msg_end(m) == -1)
 			goto bad;
 		attach_failed(aj, "%s", error);

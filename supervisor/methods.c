@@ -360,5 +360,7 @@ const struct ctl_method ctl_methods[] = {
 	{ "research.run",	method_research_run,	0 },
 	{ "research.cancel",	method_research_cancel,	0 },
 	{ "attachments.fetch",	method_attachments_fetch, 0 },
+	{ "fetch.get",		method_fetch_get,	0 },
+	{ "fetch.check",	method_fetch_check,	0 },
 	{ NULL,			NULL,			0 }
 };

@@ -267,5 +267,9 @@ struct ctl_client *research_client(const struct child *);
 int		 cred_ask(struct child *eg, struct msg *);
 void		 method_attachments_fetch(struct ctl_req *, struct cJSON *);
 
+/* fetchctl.c */
+void		 method_fetch_get(struct ctl_req *, struct cJSON *);
+void		 method_fetch_check(struct ctl_req *, struct cJSON *);
+
 
 #endif

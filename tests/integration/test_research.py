@@ -13,6 +13,7 @@ The fake model's rules (tests/fixtures/fake_upstream.py): [[tool:NAME {json}]]
 in the last user text becomes a tool_use block; after tool results it answers
 "done: <the result texts>", which becomes the job's report."""
 
+import base64
 import http.server
 import json
 import os
@@ -500,6 +501,79 @@ class FullDisk(Base):
         self.assertEqual(os.path.getsize(os.path.join(self.dir,
                                                       "m3-0-big.bin")),
                          res["saved"][0]["size"])
+
+
+class FetchGetTest(Base):
+    """fetch.get and fetch.check: a bot's safeFetch and assertPublicUrl,
+    served by egress's controlled fetch (rtsandbox-protocol(7))."""
+
+    def setUp(self):
+        super().setUp()
+        self.d = self.daemon()
+        self.c = self.client(self.d)
+
+    def get(self, path, **extra):
+        p = {"url": WEB.url(path)}
+        p.update(extra)
+        return self.c.call("fetch.get", p)
+
+    def test_a_page(self):
+        r = self.get("/page.html")
+        self.assertTrue(r["ok"], r)
+        self.assertEqual(r["status"], 200)
+        self.assertEqual(r["url"], WEB.url("/page.html"))
+        self.assertEqual(r["contentType"], "text/html; charset=utf-8")
+        self.assertEqual(r["contentLength"], len(PAGE))
+        self.assertEqual(base64.b64decode(r["data"]), PAGE)
+        r = self.get("/nothing")
+        self.assertTrue(r["ok"], r)
+        self.assertEqual(r["status"], 404)
+
+    def test_max_bytes_at_the_limit_and_past(self):
+        n = len(b"plain notes\n")
+        r = self.get("/notes.txt", maxBytes=n)
+        self.assertTrue(r["ok"], r)
+        r = self.get("/notes.txt", maxBytes=n - 1)
+        self.assertFalse(r["ok"], r)
+        self.assertEqual(r["kind"], "too_large", r)
+
+    def test_bounds_of_the_parameters(self):
+        ok = [{"timeoutMs": 1}, {"timeoutMs": 120000}, {"maxBytes": 1},
+              {"maxBytes": 32 * MIB}, {"maxRedirects": 0},
+              {"maxRedirects": 10}, {"followRedirects": False}]
+        for extra in ok:
+            r = self.get("/notes.txt", **extra)
+            self.assertIn("ok", r, extra)
+        bad = [{"timeoutMs": 0}, {"timeoutMs": 120001}, {"maxBytes": 0},
+               {"maxBytes": 32 * MIB + 1}, {"maxRedirects": -1},
+               {"maxRedirects": 11}, {"maxRedirects": 1.5},
+               {"followRedirects": "no"}, {"headers": {}}]
+        for extra in bad:
+            with self.assertRaises(RpcError, msg=extra) as cm:
+                self.get("/notes.txt", **extra)
+            self.assertEqual(cm.exception.code, -32602, extra)
+        for p in ({}, {"url": ""}, {"url": 5},
+                  {"url": "http://x/" + "a" * 8192}):
+            with self.assertRaises(RpcError, msg=p):
+                self.c.call("fetch.get", p)
+
+    def test_private_and_bad_urls_refused(self):
+        for url in ("http://10.0.0.1/", "http://192.168.1.1/x",
+                    "ftp://example.org/", "http://u:p@127.0.0.1/"):
+            r = self.c.call("fetch.get", {"url": url})
+            self.assertFalse(r["ok"], (url, r))
+            self.assertEqual(r["kind"], "unsafe", (url, r))
+
+    def test_check_connects_nowhere(self):
+        r = self.c.call("fetch.check", {"url": WEB.url("/page.html")})
+        self.assertEqual(r, {"ok": True, "url": WEB.url("/page.html")})
+        self.assertEqual(WEB.seen, [])
+        r = self.c.call("fetch.check", {"url": "http://10.1.2.3/"})
+        self.assertFalse(r["ok"], r)
+        self.assertEqual(r["kind"], "unsafe", r)
+        with self.assertRaises(RpcError):
+            self.c.call("fetch.check", {"url": WEB.url("/"),
+                                        "maxBytes": 1})
 
 
 if __name__ == "__main__":
