@@ -71,6 +71,10 @@
 	X(DOCK_REMOVED,    "dock_removed",    R_DOCK, R_SUP, 0, 0, NONE) \
 	X(DOCK_LIST,       "dock_list",       R_SUP, R_DOCK, 0, 0, DOCK_LISTED) \
 	X(DOCK_LISTED,     "dock_listed",     R_DOCK, R_SUP, 0, 0, NONE) \
+	/* a failed turn's container: its last log lines, escaped, before \
+	 * it is removed {channel, lines} -> {lines, cut, missing} */	\
+	X(DOCK_LOGS,       "dock_logs",       R_SUP, R_DOCK, 0, 0, DOCK_LOGGED) \
+	X(DOCK_LOGGED,     "dock_logged",     R_DOCK, R_SUP, 0, 0, NONE) \
 	/* the event stream: {news: live, lost, or die, destroy, oom, pause \
 	 * with the container and a die's exit_code} */		\
 	X(DOCK_EVENT,      "dock_event",      R_DOCK, R_SUP, 0, 0, NONE) \

@@ -22,6 +22,7 @@ enum proc_role {
 /* Inherited descriptor slots. */
 #define FD_PARENT	3	/* the frame pipe to the supervisor */
 #define FD_EGRESS	4	/* a broker's or research job's pipe to egress */
+#define FD_JOURNAL	4	/* egress's socket to the journal (-j) */
 
 const char	*proc_role_name(enum proc_role);	/* "fsguard" */
 const char	*proc_role_binary(enum proc_role);	/* "rtsandbox-fsguard" */

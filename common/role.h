@@ -18,6 +18,7 @@
 /* rtsandbox-<role> [-d] [-n NAME] [-p PATH]... */
 struct role_args {
 	int		 ra_debug;
+	int		 ra_journal;	/* -j: FD_JOURNAL is the journal's */
 	const char	*ra_name;		/* e.g. the channel segment */
 	const char	*ra_paths[ROLE_MAXPATHS];	/* for Landlock */
 	size_t		 ra_npaths;

@@ -30,6 +30,8 @@ struct dock_api {
 	char	*da_buf;		/* the answer's body */
 	size_t	 da_len, da_cap;
 	int	 da_too_big;		/* over DOCK_RESPONSE_MAX */
+	size_t	 da_limit;		/* this call's, DOCK_RESPONSE_MAX */
+	long	 da_timeout_ms;		/* this call's */
 	int	 da_nomem;
 	char	 da_curl_err[CURL_ERROR_SIZE];
 	char	 da_error[DOCK_ERROR_MAX];
@@ -45,6 +47,12 @@ struct dock_call {
 	const cJSON	*dc_body;	/* POST body, or NULL */
 	long		 dc_status;
 	cJSON		*dc_reply;	/* parsed JSON answer, or NULL */
+	/* A raw answer (logs): not parsed, read up to dc_limit bytes, and
+	 * what came within dc_timeout_ms kept. */
+	int		 dc_raw;
+	int		 dc_cut;
+	size_t		 dc_limit;
+	long		 dc_timeout_ms;
 };
 
 struct dock_api *
@@ -122,7 +130,7 @@ on_data(char *ptr, size_t size, size_t nmemb, void *arg)
 	size_t		 n = size * nmemb, cap;
 	char		*nb;
 
-	if (n > DOCK_RESPONSE_MAX - da->da_len) {
+	if (n > da->da_limit - da->da_len) {
 		da->da_too_big = 1;
 		return 0;
 	}
@@ -130,8 +138,8 @@ on_data(char *ptr, size_t size, size_t nmemb, void *arg)
 		cap = da->da_cap == 0 ? 16384 : da->da_cap;
 		while (cap < da->da_len + n)
 			cap *= 2;
-		if (cap > DOCK_RESPONSE_MAX)
-			cap = DOCK_RESPONSE_MAX;
+		if (cap > da->da_limit)
+			cap = da->da_limit;
 		if ((nb = realloc(da->da_buf, cap)) == NULL) {
 			da->da_nomem = 1;
 			return 0;
@@ -180,8 +188,8 @@ curl_failure(struct dock_api *da, CURLcode rc)
 		    da->da_socket, why);
 		return DOCK_UNREACHABLE;
 	case CURLE_OPERATION_TIMEDOUT:
-		set_error(da, "Docker call timed out after %d ms at %s: %s",
-		    DOCKER_CALL_TIMEOUT_MS, da->da_socket, why);
+		set_error(da, "Docker call timed out after %ld ms at %s: %s",
+		    da->da_timeout_ms, da->da_socket, why);
 		return DOCK_TIMEOUT;
 	case CURLE_OUT_OF_MEMORY:
 		set_error(da, "out of memory in a Docker call");
@@ -207,7 +215,8 @@ curl_failure(struct dock_api *da, CURLcode rc)
 
 /* Every option of every call; -1 when libcurl refuses one. */
 static int
-set_options(struct dock_api *da, const char *url, struct curl_slist *hdrs)
+set_options(struct dock_api *da, const char *url, struct curl_slist *hdrs,
+    long timeout_ms)
 {
 	CURL	*h = da->da_curl;
 
@@ -230,12 +239,11 @@ set_options(struct dock_api *da, const char *url, struct curl_slist *hdrs)
 #endif
 	    curl_easy_setopt(h, CURLOPT_HTTP_VERSION,
 	    (long)CURL_HTTP_VERSION_1_1) != CURLE_OK ||
-	    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
-	    (long)DOCKER_CALL_TIMEOUT_MS) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms) != CURLE_OK ||
 	    /* No signals: the process owns its signal handlers. */
 	    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
 	    curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE,
-	    (curl_off_t)DOCK_RESPONSE_MAX) != CURLE_OK ||
+	    (curl_off_t)da->da_limit) != CURLE_OK ||
 	    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data) != CURLE_OK ||
 	    curl_easy_setopt(h, CURLOPT_WRITEDATA, da) != CURLE_OK ||
 	    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, da->da_curl_err) !=
@@ -262,6 +270,7 @@ dock_call(struct dock_api *da, struct dock_call *c)
 	c->dc_status = 0;
 	c->dc_reply = NULL;
 	da->da_len = 0;
+	da->da_limit = c->dc_limit > 0 ? c->dc_limit : DOCK_RESPONSE_MAX;
 	da->da_too_big = da->da_nomem = 0;
 	da->da_curl_err[0] = '\0';
 	da->da_error[0] = '\0';
@@ -282,7 +291,9 @@ dock_call(struct dock_api *da, struct dock_call *c)
 			goto done;
 		hdrs = t;
 	}
-	if (set_options(da, url, hdrs) == -1) {
+	da->da_timeout_ms = c->dc_timeout_ms > 0 ? c->dc_timeout_ms :
+	    DOCKER_CALL_TIMEOUT_MS;
+	if (set_options(da, url, hdrs, da->da_timeout_ms) == -1) {
 		set_error(da, "cannot set up a Docker call");
 		e = DOCK_API;
 		goto done;
@@ -298,17 +309,23 @@ dock_call(struct dock_api *da, struct dock_call *c)
 		e = curl_failure(da, rc);
 		goto done;
 	}
-	if ((rc = curl_easy_perform(h)) != CURLE_OK) {
+	if ((rc = curl_easy_perform(h)) != CURLE_OK &&
+	    !(c->dc_raw && da->da_len > 0 && (da->da_too_big ||
+	    rc == CURLE_OPERATION_TIMEDOUT))) {
 		e = curl_failure(da, rc);
 		goto done;
 	}
+	/* A raw answer that went on past its bound or its time: what came
+	 * is kept. */
+	c->dc_cut = rc != CURLE_OK;
 	if (curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &c->dc_status) !=
 	    CURLE_OK) {
 		set_error(da, "no status in a Docker answer");
 		e = DOCK_API;
 		goto done;
 	}
-	if (da->da_len > 0)
+	if (da->da_len > 0 && (!c->dc_raw || c->dc_status < 200 ||
+	    c->dc_status > 299))
 		c->dc_reply = cJSON_ParseWithLength(da->da_buf, da->da_len);
 	if (c->dc_status < 200 || c->dc_status > 299)
 		keep_docker_message(da, c);
@@ -813,6 +830,51 @@ dock_remove(struct dock_api *da, const struct dock_config *dc,
 	    DOCK_OK)
 		return e;
 	return force_remove(da, name);
+}
+
+enum dock_err
+dock_logs(struct dock_api *da, const struct dock_config *dc,
+    const char *channel, size_t lines, struct dock_log_lines *out,
+    int *missing)
+{
+	struct dock_call	 c = { .dc_method = "GET", .dc_raw = 1,
+	    .dc_limit = DOCK_LOGS_BYTES_MAX,
+	    .dc_timeout_ms = DOCK_LOGS_TIMEOUT_MS };
+	char			 name[CONTAINER_NAME_MAX + 1];
+	char			*esc, *path;
+	enum dock_err		 e;
+
+	da->da_error[0] = '\0';
+	*missing = 0;
+	out->dl_n = 0;
+	if (lines < 1 || lines > DOCK_LOGS_LINES_MAX)
+		return DOCK_API;
+	if ((e = dock_container_name(dc, channel, name, sizeof(name))) !=
+	    DOCK_OK)
+		return e;
+	if ((esc = escaped(da, name)) == NULL)
+		return DOCK_NOMEM;
+	if (asprintf(&path, "/containers/%s/logs?stdout=1&stderr=1&tail=%zu",
+	    esc, lines) == -1) {
+		curl_free(esc);
+		return DOCK_NOMEM;
+	}
+	curl_free(esc);
+	c.dc_path = path;
+	if ((e = dock_call(da, &c)) == DOCK_OK) {
+		if (c.dc_status == 200) {
+			(void)dock_logs_parse((const uint8_t *)da->da_buf,
+			    da->da_len, lines, out);
+			out->dl_cut |= c.dc_cut;
+		} else if (c.dc_status == 404) {
+			da->da_error[0] = '\0';
+			*missing = 1;
+		} else
+			e = unexpected(da, &c);
+	}
+	call_done(&c);
+	free(path);
+	return e;
 }
 
 enum dock_err

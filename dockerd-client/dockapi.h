@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "dockinfo.h"
+#include "docklogs.h"
 #include "dockops.h"
 
 /* Largest answer read from Docker; a longer one is DOCK_API. */
@@ -71,6 +72,16 @@ enum dock_err	 dock_ensure_running(struct dock_api *,
 /* DELETE /containers/<name>?force=true; a missing container is DOCK_OK. */
 enum dock_err	 dock_remove(struct dock_api *, const struct dock_config *,
 		    const char *channel);
+
+/*
+ * The container's last lines (GET /containers/<name>/logs, stdout and
+ * stderr, tail=lines), within DOCK_LOGS_TIMEOUT_MS and DOCK_LOGS_BYTES_MAX:
+ * what came by then is kept (dl_cut).  A missing container is DOCK_OK with
+ * *missing 1 and no lines.
+ */
+enum dock_err	 dock_logs(struct dock_api *, const struct dock_config *,
+		    const char *channel, size_t lines, struct dock_log_lines *,
+		    int *missing);
 
 struct dock_entry {
 	char	 name[300];	/* as listed, with a leading '/' */

@@ -37,7 +37,7 @@ docker_config(struct docker *dk, struct msg *m)
 {
 	struct dock_config	*c = &dk->dk_conf;
 	const char		*sock, *prefix, *lc, *lp, *image, *state, *tz;
-	const char		*runtime = NULL;
+	const char		*runtime = NULL, *logd;
 
 	if (msg_get_str(m, "socket", PATH_BYTES_MAX, &sock) == -1 ||
 	    msg_get_str(m, "container_prefix", CONTAINER_PREFIX_MAX, &prefix) ==
@@ -54,8 +54,17 @@ docker_config(struct docker *dk, struct msg *m)
 	    -1 ||
 	    msg_get_uint(m, "pids", 1, UINT32_MAX, &c->pids) == -1 ||
 	    msg_get_str_opt(m, "runtime", RUNTIME_NAME_MAX, &runtime) == -1 ||
+	    msg_get_str(m, "log_driver", 16, &logd) == -1 ||
 	    msg_end(m) == -1)
 		return -1;
+	if (strcmp(logd, "journald") == 0)
+		c->log_driver = DOCK_LOG_JOURNALD;
+	else if (strcmp(logd, "local") == 0)
+		c->log_driver = DOCK_LOG_LOCAL;
+	else {
+		log_warnx("log driver %.16s refused", logd);
+		return -1;
+	}
 	if (runtime != NULL && !valid_runtime_name(runtime, strlen(runtime))) {
 		log_warnx("runtime name %.64s refused", runtime);
 		return -1;
@@ -196,6 +205,42 @@ docker_remove(struct docker *dk, struct role_parent *rp, struct msg *m)
 	return 0;
 }
 
+/*
+ * A failed turn's worker: its last lines, each escaped and cut in the
+ * Docker client (docklogs.h), so that the supervisor gets text that fits
+ * a line of its log, whatever the worker wrote.
+ */
+static int
+docker_logs(struct docker *dk, struct role_parent *rp, struct msg *m)
+{
+	static struct dock_log_lines	 dl;
+	const char			*v[DOCK_LOGS_LINES_MAX];
+	struct msgb			 mb;
+	const char			*channel;
+	uint64_t			 lines;
+	size_t				 i;
+	int				 missing;
+	enum dock_err			 e;
+
+	if (msg_get_str(m, "channel", CHANNEL_KEY_BYTES_MAX, &channel) == -1 ||
+	    msg_get_uint(m, "lines", 1, DOCK_LOGS_LINES_MAX, &lines) == -1 ||
+	    msg_end(m) == -1)
+		return -1;
+	if ((e = dock_logs(dk->dk_api, &dk->dk_conf, channel, lines, &dl,
+	    &missing)) != DOCK_OK) {
+		docker_fail(dk, rp, m->m_id, "logs", channel, e);
+		return 0;
+	}
+	for (i = 0; i < dl.dl_n; i++)
+		v[i] = dl.dl_line[i];
+	msgb_init(&mb, MSG_DOCK_LOGGED, m->m_id);
+	msg_add_strv(&mb, "lines", v, dl.dl_n);
+	msg_add_bool(&mb, "cut", dl.dl_cut);
+	msg_add_bool(&mb, "missing", missing);
+	role_send(rp, &mb);
+	return 0;
+}
+
 static int
 docker_list(struct docker *dk, struct role_parent *rp, struct msg *m)
 {
@@ -261,6 +306,8 @@ docker_dispatch_supervisor(struct role_parent *rp, struct msg *m, void *arg)
 		return docker_remove(dk, rp, m);
 	case MSG_DOCK_LIST:
 		return docker_list(dk, rp, m);
+	case MSG_DOCK_LOGS:
+		return docker_logs(dk, rp, m);
 	default:
 		return -1;
 	}

@@ -239,7 +239,40 @@ check_config(const struct dock_config *dc)
 	if (dc->runtime != NULL &&
 	    !valid_runtime_name(dc->runtime, strlen(dc->runtime)))
 		return DOCK_BAD_RUNTIME;
+	if (dc->log_driver != DOCK_LOG_LOCAL &&
+	    dc->log_driver != DOCK_LOG_JOURNALD)
+		return DOCK_BAD_CONFIG;
 	return DOCK_OK;
+}
+
+int
+dock_log_tag(const char *channel, char *out, size_t outlen)
+{
+	const uint8_t	*s = (const uint8_t *)channel;
+	size_t		 len, i = 0, o, units;
+	uint32_t	 cp;
+
+	if (channel == NULL || (len = strlen(channel)) == 0 ||
+	    utf8_utf16_len(channel, len, &units) == -1 || units >
+	    CHANNEL_KEY_MAX || outlen < 9)
+		return -1;
+	memcpy(out, "sandbox/", 8);
+	o = 8;
+	while (i < len) {
+		(void)utf8_next(s, len, &i, &cp);
+		units = cp > 0xffff ? 2 : 1;
+		if (o + units >= outlen)
+			return -1;
+		if (units == 1 && cp < 0x80 && ((cp >= 'a' && cp <= 'z') ||
+		    (cp >= 'A' && cp <= 'Z') || (cp >= '0' && cp <= '9') ||
+		    strchr("_.:/-", (int)cp) != NULL))
+			out[o++] = (char)cp;
+		else
+			while (units-- > 0)
+				out[o++] = '_';
+	}
+	out[o] = '\0';
+	return 0;
 }
 
 /* One bind source: the general rules, then exactly <state>/<seg>/<leaf>. */
@@ -343,7 +376,7 @@ host_config(cJSON *hc, const struct dock_config *dc, const struct dock_spec *ds,
 {
 	cJSON	*o, *a, *u;
 	char	*bind;
-	char	 num[32];
+	char	 num[32], tag[DOCK_LOG_TAG_MAX + 1];
 
 	add_str(hc, "NetworkMode", "none", ok);
 	add_bool(hc, "ReadonlyRootfs", 1, ok);
@@ -372,7 +405,18 @@ host_config(cJSON *hc, const struct dock_config *dc, const struct dock_spec *ds,
 	if ((o = add_obj(hc, "RestartPolicy", ok)) != NULL)
 		add_str(o, "Name", "unless-stopped", ok);
 	(void)snprintf(num, sizeof(num), "%um", CONTAINER_LOG_SIZE / MIB);
-	if ((o = add_obj(hc, "LogConfig", ok)) != NULL) {
+	if (dc->log_driver == DOCK_LOG_JOURNALD) {
+		if ((o = add_obj(hc, "LogConfig", ok)) != NULL) {
+			add_str(o, "Type", "journald", ok);
+			if ((o = add_obj(o, "Config", ok)) != NULL) {
+				if (dock_log_tag(ds->channel, tag,
+				    sizeof(tag)) == -1)
+					*ok = 0;
+				else
+					add_str(o, "tag", tag, ok);
+			}
+		}
+	} else if ((o = add_obj(hc, "LogConfig", ok)) != NULL) {
 		/* Podman bounds its one k8s-file log by size alone. */
 		add_str(o, "Type", engine == DOCK_ENGINE_PODMAN ? "k8s-file" :
 		    "local", ok);

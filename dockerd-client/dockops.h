@@ -12,6 +12,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "limits.h"
+
 /*
  * The engine behind the socket, as GET /version names it.  Rootless Podman's
  * Docker-compatible API needs two things said otherwise in the create body
@@ -20,6 +22,17 @@
 enum dock_engine {
 	DOCK_ENGINE_DOCKER,
 	DOCK_ENGINE_PODMAN
+};
+
+/*
+ * The containers' log driver (configuration docker.log_driver).  Local is
+ * PROTOCOL.md 7's two files of 10 MiB (Podman's one k8s-file of 10 MiB);
+ * journald keeps a removed container's lines, each entry tagged
+ * sandbox/<channel> (dock_log_tag()).
+ */
+enum dock_log_driver {
+	DOCK_LOG_LOCAL = 0,
+	DOCK_LOG_JOURNALD
 };
 
 /* What the configuration says; the Docker client holds one. */
@@ -37,6 +50,7 @@ struct dock_config {
 	uint64_t	 pids;
 	/* HostConfig.Runtime; NULL: none sent, the engine's default. */
 	const char	*runtime;
+	enum dock_log_driver log_driver;
 };
 
 /* What the supervisor asks for. */
@@ -85,6 +99,16 @@ enum dock_err {
 #define DOCK_NUMBER_MAX		999999999999999ull
 
 const char	*dock_err_to_string(enum dock_err);
+
+/* Longest journald tag: "sandbox/" and 2 bytes per char of the key. */
+#define DOCK_LOG_TAG_MAX	(8u + 2u * CHANNEL_KEY_MAX)
+/*
+ * "sandbox/<channel>" with every UTF-16 code unit outside [A-Za-z0-9_.:/-]
+ * replaced by '_': nothing of Docker's tag template ("{{...}}") can come
+ * from a key.  -1 when the key is not 1-256 chars of UTF-8 or out is too
+ * small (DOCK_LOG_TAG_MAX + 1 bytes suffice).
+ */
+int		 dock_log_tag(const char *channel, char *out, size_t outlen);
 
 /*
  * <prefix>-<segment> into out (CONTAINER_NAME_MAX + 1 bytes suffice), and

@@ -17,12 +17,14 @@
 
 #include <event2/event.h>
 
+#include "audit.h"
 #include "buildconf.h"
 #include "cred.h"
 #include "egress.h"
 #include "egress_int.h"
 #include "fetch.h"
 #include "hdrs.h"
+#include "journal.h"
 #include "policy.h"
 #include "reflect.h"
 #include "upstream.h"
@@ -98,6 +100,7 @@ egress_peer_free(struct egress_peer *ep)
 	while ((ec = TAILQ_FIRST(&ep->ep_calls)) != NULL) {
 		if (ec->ec_up != NULL)
 			upstream_cancel(ec->ec_up);
+		audit_fail(ec->ec_audit, "the peer was dropped");
 		egress_call_free(ec);
 	}
 	/* Nobody is left to read the answers. */
@@ -109,7 +112,9 @@ egress_peer_free(struct egress_peer *ep)
 	egress_profile_release(ep->ep_egress, ep->ep_profile);
 	frame_conn_free(ep->ep_conn);
 	free(ep->ep_name);
+	free(ep->ep_channel);
 	free(ep->ep_turn_id);
+	free(ep->ep_turn_speaker);
 	free(ep->ep_ended_turn_id);
 	free(ep->ep_model);
 	free(ep);
@@ -207,6 +212,8 @@ egress_call_free(struct egress_call *ec)
 	if (ec->ec_head_held)
 		msgb_free(&ec->ec_head);
 	reflect_free(ec->ec_reflect);
+	/* The record is written now, with the credential to take out. */
+	audit_close(ec->ec_audit, ec->ec_secret, ec->ec_secret_len);
 	explicit_bzero(ec->ec_secret, sizeof(ec->ec_secret));
 	for (size_t i = 0; ec->ec_hdrs != NULL && i < ec->ec_nhdrs; i++) {
 		free((char *)ec->ec_hdrs[i].name);
@@ -235,16 +242,6 @@ egress_send(struct egress_peer *ep, struct msgb *mb)
 {
 	if (msg_send(ep->ep_conn, mb) == -1)
 		log_warnx("%s: cannot queue an answer", ep->ep_name);
-}
-
-static long
-ms_since(const struct timespec *t)
-{
-	struct timespec	 now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (now.tv_sec - t->tv_sec) * 1000 +
-	    (now.tv_nsec - t->tv_nsec) / 1000000;
 }
 
 /*
@@ -283,8 +280,8 @@ egress_flush(struct egress_call *ec, struct msgb *end)
 }
 
 /*
- * The end of a call: logged with its channel, route, status and latency,
- * never a credential or a body.  A failure before the head went out drops
+ * The end of a call: its audit record (audit.h) is written when the call
+ * is freed, never with a credential.  A failure before the head went out drops
  * it and what was held with it, so the worker gets an answer of the
  * broker's own (PROTOCOL.md 3.2: "Any other failure → 502"); after the
  * head, the broker cuts the body.
@@ -293,8 +290,9 @@ static void
 egress_end(struct egress_call *ec, int ok, int status, const char *why)
 {
 	struct msgb	 mb;
-	long		 ms = ms_since(&ec->ec_start);
 
+	if (!ok)
+		audit_fail(ec->ec_audit, why);
 	if (!ok && ec->ec_head_held) {
 		msgb_free(&ec->ec_head);
 		ec->ec_head_held = 0;
@@ -309,14 +307,6 @@ egress_end(struct egress_call *ec, int ok, int status, const char *why)
 	if (!ok && ec->ec_refused)
 		msg_add_str(&mb, "error", "upstream_refused");
 	egress_flush(ec, &mb);
-	/* After the answer: the log's write is not on the worker's way. */
-	if (ok)
-		log_info("%s %s: %ld, %llu bytes, %ld ms",
-		    ec->ec_peer->ep_name, ec->ec_route, ec->ec_status,
-		    (unsigned long long)ec->ec_bytes, ms);
-	else
-		log_warnx("%s %s: failed after %ld ms: %s",
-		    ec->ec_peer->ep_name, ec->ec_route, ms, why);
 }
 
 /* The head waits for the body bytes that came with it, so that a secret
@@ -330,6 +320,7 @@ egress_on_head(struct up_call *up, long status, const struct up_hdr *hdrs,
 	size_t			 i, k = 0;
 
 	ec->ec_status = status;
+	audit_head(ec->ec_audit, status, hdrs, n);
 	/* Anything outside 200-599 is refused; redirects are errors. */
 	if (status < 200 || status > 599) {
 		ec->ec_refused = 1;
@@ -363,6 +354,7 @@ egress_on_data(struct up_call *up, const void *buf, size_t len, void *arg)
 	if (ec->ec_outlen > 0)
 		egress_flush(ec, NULL);
 	ec->ec_bytes += len;
+	audit_data(ec->ec_audit, buf, len);
 	if (reflect_feed(ec->ec_reflect, buf, len, &out, &outlen) == -1) {
 		log_warnx("%s %s: the credential came back in the "
 		    "answer; call cut", ec->ec_peer->ep_name, ec->ec_route);
@@ -546,6 +538,7 @@ struct egress_admit {
 	enum policy_level	 ea_level;
 	const char		*ea_model;
 	uint64_t		*ea_calls_left;	/* NULL: the window's bucket */
+	struct policy_mcp_call	 ea_call;	/* MCP: method and tool */
 };
 
 /*
@@ -654,8 +647,8 @@ egress_admit(struct egress_peer *ep, const char *kind, const char *path,
 		pc.pm_tools = (const char *const *)ea->ea_server->em_tools;
 		pc.pm_ntools = ea->ea_server->em_ntools;
 		pc.pm_metadata_only = ea->ea_calls_left == NULL;
-		if ((v = policy_mcp_check(body, len, &pc, why, whylen)) !=
-		    VIOLATION_NONE)
+		if ((v = policy_mcp_check_call(body, len, &pc, &ea->ea_call,
+		    why, whylen)) != VIOLATION_NONE)
 			return v;
 	} else {
 		pm.pm_model = ea->ea_model;
@@ -802,6 +795,32 @@ egress_cred_is(struct egress *eg, struct msg *m)
 }
 
 /*
+ * An admitted call's audit record: the peer's channel, the bound turn and
+ * its speaker (none in the startup window or for a research job), the
+ * route, and the model the policy held it to.
+ */
+static struct audit *
+egress_audit_new(const struct egress_peer *ep, const struct egress_admit *ea,
+    const char *path, const char *query, const char *turn_id, size_t len)
+{
+	char	 route[64 + 2 * MCP_SERVER_NAME_MAX + 64];
+	int	 bound = ep->ep_role == PROC_BROKER && ea->ea_calls_left != NULL;
+
+	if (ea->ea_mcp)
+		(void)snprintf(route, sizeof(route), "mcp %s %s%s%s",
+		    ea->ea_server->em_name, ea->ea_call.pc_method != NULL ?
+		    ea->ea_call.pc_method : "?", ea->ea_call.pc_tool != NULL ?
+		    " " : "", ea->ea_call.pc_tool != NULL ?
+		    ea->ea_call.pc_tool : "");
+	else
+		(void)snprintf(route, sizeof(route), "model %s%s%s", path,
+		    query != NULL ? "?" : "", query != NULL ? query : "");
+	return audit_new(ep->ep_channel != NULL ? ep->ep_channel : "?",
+	    bound ? turn_id : NULL, bound ? ep->ep_turn_speaker : NULL, route,
+	    ea->ea_mcp ? NULL : ea->ea_model, len);
+}
+
+/*
  * A call from a broker or research job, admitted by the peer's policy; the
  * credential is read now, at admission, and goes with this call whatever
  * binds later.  Nothing a peer sends ends egress: a frame that breaks the
@@ -881,6 +900,7 @@ egress_call(struct egress_peer *ep, struct msg *m)
 	}
 	memcpy(ec->ec_body, data, len);
 	ec->ec_body_len = len;
+	ec->ec_audit = egress_audit_new(ep, &ea, path, query, turn_id, len);
 	ec->ec_peer = ep;
 	ec->ec_id = id;
 	ec->ec_scope = ea.ea_scope;
@@ -991,9 +1011,7 @@ egress_cancel(struct egress_peer *ep, struct msg *m)
 		    "call");
 		return 0;
 	}
-	log_info("%s %s: cancelled by the worker after %ld ms",
-	    ep->ep_name, ec->ec_route ? ec->ec_route : "?",
-	    ms_since(&ec->ec_start));
+	audit_fail(ec->ec_audit, "cancelled by the worker");
 	if (ec->ec_up != NULL)
 		upstream_cancel(ec->ec_up);
 	egress_call_free(ec);
@@ -1136,6 +1154,7 @@ egress_attach(struct egress *eg, struct msg *m)
 		close(fd);
 		return 0;
 	}
+	ep->ep_channel = xstrdup_opt(channel);
 	ep->ep_egress = eg;
 	ep->ep_role = r;
 	ep->ep_id = id;
@@ -1210,7 +1229,7 @@ static int
 egress_bind(struct egress *eg, struct msg *m)
 {
 	struct egress_peer	*ep;
-	const char		*turn_id, *thinking;
+	const char		*turn_id, *thinking, *speaker = NULL;
 	enum policy_level	 level;
 	uint64_t		 id, calls, deadline_ms;
 	struct msgb		 mb;
@@ -1222,8 +1241,9 @@ egress_bind(struct egress *eg, struct msg *m)
 	    msg_get_uint(m, "max_calls", MAX_CALLS_MIN, MAX_CALLS_MAX,
 	    &calls) == -1 ||
 	    msg_get_uint(m, "deadline_ms", 1, TIMEOUT_MS_MAX, &deadline_ms) ==
-	    -1 || msg_end(m) == -1 || policy_level_parse(thinking, &level) ==
-	    -1)
+	    -1 || msg_get_str_opt(m, "speaker", UTF8_BYTES_MAX(AUTHOR_FIELD_MAX),
+	    &speaker) == -1 || msg_end(m) == -1 ||
+	    policy_level_parse(thinking, &level) == -1)
 		return -1;
 	if ((ep = egress_peer_find(eg, id)) == NULL ||
 	    ep->ep_role != PROC_BROKER) {
@@ -1233,6 +1253,8 @@ egress_bind(struct egress *eg, struct msg *m)
 	}
 	free(ep->ep_turn_id);
 	ep->ep_turn_id = xstrdup_opt(turn_id);
+	free(ep->ep_turn_speaker);
+	ep->ep_turn_speaker = xstrdup_opt(speaker);
 	ep->ep_turn_level = level;
 	ep->ep_turn_calls_left = calls;
 	ep->ep_turn_deadline = proc_now_ms() + deadline_ms;
@@ -1355,7 +1377,10 @@ egress_main(int argc, char *argv[])
 	struct egress		 eg;
 
 	role_args_parse(PROC_EGRESS, argc, argv, &ra);
-	proc_child_check_fds(1);
+	/* The journal's socket, connected by the supervisor (journal.h). */
+	proc_child_check_fds(ra.ra_journal ? 2 : 1);
+	if (ra.ra_journal)
+		journal_set_fd(FD_JOURNAL);
 	memset(&eg, 0, sizeof(eg));
 	eg.eg_peer_read.fb_max = EGRESS_PEER_READ_MAX;
 	TAILQ_INIT(&eg.eg_peers);

@@ -23,6 +23,7 @@
 #include "proc.h"
 #include "violation.h"
 
+struct audit;
 struct up_call;
 struct reflect;
 struct upstream;
@@ -66,6 +67,7 @@ struct egress_peer {
 	enum proc_role			 ep_role;
 	uint64_t			 ep_id;		/* the supervisor's */
 	char				*ep_name;	/* "broker[chan]" */
+	char				*ep_channel;	/* its key */
 	TAILQ_HEAD(, egress_call)	 ep_calls;
 	size_t				 ep_ncalls;
 	size_t				 ep_body_bytes;	/* of its calls */
@@ -77,6 +79,7 @@ struct egress_peer {
 	struct egress_profile		*ep_profile;
 	uint64_t			 ep_max_output_tokens;	/* at attach */
 	char				*ep_turn_id;
+	char				*ep_turn_speaker;	/* its author */
 	enum policy_level		 ep_turn_level;
 	uint64_t			 ep_turn_calls_left;
 	uint64_t			 ep_turn_deadline;	/* monotonic ms */
@@ -107,6 +110,7 @@ struct egress_call {
 	unsigned			 ec_scope;	/* turn gen; 0 window */
 	struct up_call			*ec_up;
 	struct reflect			*ec_reflect;
+	struct audit			*ec_audit;	/* its record */
 	char				*ec_body;	/* kept until on_end */
 	size_t				 ec_body_len;
 	char				*ec_route;

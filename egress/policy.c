@@ -950,7 +950,8 @@ static const char *const mcp_fields[] = { "jsonrpc", "id", "method",
 
 static enum violation
 check_tool_call(const char *body, size_t len, size_t off,
-    const struct policy_mcp *pm, char *why, size_t whylen)
+    const struct policy_mcp *pm, struct policy_mcp_call *pc, char *why,
+    size_t whylen)
 {
 	static const char *const names[] = { "name", "arguments" };
 	struct fields	 f;
@@ -991,12 +992,23 @@ check_tool_call(const char *body, size_t len, size_t off,
 	if (jw_peek(&w) != '{')
 		return refuse(VIOLATION_MCP_TOOL, why, whylen,
 		    "tools/call arguments is not an object");
+	pc->pc_tool = pm->pm_tools[k];
 	return VIOLATION_NONE;
 }
 
 enum violation
 policy_mcp_check(const char *body, size_t len, const struct policy_mcp *pm,
     char *why, size_t whylen)
+{
+	struct policy_mcp_call	 pc;
+
+	return policy_mcp_check_call(body, len, pm, &pc, why, whylen);
+}
+
+enum violation
+policy_mcp_check_call(const char *body, size_t len,
+    const struct policy_mcp *pm, struct policy_mcp_call *pc, char *why,
+    size_t whylen)
 {
 	struct fields	 f;
 	struct jw	 w;
@@ -1024,6 +1036,8 @@ policy_mcp_check(const char *body, size_t len, const struct policy_mcp *pm,
 	if (k == nitems(mcp_methods))
 		return refuse(VIOLATION_MCP_METHOD, why, whylen,
 		    "method %s is outside the allow-list", s);
+	pc->pc_method = mcp_methods[k];
+	pc->pc_tool = NULL;
 	if (strcmp(s, "tools/call") != 0)
 		return VIOLATION_NONE;
 	if (pm->pm_metadata_only)
@@ -1032,5 +1046,6 @@ policy_mcp_check(const char *body, size_t len, const struct policy_mcp *pm,
 	if (!(f.f_seen & (1u << CF_PARAMS)))
 		return refuse(VIOLATION_MCP_TOOL, why, whylen,
 		    "tools/call without params");
-	return check_tool_call(body, len, f.f_off[CF_PARAMS], pm, why, whylen);
+	return check_tool_call(body, len, f.f_off[CF_PARAMS], pm, pc, why,
+	    whylen);
 }

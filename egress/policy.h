@@ -81,4 +81,15 @@ struct policy_mcp {
 enum violation	policy_mcp_check(const char *body, size_t len,
 		    const struct policy_mcp *, char *why, size_t whylen);
 
+/* What an admitted MCP call asks, for its audit record: names from the
+ * allow-lists, never the peer's bytes. */
+struct policy_mcp_call {
+	const char	*pc_method;
+	const char	*pc_tool;	/* tools/call only, else NULL */
+};
+/* policy_mcp_check(), and on VIOLATION_NONE what the call asks. */
+enum violation	policy_mcp_check_call(const char *body, size_t len,
+		    const struct policy_mcp *, struct policy_mcp_call *,
+		    char *why, size_t whylen);
+
 #endif

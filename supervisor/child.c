@@ -653,6 +653,7 @@ child_send_config(struct child *c)
 		msg_add_uint(&mb, "pids", conf->pids);
 		if (conf->docker_runtime != NULL)
 			msg_add_str(&mb, "runtime", conf->docker_runtime);
+		msg_add_str(&mb, "log_driver", conf->docker_log_driver);
 		child_send(c, &mb);
 		break;
 	case PROC_EGRESS:

@@ -725,10 +725,10 @@ parse_limits(struct cctx *c, struct config *cfg, const cJSON *obj)
 }
 
 enum { DK_SOCKET, DK_PREFIX, DK_LCHAN, DK_LPROF, DK_LIMITS, DK_RUNTIME,
-	DK_N };
+	DK_LOG_DRIVER, DK_N };
 static const char *const dk_names[DK_N] = {
 	"socket", "container_prefix", "label_channel", "label_profile", "limits",
-	"runtime"
+	"runtime", "log_driver"
 };
 
 static void
@@ -773,6 +773,17 @@ parse_docker(struct cctx *c, struct config *cfg, const cJSON *obj)
 		else
 			cfg->docker_runtime = xstrdup(c, s);
 	}
+	/* "local" keeps what 0.7.3 images always had (PROTOCOL.md 7). */
+	s = "local";
+	if (f[DK_LOG_DRIVER] != NULL && (s = str_value(c, f[DK_LOG_DRIVER],
+	    "docker.log_driver", &len)) != NULL && strcmp(s, "local") != 0 &&
+	    strcmp(s, "journald") != 0) {
+		cerr(c, "docker.log_driver", "must be \"local\" (two files "
+		    "of 10 MiB, the default) or \"journald\" (tagged "
+		    "sandbox/<channel>)");
+		s = NULL;
+	}
+	cfg->docker_log_driver = xstrdup(c, s);
 }
 
 /*
@@ -885,9 +896,9 @@ parse_research(struct cctx *c, struct config *cfg, const cJSON *obj)
 }
 
 #if RTSANDBOX_TEST_SEAMS
-enum { TE_DNS, TE_LOOPBACK, TE_CA, TE_N };
+enum { TE_DNS, TE_LOOPBACK, TE_CA, TE_JOURNAL, TE_N };
 static const char *const te_names[TE_N] = {
-	"dns", "loopback_public", "fetch_ca_file"
+	"dns", "loopback_public", "fetch_ca_file", "journal_socket"
 };
 
 /* Test builds only: what lets the controlled fetch reach fixtures on
@@ -915,6 +926,10 @@ parse_test(struct cctx *c, struct config *cfg, const cJSON *obj)
 	if (te[TE_CA] != NULL && (s = abs_path(c, te[TE_CA],
 	    "test.fetch_ca_file", PATH_BYTES_MAX)) != NULL)
 		cfg->test_fetch_ca_file = xstrdup(c, s);
+	/* records go there as to journald, whether or not under systemd */
+	if (te[TE_JOURNAL] != NULL && (s = abs_path(c, te[TE_JOURNAL],
+	    "test.journal_socket", SUN_PATH_MAX)) != NULL)
+		cfg->test_journal_socket = xstrdup(c, s);
 }
 #endif
 
@@ -1171,11 +1186,13 @@ config_free(struct config *cfg)
 	free(cfg->label_channel);
 	free(cfg->label_profile);
 	free(cfg->docker_runtime);
+	free(cfg->docker_log_driver);
 	free(cfg->time_zone);
 	free(cfg->default_thinking);
 	free(cfg->research_model);
 	free(cfg->test_dns);
 	free(cfg->test_fetch_ca_file);
+	free(cfg->test_journal_socket);
 	free(cfg);
 }
 
@@ -1306,6 +1323,8 @@ config_reload_check(const struct config *o, const struct config *n,
 		f = "docker.label_profile";
 	else if (!str_same(o->docker_runtime, n->docker_runtime))
 		f = "docker.runtime";
+	else if (!str_same(o->docker_log_driver, n->docker_log_driver))
+		f = "docker.log_driver";
 	else if (o->memory_mib != n->memory_mib)
 		f = "docker.limits.memory_mib";
 	else if (o->nano_cpus != n->nano_cpus)
@@ -1316,7 +1335,8 @@ config_reload_check(const struct config *o, const struct config *n,
 		f = "time_zone";
 	else if (!str_same(o->test_dns, n->test_dns) ||
 	    o->test_loopback_public != n->test_loopback_public ||
-	    !str_same(o->test_fetch_ca_file, n->test_fetch_ca_file))
+	    !str_same(o->test_fetch_ca_file, n->test_fetch_ca_file) ||
+	    !str_same(o->test_journal_socket, n->test_journal_socket))
 		f = "test";
 	if (f == NULL)
 		return 0;

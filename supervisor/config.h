@@ -63,6 +63,8 @@ struct config {
 	char			 *label_profile;
 	char			 *docker_runtime;	/* NULL: the engine's
 							 * default */
+	char			 *docker_log_driver;	/* "local" or
+							 * "journald" */
 	uint64_t		  memory_mib;
 	uint64_t		  nano_cpus;
 	uint64_t		  pids;
@@ -80,6 +82,7 @@ struct config {
 	char			 *test_dns;		/* "IP:PORT" or NULL */
 	int			  test_loopback_public;
 	char			 *test_fetch_ca_file;	/* NULL when absent */
+	char			 *test_journal_socket;	/* a journal fixture */
 };
 
 /*

@@ -20,6 +20,7 @@
 #include "config.h"
 #include "control.h"
 #include "hostcheck.h"
+#include "journal.h"
 #include "log.h"
 #include "sandbox.h"
 #include "notify.h"
@@ -171,6 +172,32 @@ supervisor_sandbox(void)
 	return sandbox_supervisor(rules, 1);
 }
 
+/*
+ * Under systemd (its JOURNAL_STREAM) audit records go to the journal as
+ * structured entries: the socket is connected now, before the sandboxes,
+ * for the supervisor, and the spawner hands egress a copy (journal.h).
+ */
+static void
+journal_open(void)
+{
+	const char	*path = NULL;
+	int		 fd;
+
+	if (getenv("JOURNAL_STREAM") != NULL)
+		path = JOURNAL_SOCKET_PATH;
+#if RTSANDBOX_TEST_SEAMS
+	if (sv->sv_conf->test_journal_socket != NULL)
+		path = sv->sv_conf->test_journal_socket;
+#endif
+	if (path == NULL)
+		return;
+	if ((fd = journal_connect(path)) == -1) {
+		log_warn("journal socket %s: records go to the log", path);
+		return;
+	}
+	journal_set_fd(fd);
+}
+
 /* Once every helper first answered ready: the daemon serves. */
 static void
 supervisor_ready_check(void)
@@ -316,6 +343,7 @@ main(int argc, char *argv[])
 	if ((ctlfd = control_bind(sv->sv_conf->control_socket,
 	    sv->sv_conf->has_control_group, sv->sv_conf->control_gid)) == -1)
 		fatalx("cannot serve the control socket");
+	journal_open();
 	spawner_start();
 	sv->sv_base = supervisor_sandbox();
 	/* the group database is out of reach now: reloads keep the gids */

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "buildconf.h"
+#include "journal.h"
 #include "limits.h"
 #include "log.h"
 #include "role.h"
@@ -366,9 +367,9 @@ static void __attribute__((noreturn))
 spawner_main(int sock)
 {
 	const char	*paths[ROLE_MAXPATHS];
-	char		*argv[4 + 2 * ROLE_MAXPATHS];
+	char		*argv[6 + 2 * ROLE_MAXPATHS];
 	struct spawn_req sr;
-	int		 fds[FRAME_MAXFDS], nfds, ac, err;
+	int		 fds[FRAME_MAXFDS + 1], nfds, nrecv, ac, err;
 	size_t		 np, i;
 	pid_t		 pid;
 
@@ -402,6 +403,13 @@ spawner_main(int sock)
 		argv[ac++] = (char *)proc_role_binary(sr.sr_role);
 		if (sv->sv_debug)
 			argv[ac++] = "-d";
+		/* Egress writes its audit records to the journal itself
+		 * (journal.h), on the socket connected before any sandbox. */
+		nrecv = nfds;
+		if (sr.sr_role == PROC_EGRESS && journal_fd() != -1) {
+			argv[ac++] = "-j";
+			fds[nfds++] = journal_fd();
+		}
 		if (sr.sr_name[0] != '\0') {
 			argv[ac++] = "-n";
 			argv[ac++] = sr.sr_name;
@@ -415,7 +423,7 @@ spawner_main(int sock)
 		pid = proc_spawn_sibling(helper_path[sr.sr_role], argv,
 		    proc_role_env(sr.sr_role), fds, nfds);
 		err = pid == -1 ? errno : 0;
-		for (i = 0; i < (size_t)nfds; i++)
+		for (i = 0; i < (size_t)nrecv; i++)
 			close(fds[i]);
 		spawner_reply(sock, pid, err, -1, -1);
 	}

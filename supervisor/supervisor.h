@@ -227,6 +227,12 @@ struct chan_hooks {
 };
 void		 chan_init(const struct chan_hooks *);
 
+/* evidence.c: a failed turn's record, and its worker's last lines before
+ * removed says the container goes (delivered: the worker had the turn). */
+void		 evidence_turn_failed(const char *key, const char *turn_id,
+		    const char *speaker, const struct cJSON *result,
+		    int removed, int delivered);
+
 /* turn.c */
 int		 turn_broker_msg(const char *key, struct child *, struct msg *);
 /* The channel's broker died: its turn ends now, not at its deadline. */

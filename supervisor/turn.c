@@ -188,6 +188,8 @@ turn_free(struct turn *t)
 	free(t);
 }
 
+/* A failure keeps its cause: reason, message, and whether the turn's
+ * deadline ended it. */
 static cJSON *
 turn_failure(const char *reason, const char *message, const char *worker)
 {
@@ -196,7 +198,9 @@ turn_failure(const char *reason, const char *message, const char *worker)
 	if ((r = cJSON_CreateObject()) == NULL ||
 	    cJSON_AddFalseToObject(r, "ok") == NULL ||
 	    cJSON_AddStringToObject(r, "reason", reason) == NULL ||
-	    cJSON_AddStringToObject(r, "message", message) == NULL)
+	    cJSON_AddStringToObject(r, "message", message) == NULL ||
+	    cJSON_AddBoolToObject(r, "timedOut",
+	    strcmp(reason, "timeout") == 0) == NULL)
 		fatalx("%s: out of memory", __func__);
 	if (worker != NULL)
 		cJSON_AddStringToObject(r, "workerError", worker);
@@ -276,6 +280,11 @@ turn_end(struct turn *t, cJSON *result, int kill)
 	    "ended" : strcmp(reason->valuestring, "timeout") == 0 ?
 	    "timed out" : strcmp(reason->valuestring, "cancelled") == 0 ?
 	    "was cancelled" : "failed");
+
+	/* Recorded, and the worker's last lines asked for before the
+	 * removal below is. */
+	evidence_turn_failed(t->t_key, t->t_id, t->t_author_id, result, kill,
+	    t->t_state == TURN_SUBMITTED);
 
 	/* A hook's late answer has nothing left to feed. */
 	if (t->t_memory_call != NULL) {
@@ -583,6 +592,8 @@ turn_bind(struct turn *t, const struct child *b)
 	msg_add_str(&mb, "thinking", t->t_thinking);
 	msg_add_uint(&mb, "max_calls", t->t_max_calls);
 	msg_add_uint(&mb, "deadline_ms", turn_ms_left(t));
+	/* the speaker of each call's audit record */
+	msg_add_str(&mb, "speaker", t->t_author_id);
 	if ((eg = child_singleton(PROC_EGRESS)) == NULL ||
 	    child_request(eg, &mb, turn_bound, t) == -1) {
 		if (eg == NULL)

@@ -720,6 +720,82 @@ START_TEST(body_podman)
 }
 END_TEST
 
+/* docker.log_driver "journald": the same body but for LogConfig, on both
+ * engines, tagged with the channel; nothing of a key can make a template. */
+START_TEST(body_journald)
+{
+	struct dock_config	 dc = base_config;
+	struct dock_spec	 ds = base_spec;
+	cJSON			*want, *got, *hc;
+	enum dock_engine	 engines[] = { DOCK_ENGINE_DOCKER,
+				    DOCK_ENGINE_PODMAN };
+	size_t			 i;
+
+	dc.log_driver = DOCK_LOG_JOURNALD;
+	for (i = 0; i < 2; i++) {
+		want = cJSON_Parse(expected_body);
+		ck_assert_ptr_nonnull(want);
+		hc = cJSON_GetObjectItem(want, "HostConfig");
+		cJSON_ReplaceItemInObjectCaseSensitive(hc, "LogConfig",
+		    cJSON_Parse("{\"Type\":\"journald\","
+		    "\"Config\":{\"tag\":\"sandbox/discord:123\"}}"));
+		if (engines[i] == DOCK_ENGINE_PODMAN)
+			ck_assert_ptr_nonnull(cJSON_AddStringToObject(hc,
+			    "UsernsMode", "keep-id"));
+		got = dock_create_body(&dc, &ds, engines[i]);
+		ck_assert_ptr_nonnull(got);
+		ck_assert(cJSON_Compare(want, got, 1));
+		cJSON_Delete(got);
+		cJSON_Delete(want);
+	}
+	/* a key that reads as a template, or holds what no tag should */
+	ds.channel = "x{{.ID}} y\xc3\xa9\xf0\x9f\x98\x80";
+	ds.run_dir = STATE "/x___ID___y___/run";
+	ds.workspace_dir = STATE "/x___ID___y___/workspace";
+	got = dock_create_body(&dc, &ds, DOCK_ENGINE_DOCKER);
+	ck_assert_ptr_nonnull(got);
+	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(got, "HostConfig"),
+	    "LogConfig"), "Config"), "tag")->valuestring,
+	    "sandbox/x__.ID___y___");
+	cJSON_Delete(got);
+	/* a driver that is neither */
+	dc.log_driver = (enum dock_log_driver)7;
+	ck_assert_int_eq(dock_check_spec(&dc, &base_spec), DOCK_BAD_CONFIG);
+	ck_assert_ptr_null(dock_create_body(&dc, &base_spec,
+	    DOCK_ENGINE_DOCKER));
+}
+END_TEST
+
+/* The tag at the longest key, of characters above U+FFFF, and a buffer
+ * one byte short. */
+START_TEST(log_tag_limits)
+{
+	char	 key[CHANNEL_KEY_MAX * 2 + 8], tag[DOCK_LOG_TAG_MAX + 1];
+	char	*s;
+	size_t	 i;
+
+	s = run_of('k', CHANNEL_KEY_MAX);
+	ck_assert_int_eq(dock_log_tag(s, tag, sizeof(tag)), 0);
+	ck_assert_uint_eq(strlen(tag), 8 + CHANNEL_KEY_MAX);
+	free(s);
+	s = run_of('k', CHANNEL_KEY_MAX + 1);
+	ck_assert_int_eq(dock_log_tag(s, tag, sizeof(tag)), -1);
+	free(s);
+	/* 128 characters above U+FFFF: 256 UTF-16 units, 512 bytes */
+	for (i = 0; i < CHANNEL_KEY_MAX / 2; i++)
+		memcpy(key + 4 * i, "\xf0\x9f\x98\x80", 4);
+	key[4 * i] = '\0';
+	ck_assert_int_eq(dock_log_tag(key, tag, sizeof(tag)), 0);
+	ck_assert_uint_eq(strlen(tag), 8 + CHANNEL_KEY_MAX);
+	ck_assert_int_eq(dock_log_tag("ab", tag, 11), 0);
+	ck_assert_str_eq(tag, "sandbox/ab");
+	ck_assert_int_eq(dock_log_tag("ab", tag, 10), -1);
+	ck_assert_int_eq(dock_log_tag("", tag, sizeof(tag)), -1);
+	ck_assert_int_eq(dock_log_tag("\xff", tag, sizeof(tag)), -1);
+}
+END_TEST
+
 START_TEST(spec_runtime)
 {
 	struct dock_config	 dc = base_config;
@@ -819,6 +895,8 @@ dockops_suite(void)
 	tcase_add_test(tc, body_largest_numbers);
 	tcase_add_test(tc, body_runtime);
 	tcase_add_test(tc, body_podman);
+	tcase_add_test(tc, body_journald);
+	tcase_add_test(tc, log_tag_limits);
 	tcase_add_test(tc, body_refused);
 	tcase_add_test(tc, err_strings);
 	suite_add_tcase(s, tc);
