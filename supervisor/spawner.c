@@ -432,7 +432,7 @@ spawner_main(int sock)
 void
 spawner_start(void)
 {
-	int	 sp[2];
+	int	 sp[2], pfd, jfd;
 	pid_t	 ppid = getpid();
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) == -1)
@@ -447,9 +447,18 @@ spawner_start(void)
 			fatal("%s: PR_SET_PDEATHSIG", __func__);
 		if (getppid() != ppid)
 			_exit(0);
-		if (dup3(sp[1], FD_PARENT, O_CLOEXEC) == -1 ||
-		    close_range(FD_PARENT + 1, ~0U, 0) == -1)
+		/* and the journal's socket, which egress gets a copy of:
+		 * both above their slots first, so neither takes the other's */
+		if ((pfd = fcntl(sp[1], F_DUPFD_CLOEXEC, FD_PARENT + 2)) == -1 ||
+		    (journal_fd() != -1 && ((jfd = fcntl(journal_fd(),
+		    F_DUPFD_CLOEXEC, FD_PARENT + 2)) == -1 ||
+		    dup3(jfd, FD_PARENT + 1, O_CLOEXEC) == -1)) ||
+		    dup3(pfd, FD_PARENT, O_CLOEXEC) == -1 ||
+		    close_range(journal_fd() != -1 ? FD_PARENT + 2 :
+		    FD_PARENT + 1, ~0U, 0) == -1)
 			fatal("%s: descriptors", __func__);
+		if (journal_fd() != -1)
+			journal_set_fd(FD_PARENT + 1);
 		signal(SIGPIPE, SIG_IGN);
 		spawner_main(FD_PARENT);
 	default:

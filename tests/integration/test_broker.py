@@ -475,6 +475,7 @@ class BrokerCase(unittest.TestCase):
             c["timeouts"] = {"start_ms": 20000, "turn_ms": cls.TURN_MS}
             if cls.MAX_CALLS is not None:
                 c["budgets"] = {"max_calls": cls.MAX_CALLS}
+            cls.configure(c)
         try:
             cls.d = Daemon(config=conf)
             cls.d.start()
@@ -510,6 +511,10 @@ class BrokerCase(unittest.TestCase):
 
     def setUp(self):
         self.fu.reset()
+
+    @classmethod
+    def configure(cls, c):
+        """A subclass's own changes to the configuration."""
 
     # -- helpers
 
@@ -2606,7 +2611,7 @@ class TurnSemantics(BrokerCase):
         res = tr.wait(10)
         self.assertEqual(res, {"ok": False, "reason": "worker_failed",
                                "message": "The worker stopped before it "
-                                          "answered"})
+                                          "answered", "timedOut": False})
         self.assertFalse(self.container_exists(key))
 
     def test_client_disconnect_cancels(self):

@@ -949,7 +949,8 @@ class DeadProcesses(TurnTest):
         self.assertLess(time.monotonic() - t0, 3)
         self.assertEqual(o.result, {"ok": False, "reason": "internal",
                                     "message": "The channel's broker "
-                                               "stopped"})
+                                               "stopped",
+                                    "timedOut": False})
         self.assertIsNone(inspect(self.container(d, key)))
         FU.reset()
         self.ok(c, self.params(key, "again", "t2"))
@@ -969,7 +970,8 @@ class DeadProcesses(TurnTest):
         self.assertLess(time.monotonic() - t0, 3)
         self.assertEqual(o.result, {
             "ok": False, "reason": "worker_failed",
-            "message": "The worker's container stopped (exit code 137)"})
+            "message": "The worker's container stopped (exit code 137)",
+            "timedOut": False})
         self.assertGone(d, key)
         FU.reset()
         self.ok(c, self.params(key, "again", "t2"))
@@ -1188,7 +1190,8 @@ class Semantics(TurnTest):
             handlers[hook] = fn
             o = self.turn(c, self.params(key, "hello", "t%d" % i), handlers)
             self.assertEqual(o.result, {"ok": False, "reason": "internal",
-                                        "message": message}, (i, hook))
+                                        "message": message,
+                                        "timedOut": False}, (i, hook))
             self.assertEqual(o.phases()[-1], "result")
         self.assertEqual(model_requests(), [])
         log = d.read_log()
@@ -1238,7 +1241,8 @@ class Semantics(TurnTest):
         o = self.turn(c, self.params(key, "hello"), {
             "memory.block": lambda p: {"text": "m" * 100001}})
         self.assertEqual(o.result, {"ok": False, "reason": "invalid",
-                                    "message": "Memory context too large"})
+                                    "message": "Memory context too large",
+                                    "timedOut": False})
         self.assertEqual(model_requests(), [])
         # at the limit, it is the turn's memory
         o = self.ok(c, self.params(key, "hello", "t2"), {
