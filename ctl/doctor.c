@@ -23,6 +23,7 @@
 #include "dockinfo.h"
 #include "doctor.h"
 #include "hostcheck.h"
+#include "journal.h"
 #include "log.h"
 
 struct doctor {
@@ -217,6 +218,41 @@ check_runtime(const struct config *cfg, const struct dock_engine_info *ei,
 	    ", the engine's default" : "");
 }
 
+/* docker.log_driver against the engine's log drivers (GET /info). */
+static void
+check_log_driver(const struct config *cfg, const struct dock_engine_info *ei,
+    struct doctor *dr)
+{
+	int	 journald = strcmp(cfg->docker_log_driver, "journald") == 0;
+	int	 have;
+
+	/* Podman's "local" is its own k8s-file, always there */
+	if (!journald && ei->ei_engine == DOCK_ENGINE_PODMAN) {
+		hc_report(doctor_report, dr, HC_OK, "log driver", "k8s-file, "
+		    "10 MiB (Podman's for local)");
+		return;
+	}
+	have = journald ? ei->ei_log_journald : ei->ei_log_local;
+	/* dockerd's journald driver writes to the host's journald */
+	if (have == 1 && journald && access(JOURNAL_SOCKET_PATH, F_OK) == -1)
+		hc_report(doctor_report, dr, HC_WARN, "log driver", "journald: "
+		    "the engine has the driver but %s is missing: is journald "
+		    "running on this host?", JOURNAL_SOCKET_PATH);
+	else if (have == 1)
+		hc_report(doctor_report, dr, HC_OK, "log driver", "%s%s",
+		    cfg->docker_log_driver, journald ?
+		    ", tagged sandbox/<channel>" : ", 2 files of 10 MiB");
+	else if (have == 0)
+		hc_report(doctor_report, dr, HC_FAIL, "log driver", "the engine "
+		    "has no %s log driver (GET /info Plugins.Log): containers "
+		    "cannot start; choose another docker.log_driver",
+		    cfg->docker_log_driver);
+	else
+		hc_report(doctor_report, dr, HC_WARN, "log driver", "the engine "
+		    "does not list its log drivers; %s not checked",
+		    cfg->docker_log_driver);
+}
+
 static void
 check_limits(const struct dock_engine_info *ei, struct doctor *dr)
 {
@@ -319,6 +355,7 @@ engine_checks(const struct config *cfg, struct doctor *dr)
 	check_engine_kind(&ei, cfg->docker_socket, dr);
 	check_image(da, cfg, &ei, dr);
 	check_runtime(cfg, &ei, dr);
+	check_log_driver(cfg, &ei, dr);
 	check_limits(&ei, dr);
 	dock_api_free(da);
 }

@@ -24,6 +24,8 @@ dock_engine_info_init(struct dock_engine_info *ei)
 	ei->ei_pids_limit = -1;
 	ei->ei_cpu_quota = -1;
 	ei->ei_rootless = -1;
+	ei->ei_log_local = -1;
+	ei->ei_log_journald = -1;
 	ei->ei_controllers = -1;
 }
 
@@ -187,6 +189,21 @@ dock_parse_info(const char *buf, size_t len, struct dock_engine_info *ei)
 	bool_of(root, "SwapLimit", &ei->ei_swap_limit);
 	bool_of(root, "PidsLimit", &ei->ei_pids_limit);
 	bool_of(root, "CpuCfsQuota", &ei->ei_cpu_quota);
+	it = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
+	    root, "Plugins"), "Log");
+	if (cJSON_IsArray(it)) {
+		const cJSON	*d;
+
+		ei->ei_log_local = ei->ei_log_journald = 0;
+		cJSON_ArrayForEach(d, it) {
+			if (!cJSON_IsString(d))
+				continue;
+			if (strcmp(d->valuestring, "local") == 0)
+				ei->ei_log_local = 1;
+			else if (strcmp(d->valuestring, "journald") == 0)
+				ei->ei_log_journald = 1;
+		}
+	}
 	/* Docker lists "name=rootless"; Podman's compatible answer never
 	 * does, and says it in /libpod/info instead. */
 	if (ei->ei_engine == DOCK_ENGINE_DOCKER) {

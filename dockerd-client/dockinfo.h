@@ -55,6 +55,10 @@ struct dock_engine_info {
 	int			 ei_pids_limit;
 	int			 ei_cpu_quota;
 	int			 ei_rootless;
+	/* GET /info Plugins.Log: the log drivers docker.log_driver may
+	 * name, 1 listed, 0 not, -1 no list */
+	int			 ei_log_local;
+	int			 ei_log_journald;
 	/* Podman's GET /libpod/info: DOCK_CG_* it may use, -1 unknown */
 	int			 ei_controllers;
 };

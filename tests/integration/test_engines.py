@@ -695,10 +695,10 @@ class Doctor(unittest.TestCase):
         print(out)
         self.assertEqual(list(lines), [
             "configuration", "user", "groups", "engine", "image", "runtime",
-            "limits", "landlock", "seccomp", "user namespaces", "state_dir",
+            "log driver", "limits", "landlock", "seccomp", "user namespaces", "state_dir",
             "upstream.credential_file", "control_socket", "socket paths"])
         for name in ("configuration", "user", "engine", "image", "runtime",
-                     "seccomp", "state_dir", "upstream.credential_file",
+                     "log driver", "seccomp", "state_dir", "upstream.credential_file",
                      "control_socket", "socket paths"):
             self.assertEqual(lines[name][0], "ok", (name, lines[name]))
         if PODMAN_SOCKET:
@@ -725,6 +725,29 @@ class Doctor(unittest.TestCase):
         rc, lines, out = self.run_doctor(
             lambda c: c["docker"].update(runtime="runc"))
         self.assertLine(lines, "runtime", "ok", "runc")
+
+    @unittest.skipIf(PODMAN_SOCKET is not None, "Docker only")
+    def test_log_driver(self):
+        """docker.log_driver against the engine's Plugins.Log; the default
+        is local; a value of neither kind is refused by name."""
+        rc, lines, out = self.run_doctor()
+        self.assertLine(lines, "log driver", "ok", "local",
+                        "2 files of 10 MiB")
+        rc, lines, out = self.run_doctor(
+            lambda c: c["docker"].update(log_driver="journald"))
+        self.assertIn(lines["log driver"][0], ("ok", "warn"), out)
+        self.assertIn("journald", lines["log driver"][1])
+        if not os.path.exists("/run/systemd/journal/socket"):
+            self.assertLine(lines, "log driver", "warn", "is missing")
+        rc, lines, out = self.run_doctor(
+            lambda c: c["docker"].update(log_driver="json-file"))
+        self.assertLine(lines, "configuration", "FAIL",
+                        "docker.log_driver")
+        path = os.path.join(self.root, "rtsandboxd.json")
+        r = subprocess.run([rtsb.RTSANDBOXD, "-n", "-f", path],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("docker.log_driver: must be \"local\"", r.stderr)
 
     def test_image_missing(self):
         rc, lines, out = self.run_doctor(

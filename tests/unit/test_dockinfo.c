@@ -57,6 +57,31 @@ START_TEST(version_docker)
 }
 END_TEST
 
+/* Plugins.Log: the drivers docker.log_driver may name. */
+START_TEST(info_log_drivers)
+{
+	struct dock_engine_info	 ei;
+
+	dock_engine_info_init(&ei);
+	ck_assert_int_eq(dock_parse_info(S(docker_info), &ei), 0);
+	ck_assert_int_eq(ei.ei_log_local, -1);
+	ck_assert_int_eq(ei.ei_log_journald, -1);
+	ck_assert_int_eq(dock_parse_info(S("{\"Plugins\":{\"Log\":["
+	    "\"json-file\",\"journald\",\"local\",7]}}"), &ei), 0);
+	ck_assert_int_eq(ei.ei_log_local, 1);
+	ck_assert_int_eq(ei.ei_log_journald, 1);
+	dock_engine_info_init(&ei);
+	ck_assert_int_eq(dock_parse_info(S("{\"Plugins\":{\"Log\":["
+	    "\"journald2\",\"Local\"]}}"), &ei), 0);
+	ck_assert_int_eq(ei.ei_log_local, 0);
+	ck_assert_int_eq(ei.ei_log_journald, 0);
+	dock_engine_info_init(&ei);
+	ck_assert_int_eq(dock_parse_info(S("{\"Plugins\":{\"Log\":"
+	    "\"journald\"}}"), &ei), 0);
+	ck_assert_int_eq(ei.ei_log_journald, -1);
+}
+END_TEST
+
 START_TEST(version_podman)
 {
 	struct dock_engine_info	 ei;
@@ -351,6 +376,7 @@ dockinfo_suite(void)
 	tc = tcase_create("version");
 	tcase_add_test(tc, version_docker);
 	tcase_add_test(tc, version_podman);
+	tcase_add_test(tc, info_log_drivers);
 	tcase_add_test(tc, version_api_range);
 	tcase_add_test(tc, version_refusals);
 	tcase_add_test(tc, version_text_bounded);
