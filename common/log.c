@@ -25,6 +25,18 @@ log_setname(const char *name)
 	snprintf(log_procname, sizeof(log_procname), "%s", name);
 }
 
+void
+log_setjournal(int journal)
+{
+	log_journal = journal;
+}
+
+int
+log_getjournal(void)
+{
+	return log_journal;
+}
+
 const char *
 log_name(void)
 {

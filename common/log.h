@@ -34,6 +34,9 @@ size_t	log_escape(char *dst, size_t dstlen, const char *src, size_t srclen,
 void	log_init(const char *role, int debug);
 /* Rename this process in logs, e.g. "broker[discord_123]". */
 void	log_setname(const char *name);
+/* For a child whose environment is empty: stderr is the journal. */
+void	log_setjournal(int);
+int	log_getjournal(void);
 const char *log_name(void);
 int	log_getdebug(void);
 

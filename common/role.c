@@ -19,10 +19,13 @@ role_args_parse(enum proc_role role, int argc, char *argv[],
 
 	memset(ra, 0, sizeof(*ra));
 	optind = 1;
-	while ((ch = getopt(argc, argv, "dn:p:")) != -1) {
+	while ((ch = getopt(argc, argv, "djn:p:")) != -1) {
 		switch (ch) {
 		case 'd':
 			ra->ra_debug = 1;
+			break;
+		case 'j':
+			ra->ra_journal = 1;
 			break;
 		case 'n':
 			ra->ra_name = optarg;
@@ -34,7 +37,7 @@ role_args_parse(enum proc_role role, int argc, char *argv[],
 			ra->ra_paths[ra->ra_npaths++] = optarg;
 			break;
 		default:
-			fatalx("%s: usage: %s [-d] [-n name] [-p path]...",
+			fatalx("%s: usage: %s [-dj] [-n name] [-p path]...",
 			    proc_role_name(role), proc_role_binary(role));
 		}
 	}
@@ -47,6 +50,8 @@ role_args_parse(enum proc_role role, int argc, char *argv[],
 	else
 		snprintf(name, sizeof(name), "%s", proc_role_name(role));
 	log_init(name, ra->ra_debug);
+	if (ra->ra_journal)
+		log_setjournal(1);
 }
 
 /*

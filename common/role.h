@@ -15,9 +15,15 @@
 
 #define ROLE_MAXPATHS	8
 
-/* rtsandbox-<role> [-d] [-n NAME] [-p PATH]... */
+/*
+ * rtsandbox-<role> [-dj] [-n NAME] [-p PATH]...
+ *
+ * -j: stderr is the journal (the child's environment is empty, so it
+ * cannot see JOURNAL_STREAM itself).
+ */
 struct role_args {
 	int		 ra_debug;
+	int		 ra_journal;
 	const char	*ra_name;		/* e.g. the channel segment */
 	const char	*ra_paths[ROLE_MAXPATHS];	/* for Landlock */
 	size_t		 ra_npaths;

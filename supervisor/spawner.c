@@ -366,7 +366,7 @@ static void __attribute__((noreturn))
 spawner_main(int sock)
 {
 	const char	*paths[ROLE_MAXPATHS];
-	char		*argv[4 + 2 * ROLE_MAXPATHS];
+	char		*argv[6 + 2 * ROLE_MAXPATHS];
 	struct spawn_req sr;
 	int		 fds[FRAME_MAXFDS], nfds, ac, err;
 	size_t		 np, i;
@@ -402,6 +402,8 @@ spawner_main(int sock)
 		argv[ac++] = (char *)proc_role_binary(sr.sr_role);
 		if (sv->sv_debug)
 			argv[ac++] = "-d";
+		if (log_getjournal())
+			argv[ac++] = "-j";
 		if (sr.sr_name[0] != '\0') {
 			argv[ac++] = "-n";
 			argv[ac++] = sr.sr_name;
