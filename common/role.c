@@ -1,3 +1,8 @@
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,22 +15,92 @@
 #include "log.h"
 #include "role.h"
 
+/*
+ * The spawner reads each child's proportional set size for daemon.stats
+ * from /proc/<pid>/smaps_rollup, which the kernel opens only for a process
+ * that may trace the child, and no process may once the child is not
+ * dumpable.  A file opened before that goes on reading, so the child opens
+ * its own first thing, before it has read a byte from anyone, and hands it
+ * over.  Nothing is fatal here: without it daemon.stats has no PSS.
+ */
+static void
+role_memory_handoff(int sock)
+{
+	union {
+		struct cmsghdr	 hdr;
+		char		 buf[CMSG_SPACE(sizeof(int))];
+	} cm;
+	struct msghdr	 mh;
+	struct iovec	 iov;
+	struct cmsghdr	*c;
+	char		 one = 'm';
+	int		 fd;
+
+	if ((fd = open("/proc/self/smaps_rollup", O_RDONLY | O_CLOEXEC)) ==
+	    -1)
+		log_debug("%s: smaps_rollup: %s", __func__, strerror(errno));
+	else {
+		memset(&mh, 0, sizeof(mh));
+		memset(&cm, 0, sizeof(cm));
+		iov.iov_base = &one;
+		iov.iov_len = 1;
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_control = cm.buf;
+		mh.msg_controllen = sizeof(cm.buf);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+		if (sendmsg(sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == -1)
+			log_debug("%s: sendmsg: %s", __func__,
+			    strerror(errno));
+		close(fd);
+	}
+	close(sock);
+}
+
+/* A descriptor number of the -m option: a socket past the pipes. */
+static int
+role_memory_fd(enum proc_role role, const char *arg)
+{
+	struct stat	 st;
+	char		*end;
+	long		 fd;
+
+	errno = 0;
+	fd = strtol(arg, &end, 10);
+	if (errno != 0 || end == arg || *end != '\0' || fd <= FD_PARENT ||
+	    fd > ROLE_MEMORY_FD_MAX)
+		fatalx("%s: -m %s: not a descriptor past the pipes",
+		    proc_role_name(role), arg);
+	if (fstat((int)fd, &st) == -1 || !S_ISSOCK(st.st_mode))
+		fatalx("%s: -m %s: not a socket", proc_role_name(role), arg);
+	return (int)fd;
+}
+
 void
 role_args_parse(enum proc_role role, int argc, char *argv[],
     struct role_args *ra)
 {
 	char	 name[160];
-	int	 ch;
+	int	 ch, mfd = -1;
 
 	memset(ra, 0, sizeof(*ra));
 	optind = 1;
-	while ((ch = getopt(argc, argv, "djn:p:")) != -1) {
+	while ((ch = getopt(argc, argv, "djm:n:p:")) != -1) {
 		switch (ch) {
 		case 'd':
 			ra->ra_debug = 1;
 			break;
 		case 'j':
 			ra->ra_journal = 1;
+			break;
+		case 'm':
+			if (mfd != -1)
+				fatalx("%s: -m twice", proc_role_name(role));
+			mfd = role_memory_fd(role, optarg);
 			break;
 		case 'n':
 			ra->ra_name = optarg;
@@ -37,7 +112,8 @@ role_args_parse(enum proc_role role, int argc, char *argv[],
 			ra->ra_paths[ra->ra_npaths++] = optarg;
 			break;
 		default:
-			fatalx("%s: usage: %s [-dj] [-n name] [-p path]...",
+			fatalx("%s: usage: %s [-dj] [-m fd] [-n name] "
+			    "[-p path]...",
 			    proc_role_name(role), proc_role_binary(role));
 		}
 	}
@@ -52,6 +128,8 @@ role_args_parse(enum proc_role role, int argc, char *argv[],
 	log_init(name, ra->ra_debug);
 	if (ra->ra_journal)
 		log_setjournal(1);
+	if (mfd != -1)
+		role_memory_handoff(mfd);
 }
 
 /*

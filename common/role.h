@@ -16,10 +16,12 @@
 #define ROLE_MAXPATHS	8
 
 /*
- * rtsandbox-<role> [-dj] [-n NAME] [-p PATH]...
+ * rtsandbox-<role> [-dj] [-m FD] [-n NAME] [-p PATH]...
  *
  * -j: stderr is the journal (the child's environment is empty, so it
- * cannot see JOURNAL_STREAM itself).
+ * cannot see JOURNAL_STREAM itself).  -m: a socket on which the child
+ * hands its /proc/self/smaps_rollup to the spawner, which could not open
+ * it once the child is not dumpable.
  */
 struct role_args {
 	int		 ra_debug;
@@ -29,8 +31,13 @@ struct role_args {
 	size_t		 ra_npaths;
 };
 
-/* Parse argv (fatal on anything unexpected), then name the process in logs
- * as "<role>" or "<role>[NAME]". */
+/* The -m descriptor: after the role's inherited slots, never more than
+ * this far. */
+#define ROLE_MEMORY_FD_MAX	(FD_PARENT + 7)
+
+/* Parse argv (fatal on anything unexpected), name the process in logs as
+ * "<role>" or "<role>[NAME]", and hand over the memory file on the -m
+ * socket, which is then closed. */
 void	role_args_parse(enum proc_role, int argc, char *argv[],
 	    struct role_args *);
 

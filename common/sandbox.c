@@ -137,6 +137,15 @@ sandbox_empty_root(void)
 	return done = 1;
 }
 
+void
+sandbox_not_dumpable(void)
+{
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1)
+		fatal("%s: PR_SET_DUMPABLE", __func__);
+	if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0)
+		fatalx("%s: still dumpable", __func__);
+}
+
 /*
  * Capabilities
  */

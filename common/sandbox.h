@@ -29,6 +29,14 @@
  */
 int	sandbox_empty_root(void);
 
+/*
+ * PR_SET_DUMPABLE 0, verified: no core dump, even through a core_pattern
+ * pipe, and the process's /proc files belong to root, so that no other
+ * process of the service user can read its memory, descriptors or
+ * environment or attach to it.  Its /proc/<pid>/status stays readable.
+ */
+void	sandbox_not_dumpable(void);
+
 /* Drop every capability from every set, the bounding set and ambient set,
  * and verify that none is left. */
 void	sandbox_drop_caps(void);

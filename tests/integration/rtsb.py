@@ -43,7 +43,7 @@ class Daemon:
     so the broker socket path stays within 100 characters)."""
 
     def __init__(self, config=None, helper_dir=None, extra_args=(), debug=True,
-                 env=None):
+                 wrap=(), env=None):
         self.root = tempfile.mkdtemp(prefix="rtsb-", dir="/tmp")
         # debug=False: as under a service manager, without -d, so only what
         # an operator's log gets is written; a socket of ours as NOTIFY_SOCKET
@@ -66,13 +66,15 @@ class Daemon:
         self.log_path = os.path.join(self.root, "rtsandboxd.log")
         self.helper_dir = helper_dir
         self.extra_args = list(extra_args)
+        # wrap: a command rtsandboxd runs under (rtsandbox-deny ... --);
         # env: added to its otherwise bare environment
+        self.wrap = list(wrap)
         self.env = dict(env or {})
         self.proc = None
         self.log = None
 
     def start(self, wait=True):
-        args = [RTSANDBOXD] + (["-d"] if self.debug else []) + \
+        args = self.wrap + [RTSANDBOXD] + (["-d"] if self.debug else []) + \
             ["-f", self.config_path] + self.extra_args
         if self.helper_dir:
             args += ["-x", self.helper_dir]

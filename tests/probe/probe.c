@@ -827,6 +827,34 @@ probe_work_supervisor(void)
 }
 
 /*
+ * Whether pid is dumpable, seen from outside by a process of the same
+ * user: 0 when its /proc files are root's (its directory itself stays its
+ * own) and its smaps_rollup will not open, 1 when they are its own, -1
+ * when it cannot be told (as root).
+ */
+static int
+probe_dumpable(pid_t pid)
+{
+	char		 path[64];
+	struct stat	 st;
+	int		 fd;
+
+	if (getuid() == 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	if (stat(path, &st) == -1)
+		fatal("%s", path);
+	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) != -1) {
+		close(fd);
+		return 1;
+	}
+	if (errno != EACCES && errno != EPERM)
+		fatal("%s", path);
+	return st.st_uid == 0 ? 0 : 1;
+}
+
+/*
  * The spawn test: a spawner in its sandbox starts every role, each of which
  * checks its descriptors, applies its own sandbox (under the filter and
  * domain it inherits) and does its work.
@@ -891,8 +919,9 @@ probe_work_spawn(void)
 	char			 selfdir[PATH_MAX], port[16], c;
 	char			*argv[12];
 	size_t			 n, i;
-	long			 rss, pss;
+	long			 rss;
 	pid_t			 spawner;
+	int			 dumpable;
 	int			 child[NSPAWNED][2], nfds[NSPAWNED];
 	int			 sp[2], ep[2], pids[2], rc, status, bad = 0;
 
@@ -981,11 +1010,14 @@ probe_work_spawn(void)
 			bad = 1;
 			continue;
 		}
+		/* Not dumpable: its /proc files are root's, and only its
+		 * status (RSS) is read; as root neither tells. */
 		rss = proc_rss_kib(spawned[i].pid);
-		pss = proc_pss_kib(spawned[i].pid);
-		printf("spawn: %s RSS %ld KiB, PSS %ld KiB\n", spawned[i].role,
-		    rss, pss);
-		if (rss <= 0 || pss <= 0)
+		dumpable = probe_dumpable(spawned[i].pid);
+		printf("spawn: %s RSS %ld KiB, %s\n", spawned[i].role, rss,
+		    dumpable == 0 ? "not dumpable" : dumpable == 1 ?
+		    "DUMPABLE" : "dumpable not seen as root");
+		if (rss <= 0 || dumpable == 1)
 			bad = 1;
 		if (write(spawned[i].pipe, "Q", 1) != 1)
 			fatal("write to %s", spawned[i].role);

@@ -37,6 +37,7 @@
 
 #include "log.h"
 #include "proc.h"
+#include "role.h"
 #include "sandbox.h"
 
 #define SKIPPED		77
@@ -475,6 +476,193 @@ START_TEST(test_empty_root_table_rows)
 	}
 	ck_assert_int_eq(unshare, 1);
 	ck_assert_int_eq(fsmount, 1);
+}
+END_TEST
+
+/* stderr of fn's child, in out; returns its status */
+static int
+run_child_err(void (*fn)(void), char *out, size_t len)
+{
+	pid_t	 pid;
+	ssize_t	 n;
+	size_t	 o = 0;
+	int	 p[2], status;
+
+	ck_assert_int_eq(pipe(p), 0);
+	fflush(NULL);
+	pid = fork();
+	ck_assert_int_ne(pid, -1);
+	if (pid == 0) {
+		dup2(p[1], STDERR_FILENO);
+		fn();
+		_exit(0);
+	}
+	close(p[1]);
+	while (o < len - 1 && (n = read(p[0], out + o, len - 1 - o)) > 0)
+		o += (size_t)n;
+	out[o] = '\0';
+	close(p[0]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return status;
+}
+
+/*
+ * Not dumpable
+ */
+
+static void
+child_not_dumpable(void)
+{
+	struct stat	 st;
+	int		 fd;
+
+	CHILD_CHECK(prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 1);
+	sandbox_not_dumpable();
+	CHILD_CHECK(prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0);
+	/* its /proc files are root's now; it still reads its own */
+	CHILD_CHECK(stat("/proc/self/fd", &st) == 0 && st.st_uid == 0);
+	CHILD_CHECK((fd = open("/proc/self/smaps_rollup", O_RDONLY |
+	    O_CLOEXEC)) != -1);
+	close(fd);
+	CHILD_CHECK(proc_pss_kib(getpid()) > 0);
+	CHILD_CHECK(proc_rss_kib(getpid()) > 0);
+}
+
+START_TEST(test_not_dumpable)
+{
+	assert_exited(run_child(child_not_dumpable), 0);
+}
+END_TEST
+
+/*
+ * role_args_parse(): -e, -j and the memory file handed over on -m
+ */
+
+static int	 role_sock = -1;
+
+static void
+child_role_args(void)
+{
+	char	*argv[] = { "rtsandbox-broker", "-j", "-m", "5", "-n", "c_1",
+	    NULL };
+	struct role_args	 ra;
+	struct stat		 st;
+
+	if (role_sock != 5) {
+		CHILD_CHECK(dup2(role_sock, 5) == 5);
+		close(role_sock);
+	}
+	role_args_parse(PROC_BROKER, 6, argv, &ra);
+	CHILD_CHECK(ra.ra_journal == 1);
+	CHILD_CHECK(log_getjournal() == 1);
+	CHILD_CHECK(strcmp(log_name(), "broker[c_1]") == 0);
+	/* the socket is closed once the file went */
+	CHILD_CHECK(fstat(5, &st) == -1 && errno == EBADF);
+	/* and the file goes on reading once this process is not dumpable */
+	sandbox_not_dumpable();
+	CHILD_CHECK(write(STDOUT_FILENO, "", 0) == 0);
+	pause();
+}
+
+START_TEST(test_role_memory_handoff)
+{
+	union {
+		struct cmsghdr	 hdr;
+		char		 buf[CMSG_SPACE(sizeof(int))];
+	} cm;
+	struct msghdr	 mh;
+	struct iovec	 iov;
+	struct cmsghdr	*c;
+	char		 one, path[64], want[64], link[64];
+	ssize_t		 n;
+	long		 rss, pss;
+	pid_t		 pid;
+	int		 sp[2], fd, status, tries;
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0,
+	    sp), 0);
+	role_sock = sp[1];
+	fflush(NULL);
+	if ((pid = fork()) == 0) {
+		close(sp[0]);
+		child_role_args();
+		_exit(0);
+	}
+	close(sp[1]);
+	memset(&mh, 0, sizeof(mh));
+	iov.iov_base = &one;
+	iov.iov_len = 1;
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cm.buf;
+	mh.msg_controllen = sizeof(cm.buf);
+	ck_assert_int_eq(recvmsg(sp[0], &mh, MSG_CMSG_CLOEXEC), 1);
+	c = CMSG_FIRSTHDR(&mh);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_int_eq(c->cmsg_type, SCM_RIGHTS);
+	memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	/* then EOF: the child closed its end */
+	ck_assert_int_eq(recv(sp[0], &one, 1, 0), 0);
+	close(sp[0]);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	snprintf(want, sizeof(want), "/proc/%d/smaps_rollup", (int)pid);
+	ck_assert_int_gt(n = readlink(path, link, sizeof(link) - 1), 0);
+	link[n] = '\0';
+	ck_assert_str_eq(link, want);
+	/* once the child is not dumpable (its /proc root's), still read */
+	for (tries = 0; tries < 500; tries++) {
+		struct stat	 st;
+
+		snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+		if (stat(path, &st) == 0 && st.st_uid == 0)
+			break;
+		usleep(10000);
+	}
+	ck_assert_int_eq(proc_rollup_fd(fd, &rss, &pss), 0);
+	ck_assert_int_gt(rss, 0);
+	ck_assert_int_gt(pss, 0);
+	ck_assert_int_le(pss, rss);
+	/* and again: read from the start each time */
+	ck_assert_int_eq(proc_rollup_fd(fd, &rss, &pss), 0);
+	ck_assert_int_gt(pss, 0);
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	/* the child gone, nothing more to read */
+	ck_assert_int_eq(proc_rollup_fd(fd, &rss, &pss), -1);
+	ck_assert_int_eq(rss, -1);
+	ck_assert_int_eq(pss, -1);
+	close(fd);
+}
+END_TEST
+
+static void
+child_role_bad_fd(void)
+{
+	char	*argv[] = { "rtsandbox-broker", "-m", "3", NULL };
+	struct role_args	 ra;
+
+	role_args_parse(PROC_BROKER, 3, argv, &ra);
+}
+
+static void
+child_role_not_socket(void)
+{
+	char	*argv[] = { "rtsandbox-broker", "-m", "6", NULL };
+	struct role_args	 ra;
+
+	CHILD_CHECK(dup2(STDIN_FILENO, 6) == 6);
+	role_args_parse(PROC_BROKER, 3, argv, &ra);
+}
+
+START_TEST(test_role_args_refused)
+{
+	char	 out[1024];
+
+	assert_exited(run_child_err(child_role_bad_fd, out, sizeof(out)), 1);
+	ck_assert_ptr_nonnull(strstr(out, "not a descriptor past the pipes"));
+	assert_exited(run_child_err(child_role_not_socket, out, sizeof(out)),
+	    1);
+	ck_assert_ptr_nonnull(strstr(out, "not a socket"));
 }
 END_TEST
 
@@ -927,6 +1115,7 @@ sandbox_suite(void)
 	tcase_add_test(tc, test_drop_caps);
 	tcase_add_test(tc, test_rlimits);
 	tcase_add_test(tc, test_rlimit_data);
+	tcase_add_test(tc, test_not_dumpable);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("landlock");
@@ -960,6 +1149,8 @@ sandbox_suite(void)
 	tcase_add_test(tc, test_spawn_check_fds_refuses);
 	tcase_add_test(tc, test_spawn_exec_failure);
 	tcase_add_test(tc, test_rss_pss);
+	tcase_add_test(tc, test_role_memory_handoff);
+	tcase_add_test(tc, test_role_args_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }
