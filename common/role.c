@@ -14,6 +14,7 @@
 #include "limits.h"
 #include "log.h"
 #include "role.h"
+#include "sandbox.h"
 
 /*
  * The spawner reads each child's proportional set size for daemon.stats
@@ -84,15 +85,19 @@ void
 role_args_parse(enum proc_role role, int argc, char *argv[],
     struct role_args *ra)
 {
-	char	 name[160];
-	int	 ch, mfd = -1;
+	char		 name[160];
+	const char	*root = NULL;
+	int		 ch, mfd = -1;
 
 	memset(ra, 0, sizeof(*ra));
 	optind = 1;
-	while ((ch = getopt(argc, argv, "djm:n:p:")) != -1) {
+	while ((ch = getopt(argc, argv, "de:jm:n:p:")) != -1) {
 		switch (ch) {
 		case 'd':
 			ra->ra_debug = 1;
+			break;
+		case 'e':
+			root = optarg;
 			break;
 		case 'j':
 			ra->ra_journal = 1;
@@ -112,8 +117,8 @@ role_args_parse(enum proc_role role, int argc, char *argv[],
 			ra->ra_paths[ra->ra_npaths++] = optarg;
 			break;
 		default:
-			fatalx("%s: usage: %s [-dj] [-m fd] [-n name] "
-			    "[-p path]...",
+			fatalx("%s: usage: %s [-dj] [-e required|optional] "
+			    "[-m fd] [-n name] [-p path]...",
 			    proc_role_name(role), proc_role_binary(role));
 		}
 	}
@@ -128,6 +133,18 @@ role_args_parse(enum proc_role role, int argc, char *argv[],
 	log_init(name, ra->ra_debug);
 	if (ra->ra_journal)
 		log_setjournal(1);
+	/* Only the roles that enter an empty root have a say in it. */
+	if (root != NULL) {
+		if (role != PROC_BROKER && role != PROC_RESEARCH)
+			fatalx("%s: -e: no empty root here",
+			    proc_role_name(role));
+		if (strcmp(root, "optional") == 0)
+			ra->ra_root_optional = 1;
+		else if (strcmp(root, "required") != 0)
+			fatalx("%s: -e %s: neither required nor optional",
+			    proc_role_name(role), root);
+	}
+	sandbox_empty_root_optional(ra->ra_root_optional);
 	if (mfd != -1)
 		role_memory_handoff(mfd);
 }

@@ -16,16 +16,20 @@
 #define ROLE_MAXPATHS	8
 
 /*
- * rtsandbox-<role> [-dj] [-m FD] [-n NAME] [-p PATH]...
+ * rtsandbox-<role> [-dj] [-e required|optional] [-m FD] [-n NAME]
+ *     [-p PATH]...
  *
  * -j: stderr is the journal (the child's environment is empty, so it
- * cannot see JOURNAL_STREAM itself).  -m: a socket on which the child
- * hands its /proc/self/smaps_rollup to the spawner, which could not open
- * it once the child is not dumpable.
+ * cannot see JOURNAL_STREAM itself).  -e: whether a broker or research job
+ * may run without its empty root where the kernel refuses one
+ * (sandbox.empty_root); without -e it may not.  -m: a socket on which the
+ * child hands its /proc/self/smaps_rollup to the spawner, which could not
+ * open it once the child is not dumpable.
  */
 struct role_args {
 	int		 ra_debug;
 	int		 ra_journal;
+	int		 ra_root_optional;
 	const char	*ra_name;		/* e.g. the channel segment */
 	const char	*ra_paths[ROLE_MAXPATHS];	/* for Landlock */
 	size_t		 ra_npaths;
@@ -36,8 +40,8 @@ struct role_args {
 #define ROLE_MEMORY_FD_MAX	(FD_PARENT + 7)
 
 /* Parse argv (fatal on anything unexpected), name the process in logs as
- * "<role>" or "<role>[NAME]", and hand over the memory file on the -m
- * socket, which is then closed. */
+ * "<role>" or "<role>[NAME]", tell sandbox_empty_root() what -e said, and
+ * hand over the memory file on the -m socket, which is then closed. */
 void	role_args_parse(enum proc_role, int argc, char *argv[],
 	    struct role_args *);
 

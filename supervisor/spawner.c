@@ -533,7 +533,7 @@ static void __attribute__((noreturn))
 spawner_main(int sock)
 {
 	const char	*paths[ROLE_MAXPATHS];
-	char		*argv[8 + 2 * ROLE_MAXPATHS], mfd[16];
+	char		*argv[10 + 2 * ROLE_MAXPATHS], mfd[16];
 	struct spawn_req sr;
 	int		 fds[FRAME_MAXFDS + 1], nfds, ac, err, msock[2];
 	size_t		 np, i;
@@ -572,6 +572,13 @@ spawner_main(int sock)
 			argv[ac++] = "-d";
 		if (log_getjournal())
 			argv[ac++] = "-j";
+		/* said every time: a broker never runs without its empty
+		 * root but for this */
+		if (sr.sr_role == PROC_BROKER || sr.sr_role == PROC_RESEARCH) {
+			argv[ac++] = "-e";
+			argv[ac++] = sv->sv_conf->empty_root_optional ?
+			    "optional" : "required";
+		}
 		/* the socket for its memory file, in the slot after its
 		 * pipes */
 		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0,

@@ -13,6 +13,12 @@
  *                                         path resolves, not even for stat
  *   rtsandbox-probe ROLE empty-forbidden CALL
  *                                         CALL there: must die of SIGSYS
+ *   rtsandbox-probe ROLE no-root required|optional
+ *                                         where the kernel refuses the
+ *                                         empty root (run it under
+ *                                         rtsandbox-deny): the role
+ *                                         refuses to run, or runs as
+ *                                         sandbox.empty_root "optional"
  *
  * Each sandbox is set up by the role's own sandbox_<role>() in a forked
  * child; the parent reports how the child ended and exits 0 only when that
@@ -51,6 +57,7 @@
 #include <linux/openat2.h>
 #include <zlib.h>
 
+#include "hostcheck.h"
 #include "log.h"
 #include "msg.h"
 #include "proc.h"
@@ -1059,6 +1066,9 @@ probe_child_main(int argc, char *argv[])
 	broker = strcmp(role, "broker") == 0;
 	research = strcmp(role, "research") == 0;
 	log_setname(role);
+	/* The tables are what is tested here, wherever the kernel refuses
+	 * the empty root. */
+	sandbox_empty_root_optional(1);
 	proc_child_check_fds(broker || research ? 2 : 1);
 	snprintf(env.state_dir, sizeof(env.state_dir), "%s", argv[3]);
 	snprintf(env.docker_sock, sizeof(env.docker_sock), "%s", argv[4]);
@@ -1403,6 +1413,41 @@ probe_judge(pid_t pid, int expect_sigsys, const char *what)
 	return !expect_sigsys && WEXITSTATUS(status) == 0 ? 0 : 1;
 }
 
+/* no-root required: the role must end by its own fatal error (exit 1),
+ * which says why, before its work, not by a signal.  Its stderr is on
+ * the pipe errfd. */
+static int
+probe_judge_refused(pid_t pid, int errfd, const char *what)
+{
+	char	 buf[4096];
+	size_t	 len = 0;
+	ssize_t	 n;
+	int	 status;
+
+	while (len < sizeof(buf) - 1 && (n = read(errfd, buf + len,
+	    sizeof(buf) - 1 - len)) != 0) {
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1)
+			fatal("read");
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	close(errfd);
+	printf("%s: said: %s", what, buf);
+	if (waitpid(pid, &status, 0) == -1)
+		fatal("waitpid");
+	if (WIFSIGNALED(status)) {
+		printf("%s: killed by signal %d (%s)\n", what,
+		    WTERMSIG(status), strsignal(WTERMSIG(status)));
+		return 1;
+	}
+	printf("%s: exited %d\n", what, WEXITSTATUS(status));
+	return WEXITSTATUS(status) == 1 && strstr(buf, "fatal in ") != NULL &&
+	    strstr(buf, "sandbox.empty_root is not \"optional\": refusing "
+	    "to run") != NULL ? 0 : 1;
+}
+
 static void __attribute__((noreturn))
 usage(void)
 {
@@ -1412,7 +1457,9 @@ usage(void)
 	    "       rtsandbox-probe egress https\n"
 	    "       rtsandbox-probe supervisor spawn\n"
 	    "       rtsandbox-probe broker|research empty\n"
-	    "       rtsandbox-probe broker|research empty-forbidden call\n");
+	    "       rtsandbox-probe broker|research empty-forbidden call\n"
+	    "       rtsandbox-probe broker|research no-root "
+	    "required|optional\n");
 	exit(2);
 }
 
@@ -1420,10 +1467,10 @@ int
 main(int argc, char *argv[])
 {
 	const char	*role, *mode, *call = NULL;
-	char		 what[128];
+	char		 what[128], why[640];
 	ssize_t		 n;
 	pid_t		 pid;
-	int		 rc;
+	int		 rc, no_root = 0, errpipe[2];
 
 	log_init("probe", 0);
 	/* A buffer of our own: glibc would fstat stdout and ask the terminal
@@ -1440,6 +1487,13 @@ main(int argc, char *argv[])
 		if (argc != 4)
 			usage();
 		call = argv[3];
+	} else if (strcmp(mode, "no-root") == 0) {
+		if (argc != 4 || (strcmp(role, "broker") != 0 &&
+		    strcmp(role, "research") != 0) ||
+		    (strcmp(argv[3], "required") != 0 &&
+		    strcmp(argv[3], "optional") != 0))
+			usage();
+		no_root = strcmp(argv[3], "required") == 0 ? 1 : 2;
 	} else if (strcmp(mode, "curl") == 0) {
 		if (argc > 4 || strcmp(role, "docker") != 0)
 			usage();
@@ -1480,16 +1534,30 @@ main(int argc, char *argv[])
 		return PROBE_SKIP;
 	}
 
+	if (no_root && hostcheck_empty_root(why, sizeof(why)) != 0)
+		fatalx("%s no-root: the kernel grants the empty root here (%s); "
+		    "run the probe under rtsandbox-deny EPERM:unshare", role,
+		    why);
+
 	if (call != NULL)
 		snprintf(what, sizeof(what), "%s %s %s", role, mode, call);
+	else if (no_root)
+		snprintf(what, sizeof(what), "%s %s %s", role, mode, argv[3]);
 	else
 		snprintf(what, sizeof(what), "%s %s", role, mode);
+	if (no_root == 1 && pipe2(errpipe, O_CLOEXEC) == -1)
+		fatal("pipe2");
 	fflush(stdout);
 	switch ((pid = fork())) {
 	case -1:
 		fatal("fork");
 	case 0:
+		if (no_root == 1 && dup2(errpipe[1], STDERR_FILENO) == -1)
+			_exit(2);
 		log_setname(role);
+		/* What is tested is the table, wherever the kernel refuses
+		 * the empty root; but for no-root, which tests that. */
+		sandbox_empty_root_optional(no_root != 1);
 		if (call != NULL) {
 			if (env.empty_root)
 				probe_empty_root_enter();
@@ -1506,7 +1574,7 @@ main(int argc, char *argv[])
 		    strcmp(role, "egress") == 0)
 			probe_work_egress(1);
 		else if (strcmp(mode, "allowed") != 0 &&
-		    strcmp(mode, "empty") != 0)
+		    strcmp(mode, "empty") != 0 && !no_root)
 			usage();
 		else if (strcmp(role, "broker") == 0)
 			probe_work_broker();
@@ -1525,7 +1593,11 @@ main(int argc, char *argv[])
 		log_info("work done in the sandbox");
 		exit(0);
 	}
-	rc = probe_judge(pid, call != NULL, what);
+	if (no_root == 1) {
+		close(errpipe[1]);
+		rc = probe_judge_refused(pid, errpipe[0], what);
+	} else
+		rc = probe_judge(pid, call != NULL, what);
 	probe_cleanup();
 	printf("%s: %s\n", what, rc == 0 ? "as expected" :
 	    rc == PROBE_SKIP ? "skipped" : "NOT as expected");

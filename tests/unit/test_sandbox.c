@@ -358,6 +358,7 @@ child_empty_root(void)
 
 	snprintf(path, sizeof(path), "%s/secret", ll_outside);
 	CHILD_CHECK(stat(path, &st) == 0);
+	sandbox_empty_root_optional(1);
 	if (sandbox_empty_root() == 0)
 		_exit(SKIPPED);
 	empty_root_checks(1);
@@ -384,6 +385,7 @@ child_empty_root_landlock(void)
 	if (sandbox_landlock(rules, 1) == 0)
 		_exit(SKIPPED);
 	CHILD_CHECK(mount("none", ll_inside, "tmpfs", 0, NULL) == -1);
+	sandbox_empty_root_optional(1);
 	if (sandbox_empty_root() == 0)
 		_exit(SKIPPED);
 	empty_root_checks(1);
@@ -396,6 +398,7 @@ child_empty_root_table(void)
 {
 	sandbox_seccomp(sandbox_empty_root_table,
 	    sandbox_empty_root_table_len);
+	sandbox_empty_root_optional(1);
 	if (sandbox_empty_root() == 0)
 		_exit(SKIPPED);
 	empty_root_checks(0);
@@ -479,6 +482,40 @@ START_TEST(test_empty_root_table_rows)
 }
 END_TEST
 
+/*
+ * Where the kernel refuses the empty root (a filter here makes it refuse
+ * the user namespace, or the tmpfs in it as Ubuntu's AppArmor restriction
+ * does): fatal unless the refusal is accepted, and then 0.
+ */
+static const char	*refuse_call = "unshare";
+static int		 refuse_optional;
+
+static void
+child_empty_root_refused(void)
+{
+	scmp_filter_ctx	 ctx;
+	struct stat	 st;
+	char		 why[128];
+
+	CHILD_CHECK((ctx = seccomp_init(SCMP_ACT_ALLOW)) != NULL);
+	CHILD_CHECK(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM),
+	    seccomp_syscall_resolve_name(refuse_call), 0) == 0);
+	CHILD_CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
+	CHILD_CHECK(seccomp_load(ctx) == 0);
+	/* the probe says why, and logs nothing (once: a second user
+	 * namespace in the first, unmapped, would be refused anyway) */
+	if (refuse_optional == -1) {
+		CHILD_CHECK(sandbox_empty_root_probe(why, sizeof(why)) == 0);
+		CHILD_CHECK(strstr(why, "Operation not permitted") != NULL);
+		_exit(43);
+	}
+	sandbox_empty_root_optional(refuse_optional);
+	CHILD_CHECK(sandbox_empty_root() == 0);
+	/* accepted: the host's root is still there */
+	CHILD_CHECK(stat("/etc/passwd", &st) == 0);
+	_exit(42);
+}
+
 /* stderr of fn's child, in out; returns its status */
 static int
 run_child_err(void (*fn)(void), char *out, size_t len)
@@ -505,6 +542,35 @@ run_child_err(void (*fn)(void), char *out, size_t len)
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	return status;
 }
+
+START_TEST(test_empty_root_refused)
+{
+	static const char *const calls[] = { "unshare", "fsopen" };
+	char	 out[1024];
+
+	refuse_call = calls[_i];
+	/* required (the default): the process ends, saying why */
+	refuse_optional = 0;
+	assert_exited(run_child_err(child_empty_root_refused, out,
+	    sizeof(out)), 1);
+	ck_assert_ptr_nonnull(strstr(out, "fatal in test_sandbox"));
+	ck_assert_ptr_nonnull(strstr(out, "sandbox.empty_root is not "
+	    "\"optional\": refusing to run"));
+	ck_assert_msg(strstr(out, _i == 0 ? "no user namespace" :
+	    "no tmpfs in a user namespace") != NULL, "%s", out);
+	/* optional: a warning, and it goes on */
+	refuse_optional = 1;
+	assert_exited(run_child_err(child_empty_root_refused, out,
+	    sizeof(out)), 42);
+	ck_assert_ptr_nonnull(strstr(out, "the host's file system stays in "
+	    "view"));
+	ck_assert_ptr_null(strstr(out, "fatal"));
+	refuse_optional = -1;
+	assert_exited(run_child_err(child_empty_root_refused, out,
+	    sizeof(out)), 43);
+	ck_assert_str_eq(out, "");
+}
+END_TEST
 
 /*
  * Not dumpable
@@ -543,8 +609,8 @@ static int	 role_sock = -1;
 static void
 child_role_args(void)
 {
-	char	*argv[] = { "rtsandbox-broker", "-j", "-m", "5", "-n", "c_1",
-	    NULL };
+	char	*argv[] = { "rtsandbox-broker", "-j", "-e", "optional", "-m",
+	    "5", "-n", "c_1", NULL };
 	struct role_args	 ra;
 	struct stat		 st;
 
@@ -552,8 +618,8 @@ child_role_args(void)
 		CHILD_CHECK(dup2(role_sock, 5) == 5);
 		close(role_sock);
 	}
-	role_args_parse(PROC_BROKER, 6, argv, &ra);
-	CHILD_CHECK(ra.ra_journal == 1);
+	role_args_parse(PROC_BROKER, 8, argv, &ra);
+	CHILD_CHECK(ra.ra_root_optional == 1 && ra.ra_journal == 1);
 	CHILD_CHECK(log_getjournal() == 1);
 	CHILD_CHECK(strcmp(log_name(), "broker[c_1]") == 0);
 	/* the socket is closed once the file went */
@@ -636,6 +702,24 @@ START_TEST(test_role_memory_handoff)
 END_TEST
 
 static void
+child_role_bad(void)
+{
+	char	*argv[] = { "rtsandbox-fsguard", "-e", "optional", NULL };
+	struct role_args	 ra;
+
+	role_args_parse(PROC_FSGUARD, 3, argv, &ra);
+}
+
+static void
+child_role_bad_value(void)
+{
+	char	*argv[] = { "rtsandbox-research", "-e", "maybe", NULL };
+	struct role_args	 ra;
+
+	role_args_parse(PROC_RESEARCH, 3, argv, &ra);
+}
+
+static void
 child_role_bad_fd(void)
 {
 	char	*argv[] = { "rtsandbox-broker", "-m", "3", NULL };
@@ -654,15 +738,37 @@ child_role_not_socket(void)
 	role_args_parse(PROC_BROKER, 3, argv, &ra);
 }
 
+/* Without -e the empty root is required. */
+static void
+child_role_default(void)
+{
+	char	*argv[] = { "rtsandbox-broker", NULL };
+	struct role_args	 ra;
+
+	sandbox_empty_root_optional(1);
+	role_args_parse(PROC_BROKER, 1, argv, &ra);
+	CHILD_CHECK(ra.ra_root_optional == 0);
+	refuse_call = "unshare";
+	refuse_optional = 0;
+	child_empty_root_refused();
+}
+
 START_TEST(test_role_args_refused)
 {
 	char	 out[1024];
 
+	assert_exited(run_child_err(child_role_bad, out, sizeof(out)), 1);
+	ck_assert_ptr_nonnull(strstr(out, "-e: no empty root here"));
+	assert_exited(run_child_err(child_role_bad_value, out, sizeof(out)),
+	    1);
+	ck_assert_ptr_nonnull(strstr(out, "neither required nor optional"));
 	assert_exited(run_child_err(child_role_bad_fd, out, sizeof(out)), 1);
 	ck_assert_ptr_nonnull(strstr(out, "not a descriptor past the pipes"));
 	assert_exited(run_child_err(child_role_not_socket, out, sizeof(out)),
 	    1);
 	ck_assert_ptr_nonnull(strstr(out, "not a socket"));
+	assert_exited(run_child_err(child_role_default, out, sizeof(out)), 1);
+	ck_assert_ptr_nonnull(strstr(out, "refusing to run"));
 }
 END_TEST
 
@@ -1131,6 +1237,7 @@ sandbox_suite(void)
 	tcase_add_test(tc, test_empty_root_under_landlock);
 	tcase_add_test(tc, test_empty_root_table);
 	tcase_add_test(tc, test_empty_root_table_rows);
+	tcase_add_loop_test(tc, test_empty_root_refused, 0, 2);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("seccomp");
