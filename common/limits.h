@@ -453,6 +453,13 @@ _Static_assert(BROKER_POLL_MS < WORKER_NEXT_TIMEOUT_MS,
  */
 #define BROKER_DATA_MAX			(1536u * MIB)
 /*
+ * Internal: the request bodies a broker reads at once and the frames it
+ * has queued, beyond which a further body waits unread (broker/hold.c): a
+ * body counts at its Content-Length or, chunked, at its route's maximum,
+ * so the largest body is read alone.
+ */
+#define BROKER_BODY_HOLD_MAX		MODEL_BODY_MAX
+/*
  * A research job holds its conversation (at most the 100 MiB a frame to
  * egress carries: 314 MiB measured while sending a 96 MiB one), one answer
  * of at most RESEARCH_ANSWER_MAX and one page of FETCH_BYTES_DEFAULT with

@@ -209,6 +209,8 @@ struct role_parent {
 	role_configured_fn	 rp_configured_cb;
 	void			*rp_arg;
 	int			 rp_configured;
+	void			(*rp_drain)(void *);
+	void			*rp_drain_arg;
 };
 
 static void
@@ -320,6 +322,24 @@ role_parent_open(struct event_base *base, enum proc_role role,
 	if (rp->rp_conn == NULL)
 		fatalx("%s: cannot watch the supervisor pipe", __func__);
 	return rp;
+}
+
+static void
+role_parent_drained(struct frame_conn *fc, void *arg)
+{
+	struct role_parent	*rp = arg;
+
+	if (rp->rp_drain != NULL)
+		rp->rp_drain(rp->rp_drain_arg);
+}
+
+void
+role_parent_set_drain(struct role_parent *rp, void (*cb)(void *), void *arg)
+{
+	rp->rp_drain = cb;
+	rp->rp_drain_arg = arg;
+	frame_conn_set_drain_cb(rp->rp_conn, cb != NULL ?
+	    role_parent_drained : NULL, 1);
 }
 
 struct frame_conn *

@@ -64,6 +64,9 @@ typedef const char *(*role_configured_fn)(struct role_parent *, void *);
 struct role_parent *role_parent_open(struct event_base *, enum proc_role,
 		    role_dispatch_fn, role_configured_fn, void *arg);
 struct frame_conn  *role_parent_conn(struct role_parent *);
+/* cb(arg) whenever what was queued to the supervisor is all written. */
+void		    role_parent_set_drain(struct role_parent *,
+		    void (*cb)(void *), void *arg);
 int		    role_parent_configured(const struct role_parent *);
 /* Queue a message to the supervisor; fatal when the pipe is gone. */
 void		    role_send(struct role_parent *, struct msgb *);
