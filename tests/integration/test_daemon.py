@@ -941,6 +941,15 @@ class ServiceManager(unittest.TestCase):
         with open(self.UNIT) as f:
             unit = f.read().replace("/usr/bin/rtsandboxd",
                                     os.path.abspath(rtsb.RTSANDBOXD))
+        # the daemon's processes are bounded as a whole, and the manual
+        # says how and why
+        with open(os.path.join(man, "rtsandboxd.8")) as f:
+            page = f.read()
+        for key in ("MemoryMax", "TasksMax", "OOMPolicy"):
+            lines = [ln for ln in unit.splitlines()
+                     if ln.startswith(key + "=")]
+            self.assertEqual(len(lines), 1, key)
+            self.assertIn("Cm %s" % lines[0], page)
         path = os.path.join(tmp, "rtsandboxd.service")
         with open(path, "w") as f:
             f.write(unit)
