@@ -20,6 +20,7 @@
 
 #include "bodies.h"
 #include "broker.h"
+#include "hold.h"
 #include "http.h"
 #include "limits.h"
 #include "log.h"
@@ -104,6 +105,7 @@ struct broker {
 	struct role_parent	*br_parent;
 	struct frame_conn	*br_egress;
 	struct http_server	*br_http;
+	struct hold		*br_hold;	/* request bodies held */
 	char			*br_channel;
 	char			*br_profile;
 	char			*br_model;
@@ -309,7 +311,12 @@ turn_deliver(struct broker *br, struct http_conn *c)
 	struct msgb	 mb;
 
 	br->br_turn_delivered = 1;
-	respond_json(c, 200, br->br_turn_json, br->br_turn_len);
+	/* Delivered once: the answer takes the text, not a copy of it, for
+	 * a worker that reads slowly. */
+	if (http_respond_owned(c, 200, "application/json", br->br_turn_json,
+	    br->br_turn_len) == -1)
+		http_conn_kill(c);
+	br->br_turn_json = NULL;
 	msgb_init(&mb, MSG_BRK_DELIVERED, 0);
 	msg_add_str(&mb, "turn_id", br->br_turn_id);
 	(void)sup_send(br, &mb);
@@ -348,7 +355,7 @@ worker_next(struct broker *br, struct http_conn *c)
 }
 
 static void
-result_body(struct http_conn *c, const char *body, size_t len, void *arg)
+result_use(struct http_conn *c, const char *body, size_t len, void *arg)
 {
 	struct broker	*br = arg;
 	struct msgb	 mb;
@@ -373,7 +380,7 @@ result_body(struct http_conn *c, const char *body, size_t len, void *arg)
 		cJSON_Delete(result);
 		return;
 	}
-	json = body_print(result);
+	json = body_print_sized(result, len);
 	cJSON_Delete(result);
 	if (json == NULL) {
 		log_warnx("%s: out of memory", __func__);
@@ -408,9 +415,20 @@ result_body(struct http_conn *c, const char *body, size_t len, void *arg)
 }
 
 static void
+result_body(struct http_conn *c, const char *body, size_t len, void *arg)
+{
+	struct broker	*br = arg;
+
+	result_use(c, body, len, arg);
+	hold_done(br->br_hold, c);
+}
+
+static void
 result_body_err(struct http_conn *c, enum http_body_err e, void *arg)
 {
 	struct broker	*br = arg;
+
+	hold_done(br->br_hold, c);
 
 	br->br_receiving = NULL;
 	conn_state(c)->cs_role = CONN_OTHER;
@@ -435,7 +453,7 @@ worker_result(struct broker *br, struct http_conn *c)
 	}
 	br->br_receiving = c;
 	conn_state(c)->cs_role = CONN_RESULT;
-	if (http_read_body(c, RESULT_BODY_MAX, result_body,
+	if (hold_read_body(br->br_hold, c, RESULT_BODY_MAX, result_body,
 	    result_body_err) == -1) {
 		br->br_receiving = NULL;
 		http_conn_kill(c);
@@ -736,7 +754,7 @@ tool_allowed(struct broker *br, const char *name)
 /* The body of a credential-bearing call, read; the slot was taken at
  * admission and goes with the call. */
 static void
-call_body(struct http_conn *c, const char *body, size_t len, void *arg)
+call_use(struct http_conn *c, const char *body, size_t len, void *arg)
 {
 	struct broker		*br = arg;
 	struct conn_state	*cs = conn_state(c);
@@ -747,7 +765,7 @@ call_body(struct http_conn *c, const char *body, size_t len, void *arg)
 	struct msgb		 mb;
 	cJSON			*input;
 	const char		*why;
-	char			 err[512], *out = NULL, *json;
+	char			 err[512], *out = NULL, *json, *owned;
 	size_t			 outlen;
 	int			 rc;
 
@@ -759,6 +777,12 @@ call_body(struct http_conn *c, const char *body, size_t len, void *arg)
 		rp.max_output_tokens = br->br_max_output_tokens;
 		rp.count_tokens = strcmp(h->h_path,
 		    "/anthropic/v1/messages/count_tokens") == 0;
+		/* freed once parsed: the body and its tree are not held at
+		 * once */
+		if ((owned = http_body_take(c, body)) != NULL) {
+			body = owned;
+			rp.free_body = 1;
+		}
 		rc = rebuild_model_request(body, len, &rp, &out, &outlen, err,
 		    sizeof(err));
 		if (rc == REBUILD_NOMEM) {
@@ -823,7 +847,7 @@ call_body(struct http_conn *c, const char *body, size_t len, void *arg)
 			call_refuse(cl, 400, why);
 			return;
 		}
-		json = body_print(input);
+		json = body_print_sized(input, len);
 		cJSON_Delete(input);
 		if (json == NULL) {
 			log_warnx("tool input: out of memory");
@@ -856,12 +880,24 @@ call_body(struct http_conn *c, const char *body, size_t len, void *arg)
 	}
 }
 
+/* Once the body was used, the next may be read. */
+static void
+call_body(struct http_conn *c, const char *body, size_t len, void *arg)
+{
+	struct broker	*br = arg;
+
+	call_use(c, body, len, arg);
+	hold_done(br->br_hold, c);
+}
+
 static void
 call_body_err(struct http_conn *c, enum http_body_err e, void *arg)
 {
+	struct broker		*br = arg;
 	struct conn_state	*cs = conn_state(c);
 	struct call		*cl = cs->cs_call;
 
+	hold_done(br->br_hold, c);
 	if (cl == NULL)
 		return;
 	/* Over the limit or badly framed: the same 400 for every route. */
@@ -957,7 +993,8 @@ broker_on_head(struct http_conn *c, const struct http_head *h, void *arg)
 		return;
 	}
 	sc->sc_calls_left--;
-	if (http_read_body(c, max, call_body, call_body_err) == -1) {
+	if (hold_read_body(br->br_hold, c, max, call_body,
+	    call_body_err) == -1) {
 		call_free(cl);
 		http_conn_kill(c);
 	}
@@ -971,6 +1008,7 @@ broker_on_close(struct http_conn *c, void *arg)
 	struct call		*cl;
 	struct msgb		 mb;
 
+	hold_done(br->br_hold, c);
 	if (br->br_poll == c)
 		br->br_poll = NULL;
 	if (br->br_receiving == c)
@@ -1402,6 +1440,31 @@ broker_dispatch_supervisor(struct role_parent *rp, struct msg *m, void *arg)
 	}
 }
 
+/* Frames queued for egress and the supervisor, not yet written. */
+static size_t
+broker_frames_pending(void *arg)
+{
+	struct broker	*br = arg;
+
+	return frame_conn_pending(br->br_egress) +
+	    frame_conn_pending(role_parent_conn(br->br_parent));
+}
+
+static void
+broker_frames_drained(void *arg)
+{
+	struct broker	*br = arg;
+
+	if (br->br_hold != NULL)
+		hold_kick(br->br_hold);
+}
+
+static void
+broker_egress_drained(struct frame_conn *fc, void *arg)
+{
+	broker_frames_drained(arg);
+}
+
 static const char *
 broker_configured(struct role_parent *rp, void *arg)
 {
@@ -1423,6 +1486,12 @@ broker_configured(struct role_parent *rp, void *arg)
 	    &lim);
 	if (br->br_http == NULL)
 		return "cannot serve the listening socket";
+	if ((br->br_hold = hold_new(br->br_base, BROKER_BODY_HOLD_MAX,
+	    broker_frames_pending, br)) == NULL)
+		return "out of memory";
+	/* a body that waits is let in once the queues are empty */
+	frame_conn_set_drain_cb(br->br_egress, broker_egress_drained, 1);
+	role_parent_set_drain(br->br_parent, broker_frames_drained, br);
 	/* The startup window exists when the broker starts. */
 	window_rearm(br);
 	log_info("serving %s (profile %s)", br->br_channel, br->br_profile);

@@ -96,6 +96,10 @@ struct http_conn {
 	int			 c_consumed;	/* the request was read whole */
 	int			 c_eof;		/* the client ended its side */
 	int			 c_paused;
+	int			 c_body_held;	/* the body waits to be read */
+	int			 c_body_given;	/* on_body took the body */
+	int			 c_in_body_cb;
+	char			*c_body_out;	/* what on_body got, or NULL */
 	int			 c_chunked_out;
 	int			 c_nobody;	/* answer without body bytes */
 	int			 c_wev_on;	/* the bufferevent writes */
@@ -152,6 +156,7 @@ struct http_server {
 };
 
 static void	conn_input(struct http_conn *);
+static void	conn_body_begin(struct http_conn *);
 static void	conn_close(struct http_conn *);
 static void	conn_kick(struct http_conn *);
 static void	conn_flush_done(struct http_conn *);
@@ -250,7 +255,7 @@ conn_set_timeouts(struct http_conn *c)
 
 	if (!c->c_get && c->c_state != C_HEAD) {
 		wtv = ms_to_tv(c->c_srv->s_lim.hl_silence_ms, &tv);
-		if (c->c_state == C_BODY)
+		if (c->c_state == C_BODY && !c->c_body_held)
 			rtv = wtv;
 	}
 	bufferevent_set_timeouts(c->c_bev, rtv, wtv);
@@ -577,19 +582,28 @@ conn_put_head(struct http_conn *c, int status, const char *ctype,
 	return rv;
 }
 
+static void
+conn_free_owned(const void *data, size_t len, void *arg)
+{
+	free((void *)(uintptr_t)data);
+}
+
+/* owned: body is the caller's malloc(3)ed buffer, freed once written
+ * (or at once, when it is not). */
 static int
-conn_answer(struct http_conn *c, int status, const char *ctype,
-    const struct http_hdr *hdrs, size_t n, const void *body, size_t len)
+conn_answer_owned(struct http_conn *c, int status, const char *ctype,
+    const struct http_hdr *hdrs, size_t n, const void *body, size_t len,
+    int owned)
 {
 	char	 framing[64];
 	int	 rv;
 
-	if (status < 200 || status > 599 || !fields_valid(ctype, hdrs, n))
+	if (status < 200 || status > 599 || !fields_valid(ctype, hdrs, n) ||
+	    ((status == 204 || status == 304 || status == 205) && len > 0)) {
+		if (owned)
+			free((void *)(uintptr_t)body);
 		return -1;
-	if ((status == 204 || status == 304) && len > 0)
-		return -1;
-	if (status == 205 && len > 0)
-		return -1;
+	}
 	conn_drop_body(c);
 	if (status == 204 || status == 304)
 		framing[0] = '\0';
@@ -598,8 +612,14 @@ conn_answer(struct http_conn *c, int status, const char *ctype,
 		    "content-length: %zu\r\n", len);
 	rv = conn_put_head(c, status, ctype, hdrs, n,
 	    framing[0] != '\0' ? framing : NULL);
-	if (rv == 0 && len > 0 && !c->c_nobody)
+	if (rv == 0 && len > 0 && !c->c_nobody && owned) {
+		rv = evbuffer_add_reference(conn_out(c), body, len,
+		    conn_free_owned, NULL);
+		owned = rv != 0;
+	} else if (rv == 0 && len > 0 && !c->c_nobody)
 		rv = evbuffer_add(conn_out(c), body, len);
+	if (owned)
+		free((void *)(uintptr_t)body);
 	c->c_srv->s_moved += len;
 	if (rv != 0) {
 		log_warnx("%s: out of memory", __func__);
@@ -608,6 +628,25 @@ conn_answer(struct http_conn *c, int status, const char *ctype,
 	}
 	conn_enter_flush(c);
 	return 0;
+}
+
+static int
+conn_answer(struct http_conn *c, int status, const char *ctype,
+    const struct http_hdr *hdrs, size_t n, const void *body, size_t len)
+{
+	return conn_answer_owned(c, status, ctype, hdrs, n, body, len, 0);
+}
+
+int
+http_respond_owned(struct http_conn *c, int status, const char *content_type,
+    void *body, size_t len)
+{
+	if (!conn_can_answer(c)) {
+		free(body);
+		return -1;
+	}
+	return conn_answer_owned(c, status, content_type, NULL, 0, body, len,
+	    1);
 }
 
 int
@@ -884,8 +923,34 @@ http_conn_resume_read(struct http_conn *c)
 		return;
 	c->c_paused = 0;
 	/* After an end of file there is nothing more to read. */
-	if (!c->c_eof)
+	if (!c->c_eof && !c->c_body_held)
 		bufferevent_enable(c->c_bev, EV_READ);
+}
+
+void
+http_conn_hold_body(struct http_conn *c)
+{
+	if (c->c_state != C_BODY || c->c_body_held || c->c_body != NULL ||
+	    c->c_body_in > 0)
+		return;
+	c->c_body_held = 1;
+	bufferevent_disable(c->c_bev, EV_READ);
+	conn_set_timeouts(c);
+}
+
+void
+http_conn_release_body(struct http_conn *c)
+{
+	if (c->c_state != C_BODY || !c->c_body_held)
+		return;
+	c->c_body_held = 0;
+	conn_set_timeouts(c);
+	if (!c->c_paused && !c->c_eof)
+		bufferevent_enable(c->c_bev, EV_READ);
+	conn_body_begin(c);
+	/* what came with the head, or before the hold */
+	if (c->c_state == C_BODY)
+		conn_input(c);
 }
 
 int
@@ -948,8 +1013,28 @@ conn_body_done(struct http_conn *c)
 	c->c_consumed = 1;
 	c->c_state = C_WAIT;
 	conn_set_timeouts(c);
+	c->c_body_given = 0;
+	c->c_body_out = body;
+	c->c_in_body_cb = 1;
 	cb(c, body != NULL ? body : "", len, c->c_srv->s_arg);
-	free(body);
+	c->c_in_body_cb = 0;
+	c->c_body_out = NULL;
+	if (!c->c_body_given)
+		free(body);
+}
+
+char *
+http_body_take(struct http_conn *c, const char *body)
+{
+	char	*p;
+
+	if (c->c_state == C_CLOSED || c->c_body_given || !c->c_in_body_cb)
+		return NULL;
+	/* an empty body is a literal "", which is not ours to give */
+	if ((p = c->c_body_out) == NULL && (p = strdup("")) == NULL)
+		return NULL;
+	c->c_body_given = 1;
+	return p;
 }
 
 static void
@@ -1111,7 +1196,7 @@ conn_route(struct http_conn *c)
 	srv->s_cbs.on_head(c, h, srv->s_arg);
 	if (c->c_state == C_ROUTE)
 		c->c_state = C_WAIT;
-	else if (c->c_state == C_BODY)
+	else if (c->c_state == C_BODY && !c->c_body_held)
 		conn_body_begin(c);
 }
 
@@ -1169,6 +1254,9 @@ conn_input(struct http_conn *c)
 			conn_read_head(c);
 			break;
 		case C_BODY:
+			/* held: what came stays in the input */
+			if (c->c_body_held)
+				return;
 			conn_read_body(c);
 			break;
 		case C_ROUTE:
@@ -1368,8 +1456,9 @@ conn_new(struct http_server *srv, int fd)
 	TAILQ_INSERT_TAIL(&srv->s_conns, c, c_entry);
 	srv->s_nconn++;
 	conn_read_first(c);
-	/* Closed: freed from its timer.  Paused: its owner resumes it. */
-	if (c->c_state != C_CLOSED && !c->c_paused &&
+	/* Closed: freed from its timer.  Paused or its body held: its
+	 * owner resumes it. */
+	if (c->c_state != C_CLOSED && !c->c_paused && !c->c_body_held &&
 	    bufferevent_enable(c->c_bev, EV_READ) == -1) {
 		log_warnx("%s: cannot watch the connection", __func__);
 		conn_close(c);

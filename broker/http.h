@@ -112,6 +112,22 @@ void		 http_server_uncork(struct http_server *);
  */
 int		 http_read_body(struct http_conn *, size_t max, http_body_cb,
 		    http_body_err_cb);
+/*
+ * From inside on_body: the body becomes the caller's to free(3), to be
+ * let go of before the callback returns (NULL when it cannot be given).
+ */
+char		*http_body_take(struct http_conn *, const char *body);
+
+/*
+ * Back-pressure on bodies: right after http_read_body(), hold the body
+ * unread (nothing allocated, no silence timer: the wait is the router's,
+ * not the client's; the client's writes stop when the socket is full), and
+ * release it later to be read as http_read_body() would have; either of
+ * its callbacks may run inside the release.  A close while held is seen
+ * at the release at the latest.
+ */
+void		 http_conn_hold_body(struct http_conn *);
+void		 http_conn_release_body(struct http_conn *);
 
 /*
  * A whole answer, then close once written: status 200-599, content-type
@@ -127,6 +143,10 @@ int		 http_respond(struct http_conn *, int status,
 int		 http_respond_hdrs(struct http_conn *, int status,
 		    const struct http_hdr *, size_t nhdrs, const void *body,
 		    size_t len);
+/* http_respond() of a malloc(3)ed body that is not copied: it is freed
+ * once written, or at once when it cannot be sent. */
+int		 http_respond_owned(struct http_conn *, int status,
+		    const char *content_type, void *body, size_t len);
 /* text/plain; charset=utf-8 with the NUL-terminated text as body. */
 int		 http_respond_text(struct http_conn *, int status,
 		    const char *text);

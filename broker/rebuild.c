@@ -74,6 +74,7 @@ struct rebuild {
 	size_t				 rb_errlen;
 	char				 rb_path[REBUILD_PATH_MAX];
 	size_t				 rb_pathlen;
+	size_t				 rb_in_len;	/* the body's */
 	int				 rb_nomem;	/* not judged */
 };
 
@@ -453,6 +454,7 @@ parse_body(struct rebuild *rb, const char *b, size_t len, size_t max_nodes)
 	const char	*end = NULL, *why;
 	size_t		 at, nodes;
 
+	rb->rb_in_len = len;
 	if (lex_check(rb, b, len) == -1)
 		return NULL;
 	if ((why = body_json_scan(b, len, &at, &nodes)) != NULL) {
@@ -1179,7 +1181,7 @@ rebuild_sampling(struct rebuild *rb, cJSON *root, cJSON *out)
 static int
 emit(struct rebuild *rb, cJSON *o, char **out, size_t *outlen)
 {
-	if ((*out = body_print(o)) == NULL)
+	if ((*out = body_print_sized(o, rb->rb_in_len)) == NULL)
 		return oom(rb);
 	*outlen = strlen(*out);
 	return 0;
@@ -1221,15 +1223,18 @@ rebuild_model_request(const char *body, size_t len,
 
 	/* The host's own settings: a bad one is a bug, not the worker's. */
 	if (p == NULL || p->model == NULL || (unsigned)p->level >=
-	    nitems(ceilings))
+	    nitems(ceilings) || (rb.rb_max_output = p->max_output_tokens ==
+	    0 ? MAX_OUTPUT_TOKENS_DEFAULT : p->max_output_tokens) <
+	    MAX_OUTPUT_TOKENS_MIN || rb.rb_max_output > MAX_OUTPUT_TOKENS_MAX) {
+		if (p != NULL && p->free_body)
+			free((void *)(uintptr_t)body);
 		return fail(&rb, "Invalid rebuild parameters");
-	rb.rb_max_output = p->max_output_tokens == 0 ?
-	    MAX_OUTPUT_TOKENS_DEFAULT : p->max_output_tokens;
-	if (rb.rb_max_output < MAX_OUTPUT_TOKENS_MIN ||
-	    rb.rb_max_output > MAX_OUTPUT_TOKENS_MAX)
-		return fail(&rb, "Invalid rebuild parameters");
+	}
 
-	if ((root = parse_body(&rb, body, len, MODEL_NODES_MAX)) == NULL)
+	root = parse_body(&rb, body, len, MODEL_NODES_MAX);
+	if (p->free_body)
+		free((void *)(uintptr_t)body);
+	if (root == NULL)
 		return rb.rb_nomem ? REBUILD_NOMEM : -1;
 	if (!cJSON_IsObject(root)) {
 		fail(&rb, "Request body must be a JSON object");

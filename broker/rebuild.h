@@ -25,6 +25,9 @@ struct rebuild_params {
 	enum rebuild_level	 level;		/* the host-judged level */
 	uint64_t		 max_output_tokens; /* 1025-200000, 0: 128000 */
 	int			 count_tokens;	/* POST .../count_tokens */
+	/* the body is the caller's malloc(3)ed buffer, freed once parsed:
+	 * the rebuild of a large one does not hold it and its tree at once */
+	int			 free_body;
 };
 
 /* Out of memory: the request was not judged (503, not a refusal). */

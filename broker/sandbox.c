@@ -34,6 +34,7 @@ sandbox_broker(void)
 	sandbox_empty_root();
 	sandbox_drop_caps();
 	sandbox_no_new_privs();
+	sandbox_not_dumpable();
 	sandbox_landlock(NULL, 0);
 	sandbox_rlimits(sandbox_broker_rlimits,
 	    sizeof(sandbox_broker_rlimits) / sizeof(sandbox_broker_rlimits[0]));

@@ -421,6 +421,19 @@ body_print(cJSON *tree)
 	return s;
 }
 
+char *
+body_print_sized(cJSON *tree, size_t expect)
+{
+	char	*s = NULL;
+
+	if (expect < BODY_PRINT_MAPPED || expect > INT_MAX)
+		return body_print(tree);
+	if (body_numbers_raw(tree) == 0)
+		s = cJSON_PrintBuffered(tree, (int)expect, 0);
+	body_numbers_back(tree);
+	return s;
+}
+
 /* Duplicates in the one object a checker is looking at. */
 static enum body_err
 body_check_dups(const cJSON *obj, const char *what, char *err, size_t errlen)

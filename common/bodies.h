@@ -51,6 +51,15 @@ enum body_err	body_parse(const char *body, size_t len, cJSON **out,
  * cJSON_free().
  */
 char		*body_print(cJSON *);
+/*
+ * The same for a text of about expect bytes: from expect bytes of 1 MiB up
+ * it is printed into a buffer of that size allocated at once, which the
+ * allocator maps apart and gives back whole when it is freed, where a
+ * buffer grown from a few bytes would extend the heap and, pinned by what
+ * comes after it, stay counted in the process's data for good.
+ */
+#define BODY_PRINT_MAPPED	(1024u * 1024u)
+char		*body_print_sized(cJSON *, size_t expect);
 
 /*
  * The lexer body_parse() runs before cJSON, for parsers with bounds of

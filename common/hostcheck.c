@@ -333,30 +333,67 @@ hostcheck_seccomp(hc_report_fn fn, void *arg)
 static int
 probe_userns(void)
 {
-	return sandbox_empty_root() == 1 ? 0 : 2;
+	char	 why[128];
+	int	 rc;
+
+	rc = sandbox_empty_root_probe(why, sizeof(why));
+	dprintf(STDERR_FILENO, "%s", why);
+	return rc == 1 ? 0 : 2;
 }
 
-void
-hostcheck_userns(hc_report_fn fn, void *arg)
+int
+hostcheck_empty_root(char *why, size_t len)
 {
 	char	 out[PROBE_OUT_MAX];
 	int	 st;
 
 	st = probe_child(probe_userns, out, sizeof(out));
+	(void)snprintf(why, len, "%s", out[0] != '\0' ? out :
+	    "the probe did not run");
 	if (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		return 1;
+	if (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 2)
+		return 0;
+	return -1;
+}
+
+void
+hostcheck_userns(int optional, hc_report_fn fn, void *arg)
+{
+	char		 why[PROBE_OUT_MAX];
+	const char	*field = optional ? "sandbox.empty_root \"optional\"" :
+	    "sandbox.empty_root \"required\"";
+
+	switch (hostcheck_empty_root(why, sizeof(why))) {
+	case 1:
 		hc_report(fn, arg, HC_OK, "user namespaces", "brokers and "
-		    "research jobs run in an empty root");
-	else if (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 2)
-		hc_report(fn, arg, HC_WARN, "user namespaces", "refused (%s): "
-		    "brokers and research jobs keep the host's file system in "
-		    "view, confined by Landlock and seccomp alone; allow "
-		    "unprivileged user namespaces (sysctl user.max_user_"
-		    "namespaces, kernel.apparmor_restrict_unprivileged_userns=0)",
-		    out);
-	else
+		    "research jobs run in an empty root (%s)", field);
+		break;
+	case 0:
+		if (optional)
+			hc_report(fn, arg, HC_WARN, "user namespaces", "%s, "
+			    "accepted as missing (%s): brokers and research "
+			    "jobs keep the host's file system in view, confined "
+			    "by Landlock and seccomp alone; allow unprivileged "
+			    "user namespaces (sysctl user.max_user_namespaces, "
+			    "kernel.apparmor_restrict_unprivileged_userns=0)",
+			    why, field);
+		else
+			hc_report(fn, arg, HC_FAIL, "user namespaces", "%s: "
+			    "rtsandboxd refuses to start, since brokers and "
+			    "research jobs would keep the host's file system "
+			    "in view (%s); allow unprivileged user namespaces "
+			    "(sysctl user.max_user_namespaces, "
+			    "kernel.apparmor_restrict_unprivileged_userns=0), or "
+			    "accept their absence with sandbox.empty_root "
+			    "\"optional\"", why, field);
+		break;
+	default:
 		hc_report(fn, arg, HC_FAIL, "user namespaces", "the empty "
 		    "root failed (%s): brokers and research jobs cannot start",
-		    out[0] != '\0' ? out : "the probe did not run");
+		    why);
+		break;
+	}
 }
 
 /*
@@ -650,7 +687,7 @@ hostcheck_run(const struct hostcheck_params *p, hc_report_fn fn, void *arg)
 	hostcheck_groups(p->hp_uid, p->hp_gid, p->hp_engine_socket, fn, arg);
 	hostcheck_landlock(fn, arg);
 	hostcheck_seccomp(fn, arg);
-	hostcheck_userns(fn, arg);
+	hostcheck_userns(p->hp_empty_root_optional, fn, arg);
 	if (p->hp_state_dir == NULL)
 		return;
 	hostcheck_state_dir_bot(p->hp_state_dir, p->hp_uid, p->hp_bot_group,

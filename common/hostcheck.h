@@ -59,6 +59,7 @@ struct hostcheck_params {
 	size_t		 hp_segment_room;	/* config_max_segment_len() */
 	const char	*hp_bot_group;		/* bot_group, or NULL */
 	gid_t		 hp_bot_gid;
+	int		 hp_empty_root_optional; /* sandbox.empty_root */
 };
 
 /*
@@ -74,7 +75,13 @@ void	hostcheck_groups(uid_t, gid_t, const char *engine_socket,
 	    hc_report_fn, void *);
 void	hostcheck_landlock(hc_report_fn, void *);
 void	hostcheck_seccomp(hc_report_fn, void *);
-void	hostcheck_userns(hc_report_fn, void *);
+/* optional: sandbox.empty_root "optional" (a warning, not a failure,
+ * where the kernel refuses the empty root). */
+void	hostcheck_userns(int optional, hc_report_fn, void *);
+/* Whether brokers and research jobs can have their empty root here, tried
+ * in a child: 1 yes, 0 the kernel refuses it, -1 it failed otherwise; why
+ * in why. */
+int	hostcheck_empty_root(char *why, size_t len);
 void	hostcheck_state_dir(const char *, uid_t, hc_report_fn, void *);
 /* The same with bot_group (group NULL: none), whose search bit the state
  * directory may have. */

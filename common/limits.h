@@ -444,14 +444,28 @@ _Static_assert(BROKER_POLL_MS < WORKER_NEXT_TIMEOUT_MS,
  */
 #define EGRESS_DATA_MAX			(3072u * MIB)
 /*
- * A broker holds at once up to 4 call bodies of 96 MiB, a 72 MiB result,
- * the turn of up to 64 MiB of images (86 MiB of JSON, kept until settled,
- * a copy queued for a worker that reads slowly), a tool answer, and the
- * rebuild of one call: a body at MODEL_NODES_MAX costs cJSON some 400 MiB.
- * Measured: 1126 MiB with all of these but the unread turn and the tool
- * answer (about 150 MiB more), so 1.27 GiB in all.
+ * A broker reads one request body of the protocol's largest at a time
+ * (BROKER_BODY_HOLD_MAX below: the others wait unread, back-pressure), and
+ * frees it once parsed.  It holds at once: the rebuild of one model call
+ * at MODEL_NODES_MAX (cJSON's tree, some 320 MiB, the 96 MiB it prints and
+ * the frame to egress it queues, as large), a turn of 64 MiB of images
+ * (86 MiB of JSON, handed to the worker's answer without a copy), a host
+ * tool's answer of 1 000 000 chars and a 20 MiB image, and what the heap
+ * keeps of the trees before.  Measured with tests/integration/test_maxima.py
+ * (all of these at once, then a 72 MiB result): 842 MiB of VmData at the
+ * peak with the four calls in flight, where it was 1330 MiB when every body
+ * was read as it came and the turn copied; 746 MiB where egress admits
+ * one of them and refuses the rest as busy (EGRESS_PEER_BODY_MAX).  So
+ * 1 GiB, a fifth more than the first.
  */
-#define BROKER_DATA_MAX			(1536u * MIB)
+#define BROKER_DATA_MAX			(1024u * MIB)
+/*
+ * Internal: the request bodies a broker reads at once and the frames it
+ * has queued, beyond which a further body waits unread (broker/hold.c): a
+ * body counts at its Content-Length or, chunked, at its route's maximum,
+ * so the largest body is read alone.
+ */
+#define BROKER_BODY_HOLD_MAX		MODEL_BODY_MAX
 /*
  * A research job holds its conversation (at most the 100 MiB a frame to
  * egress carries: 314 MiB measured while sending a 96 MiB one), one answer

@@ -25,6 +25,18 @@ log_setname(const char *name)
 	snprintf(log_procname, sizeof(log_procname), "%s", name);
 }
 
+void
+log_setjournal(int journal)
+{
+	log_journal = journal;
+}
+
+int
+log_getjournal(void)
+{
+	return log_journal;
+}
+
 const char *
 log_name(void)
 {
@@ -37,35 +49,116 @@ log_getdebug(void)
 	return log_debug_on;
 }
 
-/* One write per line, so that lines of several processes never interleave
- * and a sandboxed child needs nothing but write(2) to log. */
+/*
+ * The length of the UTF-8 sequence at s (at most n bytes) when it is a
+ * well-formed one that is not a C1 control (U+0080-U+009F): 2 to 4, or 0.
+ * Overlong forms, surrogates and code points past U+10FFFF are not
+ * well-formed.
+ */
+static size_t
+log_utf8_len(const unsigned char *s, size_t n)
+{
+	size_t	 len, i;
+
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		len = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		len = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		len = 4;
+	else
+		return 0;
+	if (n < len)
+		return 0;
+	for (i = 1; i < len; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	if ((s[0] == 0xc2 && s[1] <= 0x9f) ||		/* C1 */
+	    (s[0] == 0xe0 && s[1] < 0xa0) ||		/* overlong */
+	    (s[0] == 0xed && s[1] > 0x9f) ||		/* surrogate */
+	    (s[0] == 0xf0 && s[1] < 0x90) ||		/* overlong */
+	    (s[0] == 0xf4 && s[1] > 0x8f))		/* past U+10FFFF */
+		return 0;
+	return len;
+}
+
+size_t
+log_escape(char *dst, size_t dstlen, const char *src, size_t srclen,
+    size_t *used)
+{
+	static const char	 hex[] = "0123456789abcdef";
+	const unsigned char	*s = (const unsigned char *)src;
+	size_t			 i = 0, o = 0, k;
+
+	while (i < srclen) {
+		if (s[i] >= 0x20 && s[i] < 0x7f && s[i] != '\\') {
+			if (o + 1 > dstlen)
+				break;
+			dst[o++] = (char)s[i++];
+		} else if (s[i] == '\\') {
+			if (o + 2 > dstlen)
+				break;
+			dst[o++] = '\\';
+			dst[o++] = '\\';
+			i++;
+		} else if ((k = log_utf8_len(s + i, srclen - i)) != 0) {
+			if (o + k > dstlen)
+				break;
+			memcpy(dst + o, s + i, k);
+			o += k;
+			i += k;
+		} else {
+			/* C0, DEL, and every byte of a C1 control or of
+			 * what is not UTF-8 */
+			if (o + 4 > dstlen)
+				break;
+			dst[o++] = '\\';
+			dst[o++] = 'x';
+			dst[o++] = hex[s[i] >> 4];
+			dst[o++] = hex[s[i] & 0xf];
+			i++;
+		}
+	}
+	if (used != NULL)
+		*used = i;
+	return o;
+}
+
+/*
+ * One write per line of at most LOG_LINE_MAX bytes, which a pipe takes
+ * whole (PIPE_BUF): lines of several processes never interleave, and a
+ * sandboxed child needs nothing but write(2) to log.  Everything but the
+ * "<N>" prefix and the final newline is escaped (log_escape), so that no
+ * string a peer sent can end the line or start another with a priority of
+ * its own.
+ */
 static void
 log_write(int pri, const char *prefix, const char *msg, const char *err)
 {
-	char	 line[2304];
+	char	 raw[LOG_LINE_MAX], line[LOG_LINE_MAX];
+	size_t	 o = 0;
 	int	 n;
 
-	if (log_journal)
-		n = snprintf(line, sizeof(line), "<%d>%s%s: %s%s%s\n", pri,
-		    prefix, log_procname, msg, err ? ": " : "", err ? err : "");
-	else
-		n = snprintf(line, sizeof(line), "%s%s: %s%s%s\n", prefix,
-		    log_procname, msg, err ? ": " : "", err ? err : "");
+	n = snprintf(raw, sizeof(raw), "%s%s: %s%s%s", prefix, log_procname,
+	    msg, err ? ": " : "", err ? err : "");
 	if (n < 0)
 		return;
-	if ((size_t)n >= sizeof(line)) {
-		n = sizeof(line) - 1;
-		line[n - 1] = '\n';
-	}
+	if ((size_t)n >= sizeof(raw))
+		n = sizeof(raw) - 1;
+	if (log_journal)
+		o = (size_t)snprintf(line, sizeof(line), "<%d>", pri);
+	/* the newline always fits */
+	o += log_escape(line + o, sizeof(line) - 1 - o, raw, (size_t)n, NULL);
+	line[o++] = '\n';
 	/* Nowhere to report a failed log write; a short one is not retried. */
-	if (write(STDERR_FILENO, line, n) == -1)
+	if (write(STDERR_FILENO, line, o) == -1)
 		return;
 }
 
 static void __attribute__((format(printf, 2, 0)))
 vlog(int pri, const char *fmt, va_list ap, const char *err)
 {
-	char	 msg[2048];
+	char	 msg[LOG_LINE_MAX];
 	int	 saved = errno;
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -120,7 +213,7 @@ log_debug(const char *fmt, ...)
 static void __attribute__((noreturn, format(printf, 1, 0)))
 vfatal(const char *fmt, va_list ap, const char *err)
 {
-	char	 msg[2048];
+	char	 msg[LOG_LINE_MAX];
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	log_write(LOG_CRIT, "fatal in ", msg, err);

@@ -265,21 +265,15 @@ proc_child_check_fds(int nfds)
 		fatalx("%s: the parent is gone", __func__);
 }
 
-/* The value in KiB of the first line of path starting with key. */
+/* The value in KiB of the first line starting with key in fp. */
 static long
-proc_status_kib(pid_t pid, const char *file, const char *key)
+proc_kib_stream(FILE *fp, const char *key)
 {
-	char		 path[64], line[256];
-	FILE		*fp;
+	char		 line[256];
 	size_t		 klen = strlen(key);
 	long		 kib = -1;
 	char		*end;
 
-	if (snprintf(path, sizeof(path), "/proc/%ld/%s", (long)pid,
-	    file) >= (int)sizeof(path))
-		return -1;
-	if ((fp = fopen(path, "re")) == NULL)
-		return -1;
 	while (fgets(line, sizeof(line), fp) != NULL) {
 		if (strncmp(line, key, klen) != 0)
 			continue;
@@ -290,8 +284,49 @@ proc_status_kib(pid_t pid, const char *file, const char *key)
 			kib = -1;
 		break;
 	}
+	return kib;
+}
+
+/* The value in KiB of the first line of path starting with key. */
+static long
+proc_status_kib(pid_t pid, const char *file, const char *key)
+{
+	char		 path[64];
+	FILE		*fp;
+	long		 kib;
+
+	if (snprintf(path, sizeof(path), "/proc/%ld/%s", (long)pid,
+	    file) >= (int)sizeof(path))
+		return -1;
+	if ((fp = fopen(path, "re")) == NULL)
+		return -1;
+	kib = proc_kib_stream(fp, key);
 	fclose(fp);
 	return kib;
+}
+
+int
+proc_rollup_fd(int fd, long *rss_kib, long *pss_kib)
+{
+	char	 buf[4096];
+	ssize_t	 n;
+	FILE	*fp;
+
+	*rss_kib = *pss_kib = -1;
+	/* From the start every time: the kernel makes the text anew. */
+	while ((n = pread(fd, buf, sizeof(buf) - 1, 0)) == -1 &&
+	    errno == EINTR)
+		;
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	if ((fp = fmemopen(buf, (size_t)n, "r")) == NULL)
+		return -1;
+	/* Rss comes before Pss */
+	*rss_kib = proc_kib_stream(fp, "Rss:");
+	*pss_kib = proc_kib_stream(fp, "Pss:");
+	fclose(fp);
+	return *rss_kib == -1 || *pss_kib == -1 ? -1 : 0;
 }
 
 long

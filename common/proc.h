@@ -79,6 +79,10 @@ int	proc_drop_stack(void);
 /* Resident and proportional set size in KiB from /proc; -1 when unknown. */
 long	proc_rss_kib(pid_t);
 long	proc_pss_kib(pid_t);
+/* Both from a descriptor open on a /proc/<pid>/smaps_rollup, which goes
+ * on reading when the process is no longer dumpable and its /proc entries
+ * are closed or hidden (hidepid): 0, or -1 with each value unknown -1. */
+int	proc_rollup_fd(int, long *rss_kib, long *pss_kib);
 
 /* The monotonic clock in ms, from the vDSO: no system call. */
 uint64_t proc_now_ms(void);

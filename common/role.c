@@ -1,3 +1,8 @@
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,23 +14,101 @@
 #include "limits.h"
 #include "log.h"
 #include "role.h"
+#include "sandbox.h"
+
+/*
+ * The spawner reads each child's proportional set size for daemon.stats
+ * from /proc/<pid>/smaps_rollup, which the kernel opens only for a process
+ * that may trace the child, and no process may once the child is not
+ * dumpable.  A file opened before that goes on reading, so the child opens
+ * its own first thing, before it has read a byte from anyone, and hands it
+ * over.  Nothing is fatal here: without it daemon.stats has no PSS.
+ */
+static void
+role_memory_handoff(int sock)
+{
+	union {
+		struct cmsghdr	 hdr;
+		char		 buf[CMSG_SPACE(sizeof(int))];
+	} cm;
+	struct msghdr	 mh;
+	struct iovec	 iov;
+	struct cmsghdr	*c;
+	char		 one = 'm';
+	int		 fd;
+
+	if ((fd = open("/proc/self/smaps_rollup", O_RDONLY | O_CLOEXEC)) ==
+	    -1)
+		log_debug("%s: smaps_rollup: %s", __func__, strerror(errno));
+	else {
+		memset(&mh, 0, sizeof(mh));
+		memset(&cm, 0, sizeof(cm));
+		iov.iov_base = &one;
+		iov.iov_len = 1;
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_control = cm.buf;
+		mh.msg_controllen = sizeof(cm.buf);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+		if (sendmsg(sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == -1)
+			log_debug("%s: sendmsg: %s", __func__,
+			    strerror(errno));
+		close(fd);
+	}
+	close(sock);
+}
+
+/* A descriptor number of the -m option: a socket past the pipes. */
+static int
+role_memory_fd(enum proc_role role, const char *arg)
+{
+	struct stat	 st;
+	char		*end;
+	long		 fd;
+
+	errno = 0;
+	fd = strtol(arg, &end, 10);
+	if (errno != 0 || end == arg || *end != '\0' || fd <= FD_PARENT ||
+	    fd > ROLE_MEMORY_FD_MAX)
+		fatalx("%s: -m %s: not a descriptor past the pipes",
+		    proc_role_name(role), arg);
+	if (fstat((int)fd, &st) == -1 || !S_ISSOCK(st.st_mode))
+		fatalx("%s: -m %s: not a socket", proc_role_name(role), arg);
+	return (int)fd;
+}
 
 void
 role_args_parse(enum proc_role role, int argc, char *argv[],
     struct role_args *ra)
 {
-	char	 name[160];
-	int	 ch;
+	char		 name[160];
+	const char	*root = NULL;
+	int		 ch, mfd = -1;
 
 	memset(ra, 0, sizeof(*ra));
 	optind = 1;
-	while ((ch = getopt(argc, argv, "djn:p:")) != -1) {
+	while ((ch = getopt(argc, argv, "de:jlm:n:p:")) != -1) {
 		switch (ch) {
 		case 'd':
 			ra->ra_debug = 1;
 			break;
+		case 'e':
+			root = optarg;
+			break;
 		case 'j':
 			ra->ra_journal = 1;
+			break;
+		case 'l':
+			ra->ra_log_journal = 1;
+			break;
+		case 'm':
+			if (mfd != -1)
+				fatalx("%s: -m twice", proc_role_name(role));
+			mfd = role_memory_fd(role, optarg);
 			break;
 		case 'n':
 			ra->ra_name = optarg;
@@ -37,7 +120,8 @@ role_args_parse(enum proc_role role, int argc, char *argv[],
 			ra->ra_paths[ra->ra_npaths++] = optarg;
 			break;
 		default:
-			fatalx("%s: usage: %s [-dj] [-n name] [-p path]...",
+			fatalx("%s: usage: %s [-djl] [-e required|optional] "
+			    "[-m fd] [-n name] [-p path]...",
 			    proc_role_name(role), proc_role_binary(role));
 		}
 	}
@@ -50,6 +134,22 @@ role_args_parse(enum proc_role role, int argc, char *argv[],
 	else
 		snprintf(name, sizeof(name), "%s", proc_role_name(role));
 	log_init(name, ra->ra_debug);
+	if (ra->ra_log_journal)
+		log_setjournal(1);
+	/* Only the roles that enter an empty root have a say in it. */
+	if (root != NULL) {
+		if (role != PROC_BROKER && role != PROC_RESEARCH)
+			fatalx("%s: -e: no empty root here",
+			    proc_role_name(role));
+		if (strcmp(root, "optional") == 0)
+			ra->ra_root_optional = 1;
+		else if (strcmp(root, "required") != 0)
+			fatalx("%s: -e %s: neither required nor optional",
+			    proc_role_name(role), root);
+	}
+	sandbox_empty_root_optional(ra->ra_root_optional);
+	if (mfd != -1)
+		role_memory_handoff(mfd);
 }
 
 /*
@@ -112,6 +212,8 @@ struct role_parent {
 	role_configured_fn	 rp_configured_cb;
 	void			*rp_arg;
 	int			 rp_configured;
+	void			(*rp_drain)(void *);
+	void			*rp_drain_arg;
 };
 
 static void
@@ -223,6 +325,24 @@ role_parent_open(struct event_base *base, enum proc_role role,
 	if (rp->rp_conn == NULL)
 		fatalx("%s: cannot watch the supervisor pipe", __func__);
 	return rp;
+}
+
+static void
+role_parent_drained(struct frame_conn *fc, void *arg)
+{
+	struct role_parent	*rp = arg;
+
+	if (rp->rp_drain != NULL)
+		rp->rp_drain(rp->rp_drain_arg);
+}
+
+void
+role_parent_set_drain(struct role_parent *rp, void (*cb)(void *), void *arg)
+{
+	rp->rp_drain = cb;
+	rp->rp_drain_arg = arg;
+	frame_conn_set_drain_cb(rp->rp_conn, cb != NULL ?
+	    role_parent_drained : NULL, 1);
 }
 
 struct frame_conn *

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdio.h>
 #include <limits.h>
 #include <sched.h>
 #include <stddef.h>
@@ -78,34 +79,40 @@ static const char *const sandbox_root_opts[][2] = {
 	{ "mode", "0555" },
 };
 
-int
-sandbox_empty_root(void)
+static int	 sandbox_root_optional;
+
+void
+sandbox_empty_root_optional(int optional)
 {
-	static int	 done = -1;
+	sandbox_root_optional = optional;
+}
+
+int
+sandbox_empty_root_probe(char *why, size_t len)
+{
 	struct stat	 st, mst;
 	struct statfs	 sfs;
 	size_t		 i;
 	int		 fsfd, mfd;
 
-	if (done != -1)
-		return done;
 	/* The kernel or its configuration may forbid user namespaces. */
 	if (unshare(SB_ROOT_NS) == -1) {
 		if (errno != EPERM && errno != EINVAL && errno != ENOSPC &&
 		    errno != EUSERS)
 			fatal("%s: unshare", __func__);
-		log_info("no user namespace (%s): the root stays, Landlock "
-		    "and seccomp apply", strerror(errno));
-		return done = 0;
+		snprintf(why, len, "no user namespace: %s", strerror(errno));
+		return 0;
 	}
-	/* A security module may deny the namespace its capabilities; a
-	 * kernel before 5.2 has no fsopen. */
+	/* A security module may deny the namespace its capabilities
+	 * (Ubuntu's AppArmor restriction); a kernel before 5.2 has no
+	 * fsopen. */
 	if ((fsfd = fsopen("tmpfs", FSOPEN_CLOEXEC)) == -1) {
-		if (errno != EPERM && errno != ENOSYS && errno != ENODEV)
+		if (errno != EPERM && errno != EACCES && errno != ENOSYS &&
+		    errno != ENODEV)
 			fatal("%s: fsopen", __func__);
-		log_info("no tmpfs in a user namespace (%s): the root stays, "
-		    "Landlock and seccomp apply", strerror(errno));
-		return done = 0;
+		snprintf(why, len, "no tmpfs in a user namespace: %s",
+		    strerror(errno));
+		return 0;
 	}
 	for (i = 0; i < sizeof(sandbox_root_opts) /
 	    sizeof(sandbox_root_opts[0]); i++)
@@ -133,8 +140,37 @@ sandbox_empty_root(void)
 		fatalx("%s: / is not an empty read-only tmpfs", __func__);
 	close(mfd);
 	close(fsfd);
-	log_debug("empty root");
-	return done = 1;
+	snprintf(why, len, "applied");
+	return 1;
+}
+
+int
+sandbox_empty_root(void)
+{
+	static int	 done = -1;
+	char		 why[128];
+
+	if (done != -1)
+		return done;
+	if ((done = sandbox_empty_root_probe(why, sizeof(why))) == 1) {
+		log_debug("empty root");
+		return done;
+	}
+	if (!sandbox_root_optional)
+		fatalx("%s, and sandbox.empty_root is not \"optional\": "
+		    "refusing to run with the host's file system in view", why);
+	log_warnx("%s: the host's file system stays in view, behind Landlock "
+	    "and seccomp alone (sandbox.empty_root \"optional\")", why);
+	return done;
+}
+
+void
+sandbox_not_dumpable(void)
+{
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1)
+		fatal("%s: PR_SET_DUMPABLE", __func__);
+	if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0)
+		fatalx("%s: still dumpable", __func__);
 }
 
 /*

@@ -24,10 +24,26 @@
  * (DESIGN.md 1, invariant 10), so that no path resolves any more, not even
  * for stat(2).  Called first, before the capability drop, which then also
  * drops what the new user namespace granted.  Returns 1 once applied (and
- * verified), 0 when the kernel refuses user namespaces (logged once: the
- * other steps still apply); anything else is fatal.
+ * verified).  Where the kernel refuses the user namespace or the tmpfs in
+ * it, a broker or research job would keep the host's file system in view,
+ * with newfstatat(2) of any path allowed by the filter it inherits: so that
+ * is fatal, unless sandbox_empty_root_optional(1) said the configuration
+ * accepts it (sandbox.empty_root "optional"), and then it is logged as a
+ * warning and 0 returned.  Anything else that fails is fatal.
  */
 int	sandbox_empty_root(void);
+void	sandbox_empty_root_optional(int);
+/* The same steps, for a probe in a child that ends after: 1 applied, 0
+ * refused by the kernel and why (nothing logged); fatal otherwise. */
+int	sandbox_empty_root_probe(char *why, size_t len);
+
+/*
+ * PR_SET_DUMPABLE 0, verified: no core dump, even through a core_pattern
+ * pipe, and the process's /proc files belong to root, so that no other
+ * process of the service user can read its memory, descriptors or
+ * environment or attach to it.  Its /proc/<pid>/status stays readable.
+ */
+void	sandbox_not_dumpable(void);
 
 /* Drop every capability from every set, the bounding set and ambient set,
  * and verify that none is left. */

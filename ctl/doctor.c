@@ -382,7 +382,7 @@ doctor_run(const char *path)
 		hostcheck_groups(uid, gid, NULL, doctor_report, &dr);
 		hostcheck_landlock(doctor_report, &dr);
 		hostcheck_seccomp(doctor_report, &dr);
-		hostcheck_userns(doctor_report, &dr);
+		hostcheck_userns(0, doctor_report, &dr);
 		printf("%zu failed, %zu warned\n", dr.dr_fail, dr.dr_warn);
 		return 1;
 	}
@@ -398,7 +398,7 @@ doctor_run(const char *path)
 	engine_checks(cfg, &dr);
 	hostcheck_landlock(doctor_report, &dr);
 	hostcheck_seccomp(doctor_report, &dr);
-	hostcheck_userns(doctor_report, &dr);
+	hostcheck_userns(cfg->empty_root_optional, doctor_report, &dr);
 	hostcheck_state_dir_bot(cfg->state_dir, uid, cfg->bot_group,
 	    cfg->bot_gid, doctor_report, &dr);
 	if (cfg->upstream_credential_file != NULL)

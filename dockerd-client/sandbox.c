@@ -38,6 +38,7 @@ sandbox_docker(const char *docker_socket)
 
 	sandbox_drop_caps();
 	sandbox_no_new_privs();
+	sandbox_not_dumpable();
 	sandbox_landlock(NULL, 0);
 	log_debug("%s: %s reached by connect(2) alone", __func__,
 	    docker_socket);

@@ -84,6 +84,7 @@ sandbox_egress(const char *const *read_files, size_t n)
 
 	sandbox_drop_caps();
 	sandbox_no_new_privs();
+	sandbox_not_dumpable();
 	sandbox_landlock(rules, nrules);
 	free(rules);
 	sandbox_rlimits(sandbox_egress_rlimits,

@@ -62,6 +62,7 @@ sandbox_fsguard(const char *state_dir)
 
 	sandbox_drop_caps();
 	sandbox_no_new_privs();
+	sandbox_not_dumpable();
 	sandbox_landlock(rules, sizeof(rules) / sizeof(rules[0]));
 	sandbox_rlimits(sandbox_fsguard_rlimits,
 	    sizeof(sandbox_fsguard_rlimits) /

@@ -29,6 +29,7 @@ sandbox_research(void)
 	sandbox_empty_root();
 	sandbox_drop_caps();
 	sandbox_no_new_privs();
+	sandbox_not_dumpable();
 	sandbox_landlock(NULL, 0);
 	sandbox_rlimits(sandbox_research_rlimits,
 	    sizeof(sandbox_research_rlimits) /

@@ -895,6 +895,29 @@ parse_research(struct cctx *c, struct config *cfg, const cJSON *obj)
 	}
 }
 
+enum { SB_EMPTY_ROOT, SB_N };
+static const char *const sb_names[SB_N] = { "empty_root" };
+
+static void
+parse_sandbox(struct cctx *c, struct config *cfg, const cJSON *obj)
+{
+	const cJSON	*sb[SB_N];
+	const char	*s;
+	size_t		 len;
+
+	if (obj == NULL || !is_object(c, obj, "sandbox"))
+		return;
+	members(c, obj, "sandbox", sb_names, sb, SB_N);
+	if (sb[SB_EMPTY_ROOT] == NULL || (s = str_value(c, sb[SB_EMPTY_ROOT],
+	    "sandbox.empty_root", &len)) == NULL)
+		return;
+	if (strcmp(s, "optional") == 0)
+		cfg->empty_root_optional = 1;
+	else if (strcmp(s, "required") != 0)
+		cerr(c, "sandbox.empty_root", "must be \"required\" (the "
+		    "default) or \"optional\"");
+}
+
 #if RTSANDBOX_TEST_SEAMS
 enum { TE_DNS, TE_LOOPBACK, TE_CA, TE_JOURNAL, TE_N };
 static const char *const te_names[TE_N] = {
@@ -952,7 +975,7 @@ enum {
 	T_STATE_DIR, T_CONTROL_SOCKET, T_CONTROL_GROUP, T_BOT_GROUP, T_IMAGE,
 	T_PROFILES,
 	T_UPSTREAM, T_MCP, T_TOOLS, T_DOCKER, T_TIME_ZONE, T_TIMEOUTS,
-	T_BUDGETS, T_DEFAULT_THINKING, T_RESEARCH,
+	T_BUDGETS, T_DEFAULT_THINKING, T_RESEARCH, T_SANDBOX,
 #if RTSANDBOX_TEST_SEAMS
 	T_TEST,
 #endif
@@ -962,7 +985,7 @@ static const char *const top_names[T_N] = {
 	"state_dir", "control_socket", "control_group", "bot_group", "image",
 	"profiles",
 	"upstream", "mcp", "tools", "docker", "time_zone", "timeouts",
-	"budgets", "default_thinking", "research",
+	"budgets", "default_thinking", "research", "sandbox",
 #if RTSANDBOX_TEST_SEAMS
 	"test",
 #endif
@@ -998,6 +1021,7 @@ parse_top(struct cctx *c, struct config *cfg, const cJSON *root)
 	parse_numbers(c, cfg, f[T_TIMEOUTS], f[T_BUDGETS]);
 	parse_thinking(c, cfg, f[T_DEFAULT_THINKING]);
 	parse_research(c, cfg, f[T_RESEARCH]);
+	parse_sandbox(c, cfg, f[T_SANDBOX]);
 	if (cfg->research_model == NULL && cfg->nprofiles > 0 &&
 	    cfg->profiles[0].model != NULL)
 		cfg->research_model = xstrdup(c, cfg->profiles[0].model);
@@ -1333,6 +1357,9 @@ config_reload_check(const struct config *o, const struct config *n,
 		f = "docker.limits.pids";
 	else if (!str_same(o->time_zone, n->time_zone))
 		f = "time_zone";
+	/* the spawner, which passes it on, keeps the one it started with */
+	else if (o->empty_root_optional != n->empty_root_optional)
+		f = "sandbox.empty_root";
 	else if (!str_same(o->test_dns, n->test_dns) ||
 	    o->test_loopback_public != n->test_loopback_public ||
 	    !str_same(o->test_fetch_ca_file, n->test_fetch_ca_file) ||

@@ -78,6 +78,9 @@ struct config {
 	uint64_t		  research_deadline_ms;
 	char			 *research_model;	/* default: the first
 							 * profile's model */
+	/* sandbox.empty_root "optional": brokers and research jobs may run
+	 * without their empty root where the kernel refuses one */
+	int			  empty_root_optional;
 	/* "test": only in builds with test seams (meson -Dtest_seams=true) */
 	char			 *test_dns;		/* "IP:PORT" or NULL */
 	int			  test_loopback_public;

@@ -143,8 +143,42 @@ host_checks(const struct config *cfg)
 	p.hp_segment_room = config_max_segment_len(cfg);
 	p.hp_bot_group = cfg->bot_group;
 	p.hp_bot_gid = cfg->bot_gid;
+	p.hp_empty_root_optional = cfg->empty_root_optional;
 	hostcheck_run(&p, check_report, &failed);
 	return failed;
+}
+
+/*
+ * Brokers and research jobs refuse to run without their empty root unless
+ * the configuration accepts it (role.c, -e): said at start, not at the
+ * first channel.
+ */
+static void
+empty_root_check(const struct config *cfg)
+{
+	char	 why[HC_TEXT_MAX];
+
+	switch (hostcheck_empty_root(why, sizeof(why))) {
+	case 1:
+		log_debug("brokers and research jobs run in an empty root");
+		break;
+	case 0:
+		if (!cfg->empty_root_optional)
+			fatalx("sandbox.empty_root is \"required\" and this "
+			    "host refuses brokers and research jobs their empty "
+			    "root (%s): refusing to start; allow unprivileged "
+			    "user namespaces, or set sandbox.empty_root to "
+			    "\"optional\" to accept the host's file system in "
+			    "their view", why);
+		log_warnx("no empty root for brokers and research jobs (%s), "
+		    "accepted by sandbox.empty_root \"optional\": they see the "
+		    "host's file system, behind Landlock and seccomp alone",
+		    why);
+		break;
+	default:
+		fatalx("the empty root of brokers and research jobs failed "
+		    "(%s)", why);
+	}
 }
 
 /* The directory of a path, in buf. */
@@ -328,6 +362,7 @@ main(int argc, char *argv[])
 	}
 	if (spawner_find_helpers() == -1)
 		fatalx("helper programs missing; give their directory with -x");
+	empty_root_check(sv->sv_conf);
 
 	/* A service manager that waits for READY=1 keeps rtsandboxd in
 	 * front; otherwise it detaches unless -d. */

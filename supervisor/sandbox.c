@@ -73,6 +73,10 @@ static const struct sandbox_syscall sandbox_spawner_table[] = {
 	SB_ALLOW(readlink),
 	SB_ALLOW(readlinkat),
 
+	/* Whether a child it started has ended (its memory file kept for
+	 * daemon.stats is then closed). */
+	SB_ALLOW(pidfd_open),
+
 	/* The spawner's socket; the children's reads of /proc and
 	 * /dev/null. */
 	SB_ALLOW(openat),
@@ -125,6 +129,8 @@ static const struct sandbox_syscall sandbox_spawner_table[] = {
 	SB_ALLOW_ARG(prctl, 0, PR_CAP_AMBIENT),
 	SB_ALLOW_ARG(prctl, 0, PR_SET_NO_NEW_PRIVS),
 	SB_ALLOW_ARG(prctl, 0, PR_GET_NO_NEW_PRIVS),
+	SB_ALLOW_ARG(prctl, 0, PR_SET_DUMPABLE),
+	SB_ALLOW_ARG(prctl, 0, PR_GET_DUMPABLE),
 	SB_ALLOW(landlock_create_ruleset),
 	SB_ALLOW(landlock_add_rule),
 	SB_ALLOW(landlock_restrict_self),
@@ -187,6 +193,7 @@ sandbox_spawner(const struct sandbox_fs_rule *caller, size_t n)
 
 	sandbox_drop_caps();
 	sandbox_no_new_privs();
+	sandbox_not_dumpable();
 	sandbox_landlock(rules, nrules);
 	free(rules);
 	sandbox_rlimits(sandbox_supervisor_rlimits,
@@ -220,6 +227,7 @@ sandbox_supervisor(const struct sandbox_fs_rule *caller, size_t n)
 
 	sandbox_drop_caps();
 	sandbox_no_new_privs();
+	sandbox_not_dumpable();
 	/* Its children live in the spawner's domain, beside its own: it
 	 * must still stop them. */
 	sandbox_landlock_signals(rules, nrules);

@@ -14,6 +14,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 
 #include <errno.h>
@@ -70,6 +71,21 @@ struct spawn_rep {
 static char	 helper_path[PROC__COUNT][PATH_MAX];
 static int	 spawner_sock = -1;	/* the supervisor's end */
 static pid_t	 spawner_child = -1;
+
+/*
+ * In the spawner: what it knows of each child it started, to read its
+ * proportional set size once the child is not dumpable (role.c hands over
+ * its smaps_rollup on the socket).  A pidfd tells when the child is gone,
+ * whatever became of its pid since.
+ */
+struct spawn_mem {
+	pid_t	 sm_pid;
+	int	 sm_pidfd;
+	int	 sm_sock;	/* -1 once the file came, or never will */
+	int	 sm_fd;		/* its smaps_rollup, or -1 */
+};
+static struct spawn_mem	*spawn_mems;
+static size_t		 spawn_nmems, spawn_mems_cap;
 
 int
 spawner_find_helpers(void)
@@ -272,6 +288,157 @@ spawner_recv(int sock, struct spawn_req *sr, int *fds)
 }
 
 static void
+spawn_mem_close(struct spawn_mem *sm)
+{
+	close(sm->sm_pidfd);
+	if (sm->sm_sock != -1)
+		close(sm->sm_sock);
+	if (sm->sm_fd != -1)
+		close(sm->sm_fd);
+}
+
+/* Forget every child that has ended: its pidfd is readable. */
+static void
+spawn_mem_sweep(void)
+{
+	struct pollfd	*pfd;
+	size_t		 i, k;
+
+	if (spawn_nmems == 0)
+		return;
+	if ((pfd = calloc(spawn_nmems, sizeof(*pfd))) == NULL)
+		fatal("%s", __func__);
+	for (i = 0; i < spawn_nmems; i++) {
+		pfd[i].fd = spawn_mems[i].sm_pidfd;
+		pfd[i].events = POLLIN;
+	}
+	if (poll(pfd, spawn_nmems, 0) == -1) {
+		free(pfd);
+		return;
+	}
+	for (i = k = 0; i < spawn_nmems; i++) {
+		if (pfd[i].revents != 0)
+			spawn_mem_close(&spawn_mems[i]);
+		else
+			spawn_mems[k++] = spawn_mems[i];
+	}
+	spawn_nmems = k;
+	free(pfd);
+}
+
+/* A child just started, with the spawner's end of its -m socket (taken
+ * over, closed when the child cannot be followed). */
+static void
+spawn_mem_add(pid_t pid, int sock)
+{
+	struct spawn_mem	*sm;
+	size_t			 cap;
+	int			 pidfd;
+
+	spawn_mem_sweep();
+	/* The supervisor waits for this answer and reaps nothing meanwhile:
+	 * pid is still this child's. */
+	if ((pidfd = syscall(SYS_pidfd_open, pid, 0)) == -1) {
+		log_debug("%s: pidfd_open %d: %s", __func__, (int)pid,
+		    strerror(errno));
+		close(sock);
+		return;
+	}
+	if (spawn_nmems == spawn_mems_cap) {
+		cap = spawn_mems_cap ? spawn_mems_cap * 2 : 16;
+		if ((sm = reallocarray(spawn_mems, cap, sizeof(*sm))) == NULL)
+			fatal("%s", __func__);
+		spawn_mems = sm;
+		spawn_mems_cap = cap;
+	}
+	sm = &spawn_mems[spawn_nmems++];
+	sm->sm_pid = pid;
+	sm->sm_pidfd = pidfd;
+	sm->sm_sock = sock;
+	sm->sm_fd = -1;
+}
+
+/* The file the child handed over, if it did by now: checked to be its
+ * own /proc/<pid>/smaps_rollup. */
+static void
+spawn_mem_receive(struct spawn_mem *sm)
+{
+	union {
+		struct cmsghdr	 hdr;
+		char		 buf[CMSG_SPACE(sizeof(int) * FRAME_MAXFDS)];
+	} cm;
+	struct msghdr	 mh;
+	struct iovec	 iov;
+	struct cmsghdr	*c;
+	char		 one, want[64], path[64], link[64];
+	ssize_t		 n;
+	int		 i, k, *p;
+
+	memset(&mh, 0, sizeof(mh));
+	iov.iov_base = &one;
+	iov.iov_len = 1;
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cm.buf;
+	mh.msg_controllen = sizeof(cm.buf);
+	n = recvmsg(sm->sm_sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+		return;		/* not yet */
+	for (c = CMSG_FIRSTHDR(&mh); n > 0 && c != NULL;
+	    c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		p = (int *)(void *)CMSG_DATA(c);
+		k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < k; i++) {
+			if (sm->sm_fd == -1)
+				sm->sm_fd = p[i];
+			else
+				close(p[i]);
+		}
+	}
+	close(sm->sm_sock);
+	sm->sm_sock = -1;
+	if (sm->sm_fd == -1)
+		return;
+	(void)snprintf(want, sizeof(want), "/proc/%d/smaps_rollup",
+	    (int)sm->sm_pid);
+	(void)snprintf(path, sizeof(path), "/proc/self/fd/%d", sm->sm_fd);
+	if ((n = readlink(path, link, sizeof(link) - 1)) == -1 ||
+	    (size_t)n != strlen(want) || memcmp(link, want, n) != 0) {
+		log_warnx("BUG: child %d handed over another file",
+		    (int)sm->sm_pid);
+		close(sm->sm_fd);
+		sm->sm_fd = -1;
+	}
+}
+
+/*
+ * A child's memory: from the file it handed over, which is read whatever
+ * becomes of its /proc entries (root's once it is not dumpable, hidden
+ * altogether under the unit's ProtectProc=invisible); else RSS from its
+ * status and, while it is still dumpable, PSS from its own file.
+ */
+static void
+spawn_mem_read(pid_t pid, long *rss, long *pss)
+{
+	struct spawn_mem	*sm = NULL;
+	size_t			 i;
+
+	spawn_mem_sweep();
+	for (i = 0; i < spawn_nmems; i++)
+		if (spawn_mems[i].sm_pid == pid)
+			sm = &spawn_mems[i];
+	if (sm != NULL && sm->sm_sock != -1)
+		spawn_mem_receive(sm);
+	if (sm != NULL && sm->sm_fd != -1 &&
+	    proc_rollup_fd(sm->sm_fd, rss, pss) == 0)
+		return;
+	*rss = proc_rss_kib(pid);
+	*pss = proc_pss_kib(pid);
+}
+
+static void
 spawner_reply_fd(int sock, pid_t pid, int err, long rss, long pss, int fd)
 {
 	union {
@@ -367,10 +534,11 @@ static void __attribute__((noreturn))
 spawner_main(int sock)
 {
 	const char	*paths[ROLE_MAXPATHS];
-	char		*argv[6 + 2 * ROLE_MAXPATHS];
+	char		*argv[12 + 2 * ROLE_MAXPATHS], mfd[16];
 	struct spawn_req sr;
-	int		 fds[FRAME_MAXFDS + 1], nfds, nrecv, ac, err;
+	int		 fds[FRAME_MAXFDS + 2], nfds, nrecv, ac, err, msock[2];
 	size_t		 np, i;
+	long		 rss, pss;
 	pid_t		 pid;
 
 	log_init("spawner", sv->sv_debug);
@@ -383,8 +551,8 @@ spawner_main(int sock)
 			continue;
 		}
 		if (sr.sr_op == SPAWN_MEMORY) {
-			spawner_reply(sock, sr.sr_pid, 0,
-			    proc_rss_kib(sr.sr_pid), proc_pss_kib(sr.sr_pid));
+			spawn_mem_read(sr.sr_pid, &rss, &pss);
+			spawner_reply(sock, sr.sr_pid, 0, rss, pss);
 			continue;
 		}
 		if (sr.sr_op == SPAWN_CONFIG) {
@@ -403,12 +571,33 @@ spawner_main(int sock)
 		argv[ac++] = (char *)proc_role_binary(sr.sr_role);
 		if (sv->sv_debug)
 			argv[ac++] = "-d";
+		if (log_getjournal())
+			argv[ac++] = "-l";
 		/* Egress writes its audit records to the journal itself
 		 * (journal.h), on the socket connected before any sandbox. */
 		nrecv = nfds;
 		if (sr.sr_role == PROC_EGRESS && journal_fd() != -1) {
 			argv[ac++] = "-j";
 			fds[nfds++] = journal_fd();
+		}
+		/* said every time: a broker never runs without its empty
+		 * root but for this */
+		if (sr.sr_role == PROC_BROKER || sr.sr_role == PROC_RESEARCH) {
+			argv[ac++] = "-e";
+			argv[ac++] = sv->sv_conf->empty_root_optional ?
+			    "optional" : "required";
+		}
+		/* the socket for its memory file, in the slot after its
+		 * pipes */
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0,
+		    msock) == -1) {
+			log_warn("%s: socketpair", __func__);
+			msock[0] = msock[1] = -1;
+		} else {
+			fds[nfds] = msock[1];
+			(void)snprintf(mfd, sizeof(mfd), "%d", FD_PARENT + nfds);
+			argv[ac++] = "-m";
+			argv[ac++] = mfd;
 		}
 		if (sr.sr_name[0] != '\0') {
 			argv[ac++] = "-n";
@@ -421,10 +610,17 @@ spawner_main(int sock)
 		}
 		argv[ac] = NULL;
 		pid = proc_spawn_sibling(helper_path[sr.sr_role], argv,
-		    proc_role_env(sr.sr_role), fds, nfds);
+		    proc_role_env(sr.sr_role), fds, nfds + (msock[1] != -1));
 		err = pid == -1 ? errno : 0;
 		for (i = 0; i < (size_t)nrecv; i++)
 			close(fds[i]);
+		if (msock[1] != -1) {
+			close(msock[1]);
+			if (pid == -1)
+				close(msock[0]);
+			else
+				spawn_mem_add(pid, msock[0]);
+		}
 		spawner_reply(sock, pid, err, -1, -1);
 	}
 }

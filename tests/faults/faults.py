@@ -222,8 +222,12 @@ class Suite:
                 p.get("pid") for p in st["processes"]}
 
     def daemon_pids(self):
-        """Every process whose command line names this daemon's files or
-        its helpers: the tree to be gone at the end."""
+        """The daemon, its children (the spawner and every helper: their
+        parent is the supervisor) and anything else run from this build:
+        the tree to be gone at the end.  Taken while the daemon runs, since
+        its processes are not dumpable: their executable's path is the
+        tracer's to read, and once the supervisor is gone their parent is
+        another."""
         mine = []
         for p in os.listdir("/proc"):
             if not p.isdigit():
@@ -231,9 +235,12 @@ class Suite:
             try:
                 with open("/proc/%s/stat" % p) as f:
                     ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-                exe = os.readlink("/proc/%s/exe" % p)
             except OSError:
                 continue
+            try:
+                exe = os.readlink("/proc/%s/exe" % p)
+            except OSError:
+                exe = ""
             if ppid == self.d.proc.pid or int(p) == self.d.proc.pid or \
                     exe.startswith(rtsb.BUILD):
                 mine.append(int(p))
@@ -491,10 +498,13 @@ class Suite:
             self.fail("files outside the state directory changed")
 
     def stop(self):
+        mine = set(self.daemon_pids()) | {
+            p for p in self.processes().values() if p}
         self.conn.close()
         if self.d.stop() not in (0, None):
             self.fail("rtsandboxd did not exit 0")
-        left = [p for p in self.daemon_pids() if rtsb.pid_alive(p)]
+        left = [p for p in mine | set(self.daemon_pids())
+                if rtsb.pid_alive(p)]
         if left:
             self.fail("processes left behind: %r" % left)
         if self.args.log:

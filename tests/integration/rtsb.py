@@ -42,7 +42,8 @@ class Daemon:
     """rtsandboxd in the foreground with its own directory under /tmp (short,
     so the broker socket path stays within 100 characters)."""
 
-    def __init__(self, config=None, helper_dir=None, extra_args=(), debug=True):
+    def __init__(self, config=None, helper_dir=None, extra_args=(), debug=True,
+                 wrap=(), env=None):
         self.root = tempfile.mkdtemp(prefix="rtsb-", dir="/tmp")
         # debug=False: as under a service manager, without -d, so only what
         # an operator's log gets is written; a socket of ours as NOTIFY_SOCKET
@@ -65,15 +66,20 @@ class Daemon:
         self.log_path = os.path.join(self.root, "rtsandboxd.log")
         self.helper_dir = helper_dir
         self.extra_args = list(extra_args)
+        # wrap: a command rtsandboxd runs under (rtsandbox-deny ... --);
+        # env: added to its otherwise bare environment
+        self.wrap = list(wrap)
+        self.env = dict(env or {})
         self.proc = None
         self.log = None
 
     def start(self, wait=True):
-        args = [RTSANDBOXD] + (["-d"] if self.debug else []) + \
+        args = self.wrap + [RTSANDBOXD] + (["-d"] if self.debug else []) + \
             ["-f", self.config_path] + self.extra_args
         if self.helper_dir:
             args += ["-x", self.helper_dir]
         env = {"PATH": "/usr/bin:/bin"}
+        env.update(self.env)
         if not self.debug:
             if self.notify is None:
                 self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)

@@ -36,6 +36,27 @@ def children_by_role(c):
     return {p["role"]: p for p in c.call("daemon.stats")["processes"]}
 
 
+def assert_not_dumpable(test, pid, what):
+    """A process of the service user that is not dumpable: its /proc files
+    are root's (but for the directory itself), and what only a tracer may
+    read (its environment, its descriptors, its executable's path) is
+    refused to this same user; its status is still read."""
+    if os.getuid() == 0:
+        return      # root reads every process; test_root.py looks as root
+    test.assertEqual(os.stat("/proc/%d/fd" % pid).st_uid, 0, what)
+    test.assertEqual(os.stat("/proc/%d" % pid).st_uid, os.getuid(), what)
+    test.assertEqual(int(status_fields(pid)["Uid"].split()[0]), os.getuid(),
+                     what)
+    for f in ("environ", "smaps_rollup", "fd"):
+        with test.assertRaises(PermissionError, msg=(what, f)):
+            if f == "fd":
+                os.listdir("/proc/%d/fd" % pid)
+            else:
+                open("/proc/%d/%s" % (pid, f), "rb").close()
+    with test.assertRaises(PermissionError, msg=what):
+        os.readlink("/proc/%d/exe" % pid)
+
+
 class ProcessTree(unittest.TestCase):
     def setUp(self):
         self.d = Daemon().start()
@@ -52,17 +73,19 @@ class ProcessTree(unittest.TestCase):
         for role, binary in ROLES.items():
             pid = procs[role]["pid"]
             self.assertEqual(procs[role]["state"], "ready")
+            # read from the file each child handed over before it stopped
+            # being dumpable
             self.assertGreater(procs[role]["rss_kib"], 0)
-            self.assertEqual(
-                os.path.basename(os.readlink("/proc/%d/exe" % pid)), binary)
+            self.assertGreater(procs[role]["pss_kib"], 0)
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                self.assertEqual(f.read().split(b"\0")[0].decode(), binary)
             st = status_fields(pid)
             self.assertEqual(int(st["PPid"]), self.d.proc.pid)
             self.assertEqual(st["Seccomp"], "2", role)
             self.assertEqual(st["NoNewPrivs"], "1", role)
             for cap in ("CapInh", "CapPrm", "CapEff", "CapAmb"):
                 self.assertEqual(int(st[cap], 16), 0, (role, cap))
-            with open("/proc/%d/environ" % pid, "rb") as f:
-                self.assertEqual(f.read(), b"", role)
+            assert_not_dumpable(self, pid, role)
             with open("/proc/%d/limits" % pid) as f:
                 core = [l for l in f if l.startswith("Max core file size")]
             self.assertEqual(core[0].split()[4:6], ["0", "0"], role)
@@ -70,25 +93,34 @@ class ProcessTree(unittest.TestCase):
         st = status_fields(self.d.proc.pid)
         self.assertEqual(st["Seccomp"], "2")
         self.assertEqual(st["NoNewPrivs"], "1")
+        assert_not_dumpable(self, self.d.proc.pid, "supervisor")
+        self.assertGreater(procs["supervisor"]["pss_kib"], 0)
 
     def test_spawner(self):
         """One more child of the supervisor, not a helper: the spawner,
-        confined too, holding only its socket; killing it ends the
-        daemon (nothing could be started without it)."""
+        confined too and not dumpable (test_root.py lists its descriptors,
+        which only root can); killing it ends the daemon (nothing could be
+        started without it)."""
         with Client(self.d.socket) as c:
             helpers = {p["pid"] for p in c.call("daemon.stats")["processes"]}
-        kids = [int(p) for p in os.listdir("/proc") if p.isdigit() and
-                status_fields(int(p)).get("PPid") == str(self.d.proc.pid)]
+        kids = []
+        for p in os.listdir("/proc"):
+            try:
+                if p.isdigit() and status_fields(int(p)).get("PPid") == \
+                        str(self.d.proc.pid):
+                    kids.append(int(p))
+            except FileNotFoundError:
+                pass        # another user's process, gone meanwhile
         others = [p for p in kids if p not in helpers]
         self.assertEqual(len(others), 1, (kids, helpers))
         spawner = others[0]
-        self.assertEqual(os.readlink("/proc/%d/exe" % spawner),
-                         os.readlink("/proc/%d/exe" % self.d.proc.pid))
+        with open("/proc/%d/cmdline" % spawner, "rb") as f, \
+                open("/proc/%d/cmdline" % self.d.proc.pid, "rb") as g:
+            self.assertEqual(f.read(), g.read())
         st = status_fields(spawner)
         self.assertEqual(st["Seccomp"], "2")
         self.assertEqual(st["NoNewPrivs"], "1")
-        fds = sorted(int(f) for f in os.listdir("/proc/%d/fd" % spawner))
-        self.assertEqual(fds, [0, 1, 2, 3])
+        assert_not_dumpable(self, spawner, "spawner")
         os.kill(spawner, signal.SIGKILL)
         self.assertEqual(self.d.proc.wait(10), 1)
         self.assertIn("the spawner (pid %d) died" % spawner,
@@ -909,6 +941,15 @@ class ServiceManager(unittest.TestCase):
         with open(self.UNIT) as f:
             unit = f.read().replace("/usr/bin/rtsandboxd",
                                     os.path.abspath(rtsb.RTSANDBOXD))
+        # the daemon's processes are bounded as a whole, and the manual
+        # says how and why
+        with open(os.path.join(man, "rtsandboxd.8")) as f:
+            page = f.read()
+        for key in ("MemoryMax", "TasksMax", "OOMPolicy"):
+            lines = [ln for ln in unit.splitlines()
+                     if ln.startswith(key + "=")]
+            self.assertEqual(len(lines), 1, key)
+            self.assertIn("Cm %s" % lines[0], page)
         path = os.path.join(tmp, "rtsandboxd.service")
         with open(path, "w") as f:
             f.write(unit)

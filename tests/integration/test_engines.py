@@ -979,9 +979,33 @@ class Doctor(unittest.TestCase):
         self.assertEqual(rc, 1)
 
     def test_user_namespaces_refused(self):
-        rc, lines, out = self.run_doctor(wrap=self.deny("EPERM:unshare"))
-        self.assertLine(lines, "user namespaces", "warn",
-                        "Operation not permitted", "Landlock and seccomp")
+        """Where the empty root cannot be made: a failure, since the
+        daemon would refuse to start, unless sandbox.empty_root accepts it
+        (a warning); doctor says which."""
+        rc, lines, out = self.run_doctor()
+        self.assertLine(lines, "user namespaces", "ok", "empty root",
+                        'sandbox.empty_root "required"')
+        for call, what in (("unshare", "no user namespace"),
+                           ("fsopen", "no tmpfs in a user namespace")):
+            rc, lines, out = self.run_doctor(wrap=self.deny("EPERM:" + call))
+            self.assertLine(lines, "user namespaces", "FAIL",
+                            what + ": Operation not permitted",
+                            "refuses to start",
+                            'sandbox.empty_root "required"',
+                            'sandbox.empty_root "optional"')
+            self.assertEqual(rc, 1)
+            rc, lines, out = self.run_doctor(
+                lambda c: c.update(sandbox={"empty_root": "optional"}),
+                wrap=self.deny("EPERM:" + call))
+            self.assertLine(lines, "user namespaces", "warn",
+                            what + ": Operation not permitted",
+                            'accepted as missing (sandbox.empty_root '
+                            '"optional")', "Landlock and seccomp")
+            self.config.pop("sandbox")
+        rc, lines, out = self.run_doctor(
+            lambda c: c.update(sandbox={"empty_root": "optional"}))
+        self.assertLine(lines, "user namespaces", "ok",
+                        'sandbox.empty_root "optional"')
 
     # ---- rtsandboxd -n: the same host checks, never the engine
 
@@ -1012,6 +1036,29 @@ class Doctor(unittest.TestCase):
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn("FAIL  seccomp", r.stderr)
+        # the empty root: required and missing fails, accepted warns
+        r = subprocess.run(self.deny("EPERM:unshare") +
+                           [rtsb.RTSANDBOXD, "-n", "-f", path],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("FAIL  user namespaces: no user namespace: Operation "
+                      "not permitted: rtsandboxd refuses to start", r.stderr)
+        self.config["sandbox"] = {"empty_root": "optional"}
+        with open(path, "w") as f:
+            json.dump(self.config, f)
+        r = subprocess.run(self.deny("EPERM:unshare") +
+                           [rtsb.RTSANDBOXD, "-n", "-f", path],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("warn  user namespaces: no user namespace: Operation "
+                      "not permitted, accepted as missing", r.stderr)
+        r = subprocess.run([rtsb.RTSANDBOXD, "-n", "-f", path],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("ok    user namespaces: brokers and research jobs run "
+                      "in an empty root (sandbox.empty_root \"optional\")",
+                      r.stderr)
+        self.config.pop("sandbox")
 
 
 if __name__ == "__main__":

@@ -130,7 +130,10 @@ class Hostile(unittest.TestCase):
             c["tools"] = ["roll_dice"]
             c["timeouts"] = {"start_ms": 20000, "turn_ms": 30000}
             c["budgets"] = {"max_calls": MAX_CALLS}
-        cls.d = Daemon(config=conf, helper_dir=cls.helpers)
+        # as under systemd: every line carries its priority, the children's
+        # too, so that a forged "<2>" would be taken for one
+        cls.d = Daemon(config=conf, helper_dir=cls.helpers,
+                       env={"JOURNAL_STREAM": "8:12345"})
         try:
             cls.d.start()
             cls.ctl = Client(cls.d.socket)
@@ -654,6 +657,106 @@ class Hostile(unittest.TestCase):
         self.assertTurnStopped(res, "budget")
         time.sleep(1.5)
         self.assertEqual(self.upstream_calls(), calls0)
+
+    # -- strings that reach the log (log.c escapes every line)
+
+    def assertNoForgedLine(self, what, logged_by=None, escaped=True):
+        """The string sent, "x\\n<2>FORGED <what>\\r\\x1b[2J\\u0085", never
+        starts a line or puts a control character in the log; where it is
+        logged (by logged_by, with its priority), it is there escaped (or
+        was made printable before, escaped=False)."""
+        marker = "FORGED " + what
+        form = "x\\x0a<2>" + marker + "\\x0d\\x1b[2J\\xc2\\x85"
+        if logged_by:
+            self.assertTrue(wait_until(lambda: marker in self.d.read_log(),
+                                       10), marker)
+        else:
+            time.sleep(0.5)
+        log = self.d.read_log()
+        lines = [line for line in log.split("\n") if marker in line]
+        for line in lines:
+            self.assertFalse(line.startswith("<2>FORGED"), line)
+            self.assertFalse(line.startswith("FORGED"), line)
+            if escaped:
+                self.assertIn(form, line)
+        if logged_by:
+            self.assertTrue(any(line.startswith(logged_by) for line in lines),
+                            lines)
+        else:
+            self.assertEqual(lines, [])
+        for c in ("\r", "\x1b", "\u0085"):
+            self.assertNotIn(c, log)
+
+    def test_log_forgery_mcp_server(self):
+        self.start("forge_mcp_server")
+        self.assertCounted("mcp_server")
+        self.assertNoForgedLine("mcp server", "<4>egress: broker[hostile:"
+                                "forge_mcp_server] violation (mcp_server): "
+                                "MCP server alphax\\x0a")
+        self.assertUpstreamSaw(0)
+
+    def test_log_forgery_turn_id(self):
+        """A call for a turn never bound: refused without its id in the
+        log."""
+        self.start("forge_stray_turn")
+        self.assertCounted("no_turn")
+        self.assertNoForgedLine("stray turn")
+
+    def test_log_forgery_message_type(self):
+        self.start("forge_type")
+        self.assertCounted("frame")
+        # msg.c makes the type printable before it names it
+        self.assertNoForgedLine("type", "<4>supervisor: violation (frame) by "
+                                "broker[hostile_forge_type]: unknown message "
+                                "type \"x?<2>FORGED type", escaped=False)
+
+    def test_log_forgery_field_name(self):
+        self.start("forge_key")
+        self.assertCounted("frame")
+        self.assertNoForgedLine("key", "<4>supervisor: violation (frame) by "
+                                "broker[hostile_forge_key]: field \"x?<2>"
+                                "FORGED key", escaped=False)
+
+    def test_log_forgery_refusal(self):
+        """A broker that refuses to start, saying why."""
+        with self.assertRaises(rtsb.RpcError):
+            self.ctl.call("channel.start", {"channel": "hostile:forge_refused",
+                                            "profile": "default"})
+        self.assertCounted("frame")
+        self.assertNoForgedLine("refused", "<4>supervisor: "
+                                "broker[hostile_forge_refused] refused to "
+                                "start: x\\x0a")
+
+    def test_log_forgery_mcp_tool(self):
+        c, res = self.turn("forge_mcp_tool")
+        self.assertTurnStopped(res, "mcp_tool")
+        self.assertCounted("mcp_tool")
+        # egress's JSON reader makes the name printable before it names it
+        self.assertNoForgedLine("mcp tool", "<4>egress: broker[hostile:turn_"
+                                "forge_mcp_tool] violation (mcp_tool): tool",
+                                escaped=False)
+        self.assertUpstreamSaw(0)
+
+    def test_log_forgery_model_field(self):
+        c, res = self.turn("forge_field")
+        self.assertTurnStopped(res, "field")
+        self.assertCounted("field")
+        self.assertNoForgedLine("field", "<4>egress: broker[hostile:turn_"
+                                "forge_field] violation (field)", escaped=False)
+        self.assertUpstreamSaw(0)
+
+    def test_log_forgery_host_tool(self):
+        c, res = self.turn("forge_tool")
+        self.assertTurnStopped(res, "host_tool")
+        self.assertCounted("host_tool")
+        self.assertNoForgedLine("tool")
+        self.assertEqual(c.hook_calls, [])
+
+    def test_log_forgery_research_error(self):
+        """A research job's error text, which the log keeps."""
+        self.research("research_forge_error")
+        self.assertNoForgedLine("research error", "<4>supervisor: channel "
+                                "hostile:research_forge_error: research job")
 
     # -- and everyone else goes on
 

@@ -13,6 +13,12 @@
  *                                         path resolves, not even for stat
  *   rtsandbox-probe ROLE empty-forbidden CALL
  *                                         CALL there: must die of SIGSYS
+ *   rtsandbox-probe ROLE no-root required|optional
+ *                                         where the kernel refuses the
+ *                                         empty root (run it under
+ *                                         rtsandbox-deny): the role
+ *                                         refuses to run, or runs as
+ *                                         sandbox.empty_root "optional"
  *
  * Each sandbox is set up by the role's own sandbox_<role>() in a forked
  * child; the parent reports how the child ended and exits 0 only when that
@@ -51,6 +57,7 @@
 #include <linux/openat2.h>
 #include <zlib.h>
 
+#include "hostcheck.h"
 #include "log.h"
 #include "msg.h"
 #include "proc.h"
@@ -827,6 +834,34 @@ probe_work_supervisor(void)
 }
 
 /*
+ * Whether pid is dumpable, seen from outside by a process of the same
+ * user: 0 when its /proc files are root's (its directory itself stays its
+ * own) and its smaps_rollup will not open, 1 when they are its own, -1
+ * when it cannot be told (as root).
+ */
+static int
+probe_dumpable(pid_t pid)
+{
+	char		 path[64];
+	struct stat	 st;
+	int		 fd;
+
+	if (getuid() == 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	if (stat(path, &st) == -1)
+		fatal("%s", path);
+	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) != -1) {
+		close(fd);
+		return 1;
+	}
+	if (errno != EACCES && errno != EPERM)
+		fatal("%s", path);
+	return st.st_uid == 0 ? 0 : 1;
+}
+
+/*
  * The spawn test: a spawner in its sandbox starts every role, each of which
  * checks its descriptors, applies its own sandbox (under the filter and
  * domain it inherits) and does its work.
@@ -891,8 +926,9 @@ probe_work_spawn(void)
 	char			 selfdir[PATH_MAX], port[16], c;
 	char			*argv[12];
 	size_t			 n, i;
-	long			 rss, pss;
+	long			 rss;
 	pid_t			 spawner;
+	int			 dumpable;
 	int			 child[NSPAWNED][2], nfds[NSPAWNED];
 	int			 sp[2], ep[2], pids[2], rc, status, bad = 0;
 
@@ -981,11 +1017,14 @@ probe_work_spawn(void)
 			bad = 1;
 			continue;
 		}
+		/* Not dumpable: its /proc files are root's, and only its
+		 * status (RSS) is read; as root neither tells. */
 		rss = proc_rss_kib(spawned[i].pid);
-		pss = proc_pss_kib(spawned[i].pid);
-		printf("spawn: %s RSS %ld KiB, PSS %ld KiB\n", spawned[i].role,
-		    rss, pss);
-		if (rss <= 0 || pss <= 0)
+		dumpable = probe_dumpable(spawned[i].pid);
+		printf("spawn: %s RSS %ld KiB, %s\n", spawned[i].role, rss,
+		    dumpable == 0 ? "not dumpable" : dumpable == 1 ?
+		    "DUMPABLE" : "dumpable not seen as root");
+		if (rss <= 0 || dumpable == 1)
 			bad = 1;
 		if (write(spawned[i].pipe, "Q", 1) != 1)
 			fatal("write to %s", spawned[i].role);
@@ -1027,6 +1066,9 @@ probe_child_main(int argc, char *argv[])
 	broker = strcmp(role, "broker") == 0;
 	research = strcmp(role, "research") == 0;
 	log_setname(role);
+	/* The tables are what is tested here, wherever the kernel refuses
+	 * the empty root. */
+	sandbox_empty_root_optional(1);
 	proc_child_check_fds(broker || research ? 2 : 1);
 	snprintf(env.state_dir, sizeof(env.state_dir), "%s", argv[3]);
 	snprintf(env.docker_sock, sizeof(env.docker_sock), "%s", argv[4]);
@@ -1371,6 +1413,41 @@ probe_judge(pid_t pid, int expect_sigsys, const char *what)
 	return !expect_sigsys && WEXITSTATUS(status) == 0 ? 0 : 1;
 }
 
+/* no-root required: the role must end by its own fatal error (exit 1),
+ * which says why, before its work, not by a signal.  Its stderr is on
+ * the pipe errfd. */
+static int
+probe_judge_refused(pid_t pid, int errfd, const char *what)
+{
+	char	 buf[4096];
+	size_t	 len = 0;
+	ssize_t	 n;
+	int	 status;
+
+	while (len < sizeof(buf) - 1 && (n = read(errfd, buf + len,
+	    sizeof(buf) - 1 - len)) != 0) {
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1)
+			fatal("read");
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	close(errfd);
+	printf("%s: said: %s", what, buf);
+	if (waitpid(pid, &status, 0) == -1)
+		fatal("waitpid");
+	if (WIFSIGNALED(status)) {
+		printf("%s: killed by signal %d (%s)\n", what,
+		    WTERMSIG(status), strsignal(WTERMSIG(status)));
+		return 1;
+	}
+	printf("%s: exited %d\n", what, WEXITSTATUS(status));
+	return WEXITSTATUS(status) == 1 && strstr(buf, "fatal in ") != NULL &&
+	    strstr(buf, "sandbox.empty_root is not \"optional\": refusing "
+	    "to run") != NULL ? 0 : 1;
+}
+
 static void __attribute__((noreturn))
 usage(void)
 {
@@ -1380,7 +1457,9 @@ usage(void)
 	    "       rtsandbox-probe egress https\n"
 	    "       rtsandbox-probe supervisor spawn\n"
 	    "       rtsandbox-probe broker|research empty\n"
-	    "       rtsandbox-probe broker|research empty-forbidden call\n");
+	    "       rtsandbox-probe broker|research empty-forbidden call\n"
+	    "       rtsandbox-probe broker|research no-root "
+	    "required|optional\n");
 	exit(2);
 }
 
@@ -1388,10 +1467,10 @@ int
 main(int argc, char *argv[])
 {
 	const char	*role, *mode, *call = NULL;
-	char		 what[128];
+	char		 what[128], why[640];
 	ssize_t		 n;
 	pid_t		 pid;
-	int		 rc;
+	int		 rc, no_root = 0, errpipe[2];
 
 	log_init("probe", 0);
 	/* A buffer of our own: glibc would fstat stdout and ask the terminal
@@ -1408,6 +1487,13 @@ main(int argc, char *argv[])
 		if (argc != 4)
 			usage();
 		call = argv[3];
+	} else if (strcmp(mode, "no-root") == 0) {
+		if (argc != 4 || (strcmp(role, "broker") != 0 &&
+		    strcmp(role, "research") != 0) ||
+		    (strcmp(argv[3], "required") != 0 &&
+		    strcmp(argv[3], "optional") != 0))
+			usage();
+		no_root = strcmp(argv[3], "required") == 0 ? 1 : 2;
 	} else if (strcmp(mode, "curl") == 0) {
 		if (argc > 4 || strcmp(role, "docker") != 0)
 			usage();
@@ -1448,16 +1534,30 @@ main(int argc, char *argv[])
 		return PROBE_SKIP;
 	}
 
+	if (no_root && hostcheck_empty_root(why, sizeof(why)) != 0)
+		fatalx("%s no-root: the kernel grants the empty root here (%s); "
+		    "run the probe under rtsandbox-deny EPERM:unshare", role,
+		    why);
+
 	if (call != NULL)
 		snprintf(what, sizeof(what), "%s %s %s", role, mode, call);
+	else if (no_root)
+		snprintf(what, sizeof(what), "%s %s %s", role, mode, argv[3]);
 	else
 		snprintf(what, sizeof(what), "%s %s", role, mode);
+	if (no_root == 1 && pipe2(errpipe, O_CLOEXEC) == -1)
+		fatal("pipe2");
 	fflush(stdout);
 	switch ((pid = fork())) {
 	case -1:
 		fatal("fork");
 	case 0:
+		if (no_root == 1 && dup2(errpipe[1], STDERR_FILENO) == -1)
+			_exit(2);
 		log_setname(role);
+		/* What is tested is the table, wherever the kernel refuses
+		 * the empty root; but for no-root, which tests that. */
+		sandbox_empty_root_optional(no_root != 1);
 		if (call != NULL) {
 			if (env.empty_root)
 				probe_empty_root_enter();
@@ -1474,7 +1574,7 @@ main(int argc, char *argv[])
 		    strcmp(role, "egress") == 0)
 			probe_work_egress(1);
 		else if (strcmp(mode, "allowed") != 0 &&
-		    strcmp(mode, "empty") != 0)
+		    strcmp(mode, "empty") != 0 && !no_root)
 			usage();
 		else if (strcmp(role, "broker") == 0)
 			probe_work_broker();
@@ -1493,7 +1593,11 @@ main(int argc, char *argv[])
 		log_info("work done in the sandbox");
 		exit(0);
 	}
-	rc = probe_judge(pid, call != NULL, what);
+	if (no_root == 1) {
+		close(errpipe[1]);
+		rc = probe_judge_refused(pid, errpipe[0], what);
+	} else
+		rc = probe_judge(pid, call != NULL, what);
 	probe_cleanup();
 	printf("%s: %s\n", what, rc == 0 ? "as expected" :
 	    rc == PROBE_SKIP ? "skipped" : "NOT as expected");

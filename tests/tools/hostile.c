@@ -33,16 +33,35 @@
 #include "frame.h"
 #include "proc.h"
 
+/*
+ * A string that would forge log lines if logged as it is: a line of its own
+ * with a journald priority, a carriage return, a terminal escape and a C1
+ * control.  test_hostile.py looks for "FORGED <what>" in the log.
+ */
+#define FORGE(what)	"x\n<2>FORGED " what "\r\x1b[2J\xc2\x85"
+/* The same, escaped for a JSON text. */
+#define FORGE_JSON(what) "x\\n<2>FORGED " what "\\r\\u001b[2J\\u0085"
+
 static const char	*hcase = "";
 static int		 research;
 static int		 listen_fd = -1;
 
+/* One write per line, as log.c: the daemon's lines go to the same file. */
 static void
 vsay(const char *fmt, va_list ap)
 {
-	fprintf(stderr, "hostile[%s]: ", hcase);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	char	 line[1024];
+	int	 n, k;
+
+	n = snprintf(line, sizeof(line), "hostile[%s]: ", hcase);
+	if (n < 0 || (size_t)n >= sizeof(line) - 1)
+		n = 0;
+	k = vsnprintf(line + n, sizeof(line) - 1 - n, fmt, ap);
+	if (k > 0)
+		n += (size_t)k < sizeof(line) - 1 - n ? k :
+		    (int)(sizeof(line) - 2 - n);
+	line[n++] = '\n';
+	(void)!write(STDERR_FILENO, line, n);
 }
 
 static void __attribute__((format(printf, 1, 2)))
@@ -183,6 +202,13 @@ bring_up(void)
 			break;
 		}
 		cJSON_Delete(o);
+	}
+	if (strcmp(hcase, "forge_refused") == 0) {
+		o = obj("refused");
+		cJSON_AddStringToObject(o, "error", FORGE("refused"));
+		send_obj(FD_PARENT, o, NULL, 0, -1);
+		say("refused");
+		return;
 	}
 	send_obj(FD_PARENT, obj("ready"), NULL, 0, -1);
 	if (!research) {
@@ -459,8 +485,35 @@ attack(void)
 	size_t	 i;
 
 	/* Egress, with no turn bound: the startup window's rules. */
+	if (strcmp(hcase, "forge_refused") == 0)
+		return;
 	if (strncmp(hcase, "turn_", 5) != 0)
 		wait_knock();
+	/* Strings that reach the log, each with a line of its own in it. */
+	if (strcmp(hcase, "forge_mcp_server") == 0) {
+		wait_end(call("mcp", "", "alpha" FORGE("mcp server"), NULL,
+		    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+		    "\"initialize\",\"params\":{}}"));
+		return;
+	}
+	if (strcmp(hcase, "forge_stray_turn") == 0) {
+		model_call(FORGE("stray turn"), model_ok);
+		return;
+	}
+	if (strcmp(hcase, "forge_type") == 0) {
+		send_obj(FD_PARENT, obj(FORGE("type")), NULL, 0, -1);
+		return;
+	}
+	if (strcmp(hcase, "forge_key") == 0) {
+		cJSON	*o = obj("brk_event");
+
+		cJSON_AddStringToObject(o, "kind", "worker_ready");
+		cJSON_AddStringToObject(o, "route", "/worker/ready");
+		cJSON_AddNumberToObject(o, "status", 200);
+		cJSON_AddNumberToObject(o, FORGE("key"), 1);
+		send_obj(FD_PARENT, o, NULL, 0, -1);
+		return;
+	}
 	if (strcmp(hcase, "mcp_server") == 0) {
 		wait_end(call("mcp", "", "beta", NULL, "{\"jsonrpc\":\"2.0\","
 		    "\"id\":1,\"method\":\"initialize\",\"params\":{}}"));
@@ -602,8 +655,17 @@ attack(void)
 		for (i = 0; i < 5; i++)
 			if (wait_end(id[i]) == -1)
 				break;
+	} else if (strcmp(hcase, "forge_mcp_tool") == 0)
+		wait_end(call("mcp", "", "alpha", turn, "{\"jsonrpc\":\"2.0\","
+		    "\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
+		    "\"" FORGE_JSON("mcp tool") "\",\"arguments\":{}}}"));
+	else if (strcmp(hcase, "forge_field") == 0)
+		model_call(turn, "{\"model\":\"claude-test\",\"messages\":[],"
+		    "\"" FORGE_JSON("field") "\":1}");
 	/* The supervisor, within the bound turn. */
-	} else if (strcmp(hcase, "host_tool") == 0)
+	else if (strcmp(hcase, "forge_tool") == 0)
+		tool_call(1, turn, FORGE("tool"), "{}");
+	else if (strcmp(hcase, "host_tool") == 0)
 		tool_call(1, turn, "rm_rf", "{}");
 	else if (strcmp(hcase, "tool_dup") == 0) {
 		tool_call(7, turn, "roll_dice", "{\"sides\":6}");
@@ -716,6 +778,13 @@ research_attack(void)
 	else if (strcmp(hcase, "research_mcp") == 0)
 		wait_end(call("mcp", "", "alpha", NULL, "{\"jsonrpc\":\"2.0\","
 		    "\"id\":1,\"method\":\"ping\"}"));
+	else if (strcmp(hcase, "research_forge_error") == 0) {
+		cJSON	*o = obj("res_report");
+
+		cJSON_AddFalseToObject(o, "ok");
+		cJSON_AddStringToObject(o, "error", FORGE("research error"));
+		send_obj(FD_PARENT, o, NULL, 0, -1);
+	}
 	else
 		say("no such attack");
 }

@@ -297,6 +297,8 @@ START_TEST(reload_fixed_fields)
 		    "docker.limits.memory_mib" },
 		{ "docker", "{\"runtime\":\"runsc\"}", "docker.runtime" },
 		{ "time_zone", "\"Europe/Paris\"", "time_zone" },
+		{ "sandbox", "{\"empty_root\":\"optional\"}",
+		    "sandbox.empty_root" },
 	};
 	size_t	 i;
 	int	 same;
@@ -385,6 +387,9 @@ START_TEST(minimal_defaults)
 	ck_assert_ptr_null(cfg->test_dns);
 	ck_assert_int_eq(cfg->test_loopback_public, 0);
 	ck_assert_ptr_null(cfg->test_fetch_ca_file);
+	/* brokers and research jobs never run without their empty root
+	 * unless told */
+	ck_assert_int_eq(cfg->empty_root_optional, 0);
 	ck_assert_uint_eq(E.nwarn, 0);
 	/* 100 - strlen(state_dir) - 1 - strlen("/run/broker.sock") */
 	ck_assert_uint_eq(config_max_segment_len(cfg), 100 - 18 - 1 - 16);
@@ -422,7 +427,8 @@ START_TEST(full_config)
 	    "time_zone", "\"America/Argentina/Buenos_Aires\"",
 	    "timeouts", "{\"start_ms\":5000,\"turn_ms\":60000}",
 	    "budgets", "{\"max_calls\":7,\"max_output_tokens\":4096}",
-	    "default_thinking", "\"xhigh\"");
+	    "default_thinking", "\"xhigh\"",
+	    "sandbox", "{\"empty_root\":\"optional\"}");
 	cfg = accepted(json);
 	ck_assert_str_eq(cfg->control_socket, "/run/rt/c.sock");
 	ck_assert_uint_eq(cfg->nprofiles, 2);
@@ -456,6 +462,7 @@ START_TEST(full_config)
 	ck_assert_uint_eq(cfg->max_calls, 7);
 	ck_assert_uint_eq(cfg->max_output_tokens, 4096);
 	ck_assert_str_eq(cfg->default_thinking, "xhigh");
+	ck_assert_int_eq(cfg->empty_root_optional, 1);
 	config_free(cfg);
 
 	/* A group that exists wherever the test runs: the test's own. */
@@ -998,6 +1005,19 @@ static const struct rule_case rules[] = {
 	{ "research", "{\"model\":\"a b\"}", "research.model", "white" },
 	{ "research", "{\"jobs\":1}", "research.jobs", UNKNOWN },
 	{ "research", "1", "research", OBJ },
+	{ "sandbox", "{\"empty_root\":\"required\"}", NULL, NULL },
+	{ "sandbox", "{\"empty_root\":\"optional\"}", NULL, NULL },
+	{ "sandbox", "{}", NULL, NULL },
+	{ "sandbox", "{\"empty_root\":\"Optional\"}", "sandbox.empty_root",
+	    "must be \"required\" (the default) or \"optional\"" },
+	{ "sandbox", "{\"empty_root\":\"\"}", "sandbox.empty_root",
+	    "\"optional\"" },
+	{ "sandbox", "{\"empty_root\":false}", "sandbox.empty_root",
+	    "string" },
+	{ "sandbox", "{\"empty_root\":null}", "sandbox.empty_root",
+	    "string" },
+	{ "sandbox", "{\"dumpable\":true}", "sandbox.dumpable", UNKNOWN },
+	{ "sandbox", "\"optional\"", "sandbox", OBJ },
 	/* test seams: only a build with them knows the field */
 #if RTSANDBOX_TEST_SEAMS
 	{ "test", "{\"loopback_public\":true,\"dns\":\"127.0.0.1:53\","

@@ -3,12 +3,14 @@
  * checks on real files and directories made here, and the kernel probes as
  * this machine answers them.
  */
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <sys/types.h>
 
 #include <check.h>
 #include <errno.h>
+#include <seccomp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -366,10 +368,57 @@ START_TEST(kernel_probes)
 	printf("note: landlock: %s\n", last.hr_text);
 	hostcheck_seccomp(keep, NULL);
 	ck_assert_msg(last.hr_status == HC_OK, "seccomp: %s", last.hr_text);
-	hostcheck_userns(keep, NULL);
+	hostcheck_userns(1, keep, NULL);
 	ck_assert_msg(last.hr_status != HC_FAIL, "userns: %s", last.hr_text);
 	printf("note: user namespaces: %s\n", last.hr_text);
 	ck_assert_int_eq(nreports, 3);
+}
+END_TEST
+
+/*
+ * Where the kernel refuses the empty root (a filter here refuses the user
+ * namespace, or the tmpfs in it): a failure when sandbox.empty_root is
+ * "required", a warning when "optional", and each says which.
+ */
+START_TEST(empty_root_refused)
+{
+	static const char *const calls[] = { "unshare", "fsopen" };
+	scmp_filter_ctx	 ctx;
+	char		 why[256];
+
+	hostcheck_userns(0, keep, NULL);
+	if (last.hr_status != HC_OK) {
+		printf("note: no empty root here, refusal not tested\n");
+		return;
+	}
+	ck_assert_ptr_nonnull(strstr(last.hr_text, "empty root "
+	    "(sandbox.empty_root \"required\")"));
+	hostcheck_userns(1, keep, NULL);
+	ck_assert_int_eq(last.hr_status, HC_OK);
+	ck_assert_ptr_nonnull(strstr(last.hr_text, "\"optional\""));
+	ck_assert_int_eq(hostcheck_empty_root(why, sizeof(why)), 1);
+
+	ck_assert_ptr_nonnull(ctx = seccomp_init(SCMP_ACT_ALLOW));
+	ck_assert_int_eq(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM),
+	    seccomp_syscall_resolve_name(calls[_i]), 0), 0);
+	ck_assert_int_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+	ck_assert_int_eq(seccomp_load(ctx), 0);
+	seccomp_release(ctx);
+
+	ck_assert_int_eq(hostcheck_empty_root(why, sizeof(why)), 0);
+	ck_assert_ptr_nonnull(strstr(why, "Operation not permitted"));
+	hostcheck_userns(0, keep, NULL);
+	ck_assert_int_eq(last.hr_status, HC_FAIL);
+	ck_assert_ptr_nonnull(strstr(last.hr_text, _i == 0 ?
+	    "no user namespace: Operation not permitted" :
+	    "no tmpfs in a user namespace: Operation not permitted"));
+	ck_assert_ptr_nonnull(strstr(last.hr_text, "refuses to start"));
+	ck_assert_ptr_nonnull(strstr(last.hr_text,
+	    "sandbox.empty_root \"optional\""));
+	hostcheck_userns(1, keep, NULL);
+	ck_assert_int_eq(last.hr_status, HC_WARN);
+	ck_assert_ptr_nonnull(strstr(last.hr_text, "accepted as missing "
+	    "(sandbox.empty_root \"optional\")"));
 }
 END_TEST
 
@@ -427,6 +476,7 @@ hostcheck_suite(void)
 	tcase_add_test(tc, credential_files);
 	tcase_add_test(tc, control_socket_dirs);
 	tcase_add_test(tc, kernel_probes);
+	tcase_add_loop_test(tc, empty_root_refused, 0, 2);
 	tcase_add_test(tc, run_all);
 	suite_add_tcase(s, tc);
 	return s;

@@ -26,6 +26,7 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
+#include "hold.h"
 #include "http.h"
 
 #define KIB	1024u
@@ -2016,6 +2017,313 @@ START_TEST(test_server_args)
 }
 END_TEST
 
+/*
+ * Bodies held unread (back-pressure), given to the router, and answers
+ * that take their body without a copy.
+ */
+
+static void
+release_tick(struct http_conn *c, void *arg)
+{
+	struct t	*t = arg;
+
+	t->step = t->nbody;	/* none read before the release */
+	http_conn_release_body(c);
+}
+
+static void
+router_held_body(struct t *t, struct http_conn *c, const struct http_head *h)
+{
+	router_body(t, c, h);
+	http_conn_hold_body(c);
+	ck_assert_int_eq(http_conn_set_timer(c, 3 * t->lim.hl_silence_ms,
+	    release_tick), 0);
+}
+
+/* A body far larger than the socket takes: while held, the client can
+ * send no more than the socket holds (nothing is read into the broker). */
+static void
+client_held_body(struct t *t)
+{
+	struct resp	 r;
+	char		 head[128], *big;
+	size_t		 len = 4 * MIB_, sent = 0;
+	ssize_t		 n;
+	int64_t		 t0;
+	int		 fd;
+
+	ck_assert_ptr_nonnull(big = malloc(len));
+	memset(big, 'b', len);
+	fd = cl_connect(t);
+	(void)snprintf(head, sizeof(head), "POST /r HTTP/1.1\r\nHost: b\r\n"
+	    "Content-Length: %zu\r\n\r\n", len);
+	cl_sends(fd, head);
+	t0 = now_ms();
+	while (now_ms() - t0 < t->lim.hl_silence_ms) {
+		n = send(fd, big + sent, len - sent, MSG_NOSIGNAL |
+		    MSG_DONTWAIT);
+		if (n > 0)
+			sent += (size_t)n;
+		else
+			msleep(5);
+	}
+	ck_assert_uint_lt(sent, len / 2);
+	cl_send(fd, big + sent, len - sent);
+	cl_read(fd, &r);
+	close(fd);
+	assert_text(&r, 200, "got 4194304");
+	resp_free(&r);
+	free(big);
+}
+
+START_TEST(test_body_held)
+{
+	struct t	 t;
+
+	/* Held three silence limits: no silence while held. */
+	t_init(&t, router_held_body, client_held_body);
+	t.lim.hl_silence_ms = 300;
+	t.max = 8 * MIB_;
+	t.want_closes = 1;
+	t_run(&t);
+	ck_assert_int_eq(t.step, 0);
+	ck_assert_int_eq(t.nbody, 1);
+	ck_assert_int_eq(t.nerr, 0);
+	t_free(&t);
+}
+END_TEST
+
+static void
+taken_body(struct http_conn *c, const char *body, size_t len, void *arg)
+{
+	struct t	*t = arg;
+	char		*mine, msg[64];
+
+	ck_assert_ptr_nonnull(mine = http_body_take(c, body));
+	/* once */
+	ck_assert_ptr_null(http_body_take(c, body));
+	t->nbody++;
+	t->body_len = len;
+	(void)snprintf(msg, sizeof(msg), "took %zu %.3s", len, mine);
+	free(mine);
+	t->rv[t->nrv++] = http_respond_text(c, 200, msg);
+}
+
+static void
+router_take(struct t *t, struct http_conn *c, const struct http_head *h)
+{
+	ck_assert_int_eq(http_read_body(c, t->max, taken_body, t_on_body_err),
+	    0);
+}
+
+static void
+client_take(struct t *t)
+{
+	struct resp	 r;
+
+	cl_exchange(t, "POST /r HTTP/1.1\r\nHost: b\r\nContent-Length: 5\r\n"
+	    "\r\nabcde", &r);
+	assert_text(&r, 200, "took 5 abc");
+	resp_free(&r);
+	cl_exchange(t, "POST /r HTTP/1.1\r\nHost: b\r\nContent-Length: 0\r\n"
+	    "\r\n", &r);
+	assert_text(&r, 200, "took 0 ");
+	resp_free(&r);
+	cl_exchange(t, "POST /r HTTP/1.1\r\nHost: b\r\nTransfer-Encoding: "
+	    "chunked\r\n\r\n3\r\nxyz\r\n0\r\n\r\n", &r);
+	assert_text(&r, 200, "took 3 xyz");
+	resp_free(&r);
+}
+
+START_TEST(test_body_take)
+{
+	struct t	 t;
+
+	t_init(&t, router_take, client_take);
+	t.want_closes = 3;
+	t_run(&t);
+	ck_assert_int_eq(t.nbody, 3);
+	t_free(&t);
+}
+END_TEST
+
+static void
+router_owned(struct t *t, struct http_conn *c, const struct http_head *h)
+{
+	char	*b;
+
+	ck_assert_ptr_nonnull(b = strdup(h->h_path + 1));
+	t->rv[t->nrv++] = http_respond_owned(c, 200, "text/plain", b,
+	    strlen(b));
+	/* this conn answered: refused, and the body freed all the same */
+	ck_assert_ptr_nonnull(b = strdup("again"));
+	t->rv[t->nrv++] = http_respond_owned(c, 200, "text/plain", b, 5);
+}
+
+static void
+client_owned(struct t *t)
+{
+	struct resp	 r;
+
+	cl_exchange(t, "GET /mine HTTP/1.1\r\nHost: b\r\n\r\n", &r);
+	assert_text(&r, 200, "mine");
+	resp_free(&r);
+	/* HEAD: the body is not sent, and freed */
+	cl_exchange(t, "HEAD /mine HTTP/1.1\r\nHost: b\r\n\r\n", &r);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_uint_eq(r.body_len, 0);
+	resp_free(&r);
+}
+
+START_TEST(test_respond_owned)
+{
+	struct t	 t;
+
+	t_init(&t, router_owned, client_owned);
+	t.want_closes = 2;
+	t_run(&t);
+	ck_assert_int_eq(t.nrv, 4);
+	ck_assert_int_eq(t.rv[0], 0);
+	ck_assert_int_eq(t.rv[1], -1);
+	ck_assert_int_eq(t.rv[2], 0);
+	ck_assert_int_eq(t.rv[3], -1);
+	t_free(&t);
+}
+END_TEST
+
+/*
+ * broker/hold.c: the rule, and three bodies of 60 bytes under a budget of
+ * 100 read one after the other, in order, with frames queued holding the
+ * next back.
+ */
+
+START_TEST(test_hold_fits)
+{
+	/* alone, whatever its size */
+	ck_assert_int_eq(hold_fits(0, 0, 200, 100), 1);
+	ck_assert_int_eq(hold_fits(0, 0, 100, 100), 1);
+	/* at the budget and one past it */
+	ck_assert_int_eq(hold_fits(40, 0, 60, 100), 1);
+	ck_assert_int_eq(hold_fits(40, 0, 61, 100), 0);
+	ck_assert_int_eq(hold_fits(0, 40, 60, 100), 1);
+	ck_assert_int_eq(hold_fits(0, 40, 61, 100), 0);
+	ck_assert_int_eq(hold_fits(20, 20, 60, 100), 1);
+	ck_assert_int_eq(hold_fits(20, 20, 61, 100), 0);
+	/* queued frames alone hold a body back */
+	ck_assert_int_eq(hold_fits(0, 1, 100, 100), 0);
+	ck_assert_int_eq(hold_fits(0, 101, 1, 100), 0);
+	ck_assert_int_eq(hold_fits(101, 0, 0, 100), 0);
+	ck_assert_int_eq(hold_fits(SIZE_MAX, SIZE_MAX, SIZE_MAX, 100), 0);
+}
+END_TEST
+
+static struct hold	*th_hold;
+static size_t		 th_pending;
+static int		 th_order[8], th_norder;
+static size_t		 th_waiting[8];
+
+static size_t
+th_pending_fn(void *arg)
+{
+	return th_pending;
+}
+
+static void
+th_drained(evutil_socket_t fd, short ev, void *arg)
+{
+	th_pending = 0;
+	hold_kick(th_hold);
+}
+
+static void
+th_body(struct http_conn *c, const char *body, size_t len, void *arg)
+{
+	struct t	*t = arg;
+	struct timeval	 tv = { 0, 100000 };
+
+	t->nbody++;
+	th_waiting[th_norder] = hold_waiting(th_hold);
+	th_order[th_norder++] = body[0] - '0';
+	ck_assert_uint_eq(hold_held(th_hold), 60);
+	t->rv[t->nrv++] = http_respond_text(c, 200, "ok");
+	hold_done(th_hold, c);
+	/* the first leaves a frame queued for a while */
+	if (th_norder == 1) {
+		th_pending = 1;
+		ck_assert_int_eq(event_base_once(t->base, -1, EV_TIMEOUT,
+		    th_drained, t, &tv), 0);
+	}
+}
+
+static void
+th_body_err(struct http_conn *c, enum http_body_err e, void *arg)
+{
+	hold_done(th_hold, c);
+	t_on_body_err(c, e, arg);
+}
+
+static void
+router_hold_budget(struct t *t, struct http_conn *c,
+    const struct http_head *h)
+{
+	if (th_hold == NULL)
+		ck_assert_ptr_nonnull(th_hold = hold_new(t->base, 100,
+		    th_pending_fn, NULL));
+	ck_assert_int_eq(hold_read_body(th_hold, c, t->max, th_body,
+	    th_body_err), 0);
+}
+
+static void
+client_hold_budget(struct t *t)
+{
+	struct resp	 r;
+	int		 fd[3], i;
+	char		 req[256];
+
+	for (i = 0; i < 3; i++) {
+		fd[i] = cl_connect(t);
+		(void)snprintf(req, sizeof(req), "POST /r HTTP/1.1\r\n"
+		    "Host: b\r\nContent-Length: 60\r\n\r\n");
+		cl_sends(fd[i], req);
+		msleep(30);
+	}
+	/* bodies from the last to the first */
+	for (i = 2; i >= 0; i--) {
+		memset(req, '0' + i, 60);
+		cl_send(fd[i], req, 60);
+	}
+	for (i = 0; i < 3; i++) {
+		cl_read(fd[i], &r);
+		close(fd[i]);
+		assert_text(&r, 200, "ok");
+		resp_free(&r);
+	}
+}
+
+START_TEST(test_hold_budget)
+{
+	struct t	 t;
+
+	th_hold = NULL;
+	th_pending = th_norder = 0;
+	t_init(&t, router_hold_budget, client_hold_budget);
+	t.want_closes = 3;
+	t_run(&t);
+	ck_assert_int_eq(t.nbody, 3);
+	/* in the order they came, whatever order their bytes came in */
+	ck_assert_int_eq(th_order[0], 0);
+	ck_assert_int_eq(th_order[1], 1);
+	ck_assert_int_eq(th_order[2], 2);
+	ck_assert_uint_eq(th_waiting[0], 2);
+	ck_assert_uint_eq(th_waiting[1], 1);
+	ck_assert_uint_eq(th_waiting[2], 0);
+	ck_assert_uint_eq(hold_held(th_hold), 0);
+	ck_assert_uint_eq(hold_waiting(th_hold), 0);
+	hold_free(th_hold);
+	t_free(&t);
+}
+END_TEST
+
 static Suite *
 http_suite(void)
 {
@@ -2053,6 +2361,11 @@ http_suite(void)
 	tcase_add_test(tc, test_respond_checks);
 	tcase_add_test(tc, test_no_body_statuses);
 	tcase_add_test(tc, test_pause_read);
+	tcase_add_test(tc, test_body_held);
+	tcase_add_test(tc, test_body_take);
+	tcase_add_test(tc, test_respond_owned);
+	tcase_add_test(tc, test_hold_fits);
+	tcase_add_test(tc, test_hold_budget);
 	tcase_add_test(tc, test_server_free);
 	suite_add_tcase(s, tc);
 	return s;

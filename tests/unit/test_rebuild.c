@@ -129,10 +129,10 @@ params(enum rebuild_level level, uint64_t max_output, int count_tokens)
 }
 
 static const struct rebuild_params	P_HIGH = {
-	MODEL, LEVEL_HIGH, 0, 0
+	MODEL, LEVEL_HIGH, 0, 0, 0
 };
 static const struct rebuild_params	P_COUNT = {
-	MODEL, LEVEL_HIGH, 0, 1
+	MODEL, LEVEL_HIGH, 0, 1, 0
 };
 
 /* What the rebuild writes, egress admits. */
@@ -310,6 +310,38 @@ START_TEST(minimal)
 	    "{\"model\":\"" MODEL "\"," MSGS_OUT ",\"max_tokens\":16384}");
 	expect(" \r\n\t{" MSGS "} \n", "{\"model\":\"" MODEL "\"," MSGS_OUT
 	    ",\"max_tokens\":16384}");
+}
+END_TEST
+
+/* A body the rebuild frees once parsed: accepted, refused, not JSON, or
+ * with parameters refused before it is read (the sanitizer build sees a
+ * use after free or a double free). */
+START_TEST(body_freed_once_parsed)
+{
+	static const char *const bodies[] = {
+		"{" MSGS "}", "[]", "{\"messages\":", "",
+	};
+	struct rebuild_params	 p = P_HIGH;
+	char			 why[256], *b, *out;
+	size_t			 i, outlen;
+	int			 rc;
+
+	p.free_body = 1;
+	for (i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+		ck_assert_ptr_nonnull(b = strdup(bodies[i]));
+		rc = rebuild_model_request(b, strlen(bodies[i]), &p, &out,
+		    &outlen, why, sizeof(why));
+		ck_assert_int_eq(rc, i == 0 ? 0 : -1);
+		if (i == 0)
+			ck_assert_str_eq(out, "{\"model\":\"" MODEL "\","
+			    MSGS_OUT ",\"max_tokens\":16384}");
+		free(out);
+	}
+	p.model = NULL;
+	ck_assert_ptr_nonnull(b = strdup("{" MSGS "}"));
+	ck_assert_int_eq(rebuild_model_request(b, strlen(b), &p, &out,
+	    &outlen, why, sizeof(why)), -1);
+	ck_assert_ptr_nonnull(strstr(why, "Invalid rebuild parameters"));
 }
 END_TEST
 
@@ -2407,6 +2439,7 @@ rebuild_suite(void)
 
 	tc = tcase_create("body");
 	tcase_add_test(tc, minimal);
+	tcase_add_test(tc, body_freed_once_parsed);
 	tcase_add_test(tc, not_object);
 	tcase_add_test(tc, invalid_json);
 	tcase_add_test(tc, duplicate_keys);

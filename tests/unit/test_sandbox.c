@@ -37,6 +37,7 @@
 
 #include "log.h"
 #include "proc.h"
+#include "role.h"
 #include "sandbox.h"
 
 #define SKIPPED		77
@@ -357,6 +358,7 @@ child_empty_root(void)
 
 	snprintf(path, sizeof(path), "%s/secret", ll_outside);
 	CHILD_CHECK(stat(path, &st) == 0);
+	sandbox_empty_root_optional(1);
 	if (sandbox_empty_root() == 0)
 		_exit(SKIPPED);
 	empty_root_checks(1);
@@ -383,6 +385,7 @@ child_empty_root_landlock(void)
 	if (sandbox_landlock(rules, 1) == 0)
 		_exit(SKIPPED);
 	CHILD_CHECK(mount("none", ll_inside, "tmpfs", 0, NULL) == -1);
+	sandbox_empty_root_optional(1);
 	if (sandbox_empty_root() == 0)
 		_exit(SKIPPED);
 	empty_root_checks(1);
@@ -395,6 +398,7 @@ child_empty_root_table(void)
 {
 	sandbox_seccomp(sandbox_empty_root_table,
 	    sandbox_empty_root_table_len);
+	sandbox_empty_root_optional(1);
 	if (sandbox_empty_root() == 0)
 		_exit(SKIPPED);
 	empty_root_checks(0);
@@ -475,6 +479,296 @@ START_TEST(test_empty_root_table_rows)
 	}
 	ck_assert_int_eq(unshare, 1);
 	ck_assert_int_eq(fsmount, 1);
+}
+END_TEST
+
+/*
+ * Where the kernel refuses the empty root (a filter here makes it refuse
+ * the user namespace, or the tmpfs in it as Ubuntu's AppArmor restriction
+ * does): fatal unless the refusal is accepted, and then 0.
+ */
+static const char	*refuse_call = "unshare";
+static int		 refuse_optional;
+
+static void
+child_empty_root_refused(void)
+{
+	scmp_filter_ctx	 ctx;
+	struct stat	 st;
+	char		 why[128];
+
+	CHILD_CHECK((ctx = seccomp_init(SCMP_ACT_ALLOW)) != NULL);
+	CHILD_CHECK(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM),
+	    seccomp_syscall_resolve_name(refuse_call), 0) == 0);
+	CHILD_CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
+	CHILD_CHECK(seccomp_load(ctx) == 0);
+	/* the probe says why, and logs nothing (once: a second user
+	 * namespace in the first, unmapped, would be refused anyway) */
+	if (refuse_optional == -1) {
+		CHILD_CHECK(sandbox_empty_root_probe(why, sizeof(why)) == 0);
+		CHILD_CHECK(strstr(why, "Operation not permitted") != NULL);
+		_exit(43);
+	}
+	sandbox_empty_root_optional(refuse_optional);
+	CHILD_CHECK(sandbox_empty_root() == 0);
+	/* accepted: the host's root is still there */
+	CHILD_CHECK(stat("/etc/passwd", &st) == 0);
+	_exit(42);
+}
+
+/* stderr of fn's child, in out; returns its status */
+static int
+run_child_err(void (*fn)(void), char *out, size_t len)
+{
+	pid_t	 pid;
+	ssize_t	 n;
+	size_t	 o = 0;
+	int	 p[2], status;
+
+	ck_assert_int_eq(pipe(p), 0);
+	fflush(NULL);
+	pid = fork();
+	ck_assert_int_ne(pid, -1);
+	if (pid == 0) {
+		dup2(p[1], STDERR_FILENO);
+		fn();
+		_exit(0);
+	}
+	close(p[1]);
+	while (o < len - 1 && (n = read(p[0], out + o, len - 1 - o)) > 0)
+		o += (size_t)n;
+	out[o] = '\0';
+	close(p[0]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return status;
+}
+
+START_TEST(test_empty_root_refused)
+{
+	static const char *const calls[] = { "unshare", "fsopen" };
+	char	 out[1024];
+
+	refuse_call = calls[_i];
+	/* required (the default): the process ends, saying why */
+	refuse_optional = 0;
+	assert_exited(run_child_err(child_empty_root_refused, out,
+	    sizeof(out)), 1);
+	ck_assert_ptr_nonnull(strstr(out, "fatal in test_sandbox"));
+	ck_assert_ptr_nonnull(strstr(out, "sandbox.empty_root is not "
+	    "\"optional\": refusing to run"));
+	ck_assert_msg(strstr(out, _i == 0 ? "no user namespace" :
+	    "no tmpfs in a user namespace") != NULL, "%s", out);
+	/* optional: a warning, and it goes on */
+	refuse_optional = 1;
+	assert_exited(run_child_err(child_empty_root_refused, out,
+	    sizeof(out)), 42);
+	ck_assert_ptr_nonnull(strstr(out, "the host's file system stays in "
+	    "view"));
+	ck_assert_ptr_null(strstr(out, "fatal"));
+	refuse_optional = -1;
+	assert_exited(run_child_err(child_empty_root_refused, out,
+	    sizeof(out)), 43);
+	ck_assert_str_eq(out, "");
+}
+END_TEST
+
+/*
+ * Not dumpable
+ */
+
+static void
+child_not_dumpable(void)
+{
+	struct stat	 st;
+	int		 fd;
+
+	CHILD_CHECK(prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 1);
+	sandbox_not_dumpable();
+	CHILD_CHECK(prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0);
+	/* its /proc files are root's now; it still reads its own */
+	CHILD_CHECK(stat("/proc/self/fd", &st) == 0 && st.st_uid == 0);
+	CHILD_CHECK((fd = open("/proc/self/smaps_rollup", O_RDONLY |
+	    O_CLOEXEC)) != -1);
+	close(fd);
+	CHILD_CHECK(proc_pss_kib(getpid()) > 0);
+	CHILD_CHECK(proc_rss_kib(getpid()) > 0);
+}
+
+START_TEST(test_not_dumpable)
+{
+	assert_exited(run_child(child_not_dumpable), 0);
+}
+END_TEST
+
+/*
+ * role_args_parse(): -e, -l and the memory file handed over on -m
+ */
+
+static int	 role_sock = -1;
+
+static void
+child_role_args(void)
+{
+	char	*argv[] = { "rtsandbox-broker", "-l", "-e", "optional", "-m",
+	    "5", "-n", "c_1", NULL };
+	struct role_args	 ra;
+	struct stat		 st;
+
+	if (role_sock != 5) {
+		CHILD_CHECK(dup2(role_sock, 5) == 5);
+		close(role_sock);
+	}
+	role_args_parse(PROC_BROKER, 8, argv, &ra);
+	CHILD_CHECK(ra.ra_root_optional == 1 && ra.ra_log_journal == 1);
+	CHILD_CHECK(log_getjournal() == 1);
+	CHILD_CHECK(strcmp(log_name(), "broker[c_1]") == 0);
+	/* the socket is closed once the file went */
+	CHILD_CHECK(fstat(5, &st) == -1 && errno == EBADF);
+	/* and the file goes on reading once this process is not dumpable */
+	sandbox_not_dumpable();
+	CHILD_CHECK(write(STDOUT_FILENO, "", 0) == 0);
+	pause();
+}
+
+START_TEST(test_role_memory_handoff)
+{
+	union {
+		struct cmsghdr	 hdr;
+		char		 buf[CMSG_SPACE(sizeof(int))];
+	} cm;
+	struct msghdr	 mh;
+	struct iovec	 iov;
+	struct cmsghdr	*c;
+	char		 one, path[64], want[64], link[64];
+	ssize_t		 n;
+	long		 rss, pss;
+	pid_t		 pid;
+	int		 sp[2], fd, status, tries;
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0,
+	    sp), 0);
+	role_sock = sp[1];
+	fflush(NULL);
+	if ((pid = fork()) == 0) {
+		close(sp[0]);
+		child_role_args();
+		_exit(0);
+	}
+	close(sp[1]);
+	memset(&mh, 0, sizeof(mh));
+	iov.iov_base = &one;
+	iov.iov_len = 1;
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cm.buf;
+	mh.msg_controllen = sizeof(cm.buf);
+	ck_assert_int_eq(recvmsg(sp[0], &mh, MSG_CMSG_CLOEXEC), 1);
+	c = CMSG_FIRSTHDR(&mh);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_int_eq(c->cmsg_type, SCM_RIGHTS);
+	memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	/* then EOF: the child closed its end */
+	ck_assert_int_eq(recv(sp[0], &one, 1, 0), 0);
+	close(sp[0]);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	snprintf(want, sizeof(want), "/proc/%d/smaps_rollup", (int)pid);
+	ck_assert_int_gt(n = readlink(path, link, sizeof(link) - 1), 0);
+	link[n] = '\0';
+	ck_assert_str_eq(link, want);
+	/* once the child is not dumpable (its /proc root's), still read */
+	for (tries = 0; tries < 500; tries++) {
+		struct stat	 st;
+
+		snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+		if (stat(path, &st) == 0 && st.st_uid == 0)
+			break;
+		usleep(10000);
+	}
+	ck_assert_int_eq(proc_rollup_fd(fd, &rss, &pss), 0);
+	ck_assert_int_gt(rss, 0);
+	ck_assert_int_gt(pss, 0);
+	ck_assert_int_le(pss, rss);
+	/* and again: read from the start each time */
+	ck_assert_int_eq(proc_rollup_fd(fd, &rss, &pss), 0);
+	ck_assert_int_gt(pss, 0);
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	/* the child gone, nothing more to read */
+	ck_assert_int_eq(proc_rollup_fd(fd, &rss, &pss), -1);
+	ck_assert_int_eq(rss, -1);
+	ck_assert_int_eq(pss, -1);
+	close(fd);
+}
+END_TEST
+
+static void
+child_role_bad(void)
+{
+	char	*argv[] = { "rtsandbox-fsguard", "-e", "optional", NULL };
+	struct role_args	 ra;
+
+	role_args_parse(PROC_FSGUARD, 3, argv, &ra);
+}
+
+static void
+child_role_bad_value(void)
+{
+	char	*argv[] = { "rtsandbox-research", "-e", "maybe", NULL };
+	struct role_args	 ra;
+
+	role_args_parse(PROC_RESEARCH, 3, argv, &ra);
+}
+
+static void
+child_role_bad_fd(void)
+{
+	char	*argv[] = { "rtsandbox-broker", "-m", "3", NULL };
+	struct role_args	 ra;
+
+	role_args_parse(PROC_BROKER, 3, argv, &ra);
+}
+
+static void
+child_role_not_socket(void)
+{
+	char	*argv[] = { "rtsandbox-broker", "-m", "6", NULL };
+	struct role_args	 ra;
+
+	CHILD_CHECK(dup2(STDIN_FILENO, 6) == 6);
+	role_args_parse(PROC_BROKER, 3, argv, &ra);
+}
+
+/* Without -e the empty root is required. */
+static void
+child_role_default(void)
+{
+	char	*argv[] = { "rtsandbox-broker", NULL };
+	struct role_args	 ra;
+
+	sandbox_empty_root_optional(1);
+	role_args_parse(PROC_BROKER, 1, argv, &ra);
+	CHILD_CHECK(ra.ra_root_optional == 0);
+	refuse_call = "unshare";
+	refuse_optional = 0;
+	child_empty_root_refused();
+}
+
+START_TEST(test_role_args_refused)
+{
+	char	 out[1024];
+
+	assert_exited(run_child_err(child_role_bad, out, sizeof(out)), 1);
+	ck_assert_ptr_nonnull(strstr(out, "-e: no empty root here"));
+	assert_exited(run_child_err(child_role_bad_value, out, sizeof(out)),
+	    1);
+	ck_assert_ptr_nonnull(strstr(out, "neither required nor optional"));
+	assert_exited(run_child_err(child_role_bad_fd, out, sizeof(out)), 1);
+	ck_assert_ptr_nonnull(strstr(out, "not a descriptor past the pipes"));
+	assert_exited(run_child_err(child_role_not_socket, out, sizeof(out)),
+	    1);
+	ck_assert_ptr_nonnull(strstr(out, "not a socket"));
+	assert_exited(run_child_err(child_role_default, out, sizeof(out)), 1);
+	ck_assert_ptr_nonnull(strstr(out, "refusing to run"));
 }
 END_TEST
 
@@ -927,6 +1221,7 @@ sandbox_suite(void)
 	tcase_add_test(tc, test_drop_caps);
 	tcase_add_test(tc, test_rlimits);
 	tcase_add_test(tc, test_rlimit_data);
+	tcase_add_test(tc, test_not_dumpable);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("landlock");
@@ -942,6 +1237,7 @@ sandbox_suite(void)
 	tcase_add_test(tc, test_empty_root_under_landlock);
 	tcase_add_test(tc, test_empty_root_table);
 	tcase_add_test(tc, test_empty_root_table_rows);
+	tcase_add_loop_test(tc, test_empty_root_refused, 0, 2);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("seccomp");
@@ -960,6 +1256,8 @@ sandbox_suite(void)
 	tcase_add_test(tc, test_spawn_check_fds_refuses);
 	tcase_add_test(tc, test_spawn_exec_failure);
 	tcase_add_test(tc, test_rss_pss);
+	tcase_add_test(tc, test_role_memory_handoff);
+	tcase_add_test(tc, test_role_args_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }
