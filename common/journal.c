@@ -297,9 +297,7 @@ jrec_send(struct jrec *jr)
 		    (ssize_t)jr->jr_len)
 			return 1;
 	}
-	if (jr->jr_priority <= LOG_WARNING)
-		log_warnx("%s", jr->jr_line);
-	else
-		log_info("%s", jr->jr_line);
+	/* every value in it was escaped (journal_escape()) */
+	log_escaped(jr->jr_priority <= LOG_WARNING, jr->jr_line);
 	return 0;
 }

@@ -82,16 +82,17 @@ log_utf8_len(const unsigned char *s, size_t n)
 	return len;
 }
 
-size_t
-log_escape(char *dst, size_t dstlen, const char *src, size_t srclen,
-    size_t *used)
+/* log_escape(), or with keep_bs a backslash as it is (escaped_line()). */
+static size_t
+log_escape_as(char *dst, size_t dstlen, const char *src, size_t srclen,
+    size_t *used, int keep_bs)
 {
 	static const char	 hex[] = "0123456789abcdef";
 	const unsigned char	*s = (const unsigned char *)src;
 	size_t			 i = 0, o = 0, k;
 
 	while (i < srclen) {
-		if (s[i] >= 0x20 && s[i] < 0x7f && s[i] != '\\') {
+		if (s[i] >= 0x20 && s[i] < 0x7f && (s[i] != '\\' || keep_bs)) {
 			if (o + 1 > dstlen)
 				break;
 			dst[o++] = (char)s[i++];
@@ -124,6 +125,13 @@ log_escape(char *dst, size_t dstlen, const char *src, size_t srclen,
 	return o;
 }
 
+size_t
+log_escape(char *dst, size_t dstlen, const char *src, size_t srclen,
+    size_t *used)
+{
+	return log_escape_as(dst, dstlen, src, srclen, used, 0);
+}
+
 /*
  * One write per line of at most LOG_LINE_MAX bytes, which a pipe takes
  * whole (PIPE_BUF): lines of several processes never interleave, and a
@@ -133,7 +141,8 @@ log_escape(char *dst, size_t dstlen, const char *src, size_t srclen,
  * its own.
  */
 static void
-log_write(int pri, const char *prefix, const char *msg, const char *err)
+log_write_as(int pri, const char *prefix, const char *msg, const char *err,
+    int keep_bs)
 {
 	char	 raw[LOG_LINE_MAX], line[LOG_LINE_MAX];
 	size_t	 o = 0;
@@ -148,11 +157,27 @@ log_write(int pri, const char *prefix, const char *msg, const char *err)
 	if (log_journal)
 		o = (size_t)snprintf(line, sizeof(line), "<%d>", pri);
 	/* the newline always fits */
-	o += log_escape(line + o, sizeof(line) - 1 - o, raw, (size_t)n, NULL);
+	o += log_escape_as(line + o, sizeof(line) - 1 - o, raw, (size_t)n,
+	    NULL, keep_bs);
 	line[o++] = '\n';
 	/* Nowhere to report a failed log write; a short one is not retried. */
 	if (write(STDERR_FILENO, line, o) == -1)
 		return;
+}
+
+static void
+log_write(int pri, const char *prefix, const char *msg, const char *err)
+{
+	log_write_as(pri, prefix, msg, err, 0);
+}
+
+void
+log_escaped(int warn, const char *line)
+{
+	int	 saved = errno;
+
+	log_write_as(warn ? LOG_WARNING : LOG_INFO, "", line, NULL, 1);
+	errno = saved;
 }
 
 static void __attribute__((format(printf, 2, 0)))

@@ -30,6 +30,13 @@
 size_t	log_escape(char *dst, size_t dstlen, const char *src, size_t srclen,
 	    size_t *used);
 
+/*
+ * A line its writer escaped already, in log_escape()'s manner (a record of
+ * key="value" fields whose own backslashes and quotes are escaped): its
+ * backslashes are kept as they are, anything else is escaped as ever.
+ */
+void	log_escaped(int warn, const char *line);
+
 /* debug: log_debug() lines are written; journal: force "<N>" prefixes. */
 void	log_init(const char *role, int debug);
 /* Rename this process in logs, e.g. "broker[discord_123]". */

@@ -237,6 +237,24 @@ START_TEST(journal_priority_not_forged)
 }
 END_TEST
 
+/* A line escaped by its writer keeps its backslashes, nothing else. */
+START_TEST(escaped_line_kept)
+{
+	char	 buf[2 * LOG_LINE_MAX];
+
+	unsetenv("JOURNAL_STREAM");
+	log_init("egress", 0);
+	capture();
+	log_escaped(0, "call: speaker=\"u\\x0a\\\"\" ok");
+	one_read(buf, sizeof(buf));
+	ck_assert_str_eq(buf, "egress: call: speaker=\"u\\x0a\\\"\" ok\n");
+	/* what the writer failed to escape is escaped all the same */
+	log_escaped(1, "a\nb");
+	one_read(buf, sizeof(buf));
+	ck_assert_str_eq(buf, "egress: a\\x0ab\n");
+}
+END_TEST
+
 START_TEST(errno_kept)
 {
 	char	 buf[2 * LOG_LINE_MAX];
@@ -387,6 +405,7 @@ main(void)
 	tcase_add_test(tc, multibyte_untouched);
 	tcase_add_test(tc, not_utf8_escaped);
 	tcase_add_test(tc, backslash_doubled);
+	tcase_add_test(tc, escaped_line_kept);
 	tcase_add_test(tc, room_ends_between_escapes);
 	suite_add_tcase(s, tc);
 	tcase_add_test(tw, one_line_per_message);
