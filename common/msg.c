@@ -573,50 +573,186 @@ msgb_fail(struct msgb *mb, const char *fmt, ...)
 	    msg_type_name(mb->mb_type) : "(none)", buf);
 }
 
+/*
+ * The builder writes the JSON text as fields are added, with no tree in
+ * between: "{" and "t" first, each field after, "}" when it is sent.  The
+ * keys written so far are kept as offsets into the text, to refuse one
+ * added twice.
+ */
+static int
+msgb_reserve(struct msgb *mb, size_t n)
+{
+	char	*p;
+	size_t	 cap;
+
+	if (n <= mb->mb_cap - mb->mb_len)
+		return 0;
+	if (n > SIZE_MAX / 2 - mb->mb_len) {
+		msgb_fail(mb, "out of memory");
+		return -1;
+	}
+	for (cap = mb->mb_cap != 0 ? mb->mb_cap : 256; cap - mb->mb_len < n;)
+		cap *= 2;
+	if ((p = realloc(mb->mb_buf, cap)) == NULL) {
+		msgb_fail(mb, "out of memory");
+		return -1;
+	}
+	mb->mb_buf = p;
+	mb->mb_cap = cap;
+	return 0;
+}
+
+static void
+msgb_put(struct msgb *mb, const char *s, size_t n)
+{
+	memcpy(mb->mb_buf + mb->mb_len, s, n);
+	mb->mb_len += n;
+}
+
+/* s as a JSON string, escaped as cJSON prints it. */
+static int
+msgb_put_string(struct msgb *mb, const char *s)
+{
+	static const char	 hex[] = "0123456789abcdef";
+	const unsigned char	*p = (const unsigned char *)s;
+	size_t			 n = 2, i;
+	char			*d;
+
+	for (i = 0; p[i] != '\0'; i++)
+		n += p[i] == '"' || p[i] == '\\' ? 2 : p[i] < 0x20 ? 6 : 1;
+	if (msgb_reserve(mb, n) == -1)
+		return -1;
+	d = mb->mb_buf + mb->mb_len;
+	*d++ = '"';
+	for (i = 0; p[i] != '\0'; i++) {
+		if (p[i] >= 0x20 && p[i] != '"' && p[i] != '\\') {
+			*d++ = p[i];
+			continue;
+		}
+		*d++ = '\\';
+		switch (p[i]) {
+		case '"':
+		case '\\':
+			*d++ = p[i];
+			break;
+		case '\b':
+			*d++ = 'b';
+			break;
+		case '\f':
+			*d++ = 'f';
+			break;
+		case '\n':
+			*d++ = 'n';
+			break;
+		case '\r':
+			*d++ = 'r';
+			break;
+		case '\t':
+			*d++ = 't';
+			break;
+		default:
+			memcpy(d, "u00", 3);
+			d[3] = hex[p[i] >> 4];
+			d[4] = hex[p[i] & 15];
+			d += 5;
+			break;
+		}
+	}
+	*d++ = '"';
+	mb->mb_len = d - mb->mb_buf;
+	return 0;
+}
+
+/* A field added after the text was finished goes before its "}". */
+static void
+msgb_reopen(struct msgb *mb)
+{
+	if (mb->mb_closed) {
+		mb->mb_len--;
+		mb->mb_closed = 0;
+	}
+}
+
+/*
+ * ',"key":' for a new field, or -1 (the builder failed): a reserved name, a
+ * key already there.  "id" goes in its own place, second.
+ */
+static int
+msgb_key(struct msgb *mb, const char *key)
+{
+	size_t	 at, i, n;
+
+	if (mb->mb_failed)
+		return -1;
+	if (key == NULL || strcmp(key, "t") == 0 || strcmp(key, "id") == 0) {
+		msgb_fail(mb, "reserved field name");
+		return -1;
+	}
+	if (mb->mb_nkeys == MSGB_KEYS_MAX) {
+		msgb_fail(mb, "more than %d fields", MSGB_KEYS_MAX);
+		return -1;
+	}
+	msgb_reopen(mb);
+	at = mb->mb_len;
+	if (msgb_reserve(mb, 1) == -1)
+		return -1;
+	msgb_put(mb, ",", 1);
+	if (msgb_put_string(mb, key) == -1)
+		return -1;
+	n = mb->mb_len - at - 1;
+	for (i = 0; i < mb->mb_nkeys; i++)
+		if (mb->mb_keylen[i] == n && memcmp(mb->mb_buf +
+		    mb->mb_keyoff[i], mb->mb_buf + at + 1, n) == 0) {
+			mb->mb_len = at;
+			msgb_fail(mb, "field \"%s\" added twice", key);
+			return -1;
+		}
+	mb->mb_keyoff[mb->mb_nkeys] = at + 1;
+	mb->mb_keylen[mb->mb_nkeys++] = n;
+	if (msgb_reserve(mb, 1) == -1)
+		return -1;
+	msgb_put(mb, ":", 1);
+	return 0;
+}
+
+/* The decimal digits of v, at the end of buf (at least 21 bytes). */
+static size_t
+msgb_itoa(char *buf, size_t bufsz, int64_t v)
+{
+	uint64_t	 u = v < 0 ? -(uint64_t)v : (uint64_t)v;
+	size_t		 i = bufsz;
+
+	do
+		buf[--i] = '0' + u % 10;
+	while ((u /= 10) != 0);
+	if (v < 0)
+		buf[--i] = '-';
+	return i;
+}
+
 void
 msgb_init(struct msgb *mb, enum msg_type type, uint64_t id)
 {
-	int	 i;
+	const char	*name;
+	int		 i;
 
-	memset(mb, 0, sizeof(*mb));
+	/* The key offsets are written before they are read. */
+	memset(mb, 0, offsetof(struct msgb, mb_keyoff));
 	for (i = 0; i < FRAME_MAXFDS; i++)
 		mb->mb_fds[i] = -1;
 	mb->mb_type = type;
-	if (msg_def(type) == NULL) {
+	if ((name = msg_type_name(type)) == NULL) {
 		msgb_fail(mb, "unknown message type %d", (int)type);
 		return;
 	}
-	if ((mb->mb_obj = cJSON_CreateObject()) == NULL ||
-	    cJSON_AddStringToObject(mb->mb_obj, "t", msg_type_name(type)) ==
-	    NULL) {
-		msgb_fail(mb, "out of memory");
+	if (msgb_reserve(mb, 6) == -1)
 		return;
-	}
+	msgb_put(mb, "{\"t\":", 5);
+	if (msgb_put_string(mb, name) == -1)
+		return;
+	mb->mb_idat = mb->mb_len;
 	if (id != 0)
 		msg_add_uint(mb, "id", id);
-}
-
-/* Add a field the builder now owns; item NULL means out of memory. */
-static void
-msgb_add(struct msgb *mb, const char *key, cJSON *item)
-{
-	if (mb->mb_failed) {
-		cJSON_Delete(item);
-		return;
-	}
-	if (item == NULL)
-		msgb_fail(mb, "out of memory");
-	else if (key == NULL || strcmp(key, "t") == 0)
-		msgb_fail(mb, "reserved field name");
-	else if (strcmp(key, "id") == 0 && !cJSON_IsRaw(item))
-		msgb_fail(mb, "field \"id\" must be a positive integer");
-	else if (cJSON_GetObjectItemCaseSensitive(mb->mb_obj, key) != NULL)
-		msgb_fail(mb, "field \"%s\" added twice", key);
-	else if (!cJSON_AddItemToObject(mb->mb_obj, key, item))
-		msgb_fail(mb, "out of memory");
-	else
-		return;
-	cJSON_Delete(item);
 }
 
 static int
@@ -638,17 +774,20 @@ msg_add_str(struct msgb *mb, const char *key, const char *value)
 {
 	if (mb->mb_failed || !msgb_text_ok(mb, key, value))
 		return;
-	msgb_add(mb, key, cJSON_CreateString(value));
+	if (msgb_key(mb, key) == 0)
+		(void)msgb_put_string(mb, value);
 }
 
 /*
- * Integers go out as their decimal text: cJSON prints doubles with a
- * relative tolerance that rounds large integers off by a unit or two.
+ * Integers go out as their decimal text, never through a double, which
+ * would round large ones off by a unit or two.  "id" has its place right
+ * after "t", whenever it is added.
  */
 static void
 msgb_add_int(struct msgb *mb, const char *key, int64_t value)
 {
 	char	 buf[32];
+	size_t	 at, n;
 
 	if (mb->mb_failed)
 		return;
@@ -656,12 +795,34 @@ msgb_add_int(struct msgb *mb, const char *key, int64_t value)
 		msgb_fail(mb, "field \"%s\" beyond 2^53 - 1", key);
 		return;
 	}
-	if (key != NULL && strcmp(key, "id") == 0 && value < 1) {
+	at = msgb_itoa(buf, sizeof(buf), value);
+	n = sizeof(buf) - at;
+	if (key == NULL || strcmp(key, "id") != 0) {
+		if (msgb_key(mb, key) == 0 && msgb_reserve(mb, n) == 0)
+			msgb_put(mb, buf + at, n);
+		return;
+	}
+	if (value < 1) {
 		msgb_fail(mb, "field \"id\" must be a positive integer");
 		return;
 	}
-	snprintf(buf, sizeof(buf), "%lld", (long long)value);
-	msgb_add(mb, key, cJSON_CreateRaw(buf));
+	if (mb->mb_has_id) {
+		msgb_fail(mb, "field \"id\" added twice");
+		return;
+	}
+	msgb_reopen(mb);
+	memcpy(buf + at - 6, ",\"id\":", 6);
+	at -= 6;
+	n += 6;
+	if (msgb_reserve(mb, n) == -1)
+		return;
+	memmove(mb->mb_buf + mb->mb_idat + n, mb->mb_buf + mb->mb_idat,
+	    mb->mb_len - mb->mb_idat);
+	memcpy(mb->mb_buf + mb->mb_idat, buf + at, n);
+	mb->mb_len += n;
+	for (size_t i = 0; i < mb->mb_nkeys; i++)
+		mb->mb_keyoff[i] += n;
+	mb->mb_has_id = 1;
 }
 
 void
@@ -683,16 +844,18 @@ msg_add_int(struct msgb *mb, const char *key, int64_t value)
 void
 msg_add_bool(struct msgb *mb, const char *key, int value)
 {
-	if (mb->mb_failed)
+	if (msgb_key(mb, key) == -1 || msgb_reserve(mb, 5) == -1)
 		return;
-	msgb_add(mb, key, cJSON_CreateBool(value != 0));
+	if (value)
+		msgb_put(mb, "true", 4);
+	else
+		msgb_put(mb, "false", 5);
 }
 
 void
 msg_add_strv(struct msgb *mb, const char *key, const char *const *v,
     size_t n)
 {
-	cJSON	*a, *s;
 	size_t	 i;
 
 	if (mb->mb_failed)
@@ -701,21 +864,23 @@ msg_add_strv(struct msgb *mb, const char *key, const char *const *v,
 		msgb_fail(mb, "field \"%s\" is NULL", key);
 		return;
 	}
-	if ((a = cJSON_CreateArray()) == NULL) {
-		msgb_fail(mb, "out of memory");
-		return;
-	}
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n; i++)
 		if (!msgb_text_ok(mb, key, v[i]))
-			break;
-		if ((s = cJSON_CreateString(v[i])) == NULL ||
-		    !cJSON_AddItemToArray(a, s)) {
-			cJSON_Delete(s);
-			msgb_fail(mb, "out of memory");
-			break;
+			return;
+	if (msgb_key(mb, key) == -1 || msgb_reserve(mb, 1) == -1)
+		return;
+	msgb_put(mb, "[", 1);
+	for (i = 0; i < n; i++) {
+		if (i > 0) {
+			if (msgb_reserve(mb, 1) == -1)
+				return;
+			msgb_put(mb, ",", 1);
 		}
+		if (msgb_put_string(mb, v[i]) == -1)
+			return;
 	}
-	msgb_add(mb, key, a);
+	if (msgb_reserve(mb, 1) == 0)
+		msgb_put(mb, "]", 1);
 }
 
 void
@@ -750,8 +915,9 @@ msgb_free(struct msgb *mb)
 {
 	int	 i;
 
-	cJSON_Delete(mb->mb_obj);
-	mb->mb_obj = NULL;
+	free(mb->mb_buf);
+	mb->mb_buf = NULL;
+	mb->mb_len = mb->mb_cap = 0;
 	for (i = 0; i < FRAME_MAXFDS; i++) {
 		msg_close(mb->mb_fds[i]);
 		mb->mb_fds[i] = -1;
@@ -761,39 +927,12 @@ msgb_free(struct msgb *mb)
 	mb->mb_failed = 1;
 }
 
-/*
- * "t" first, then "id", whenever the id was added.  Inserts only at index 0:
- * cJSON 1.7.15 refuses to insert anywhere else.
- */
-static int
-msgb_id_second(struct msgb *mb, cJSON *id)
-{
-	cJSON	*t = mb->mb_obj->child;
-
-	if (t->next == id)
-		return 0;
-	cJSON_DetachItemViaPointer(mb->mb_obj, id);
-	cJSON_DetachItemViaPointer(mb->mb_obj, t);
-	if (!cJSON_InsertItemInArray(mb->mb_obj, 0, id)) {
-		cJSON_Delete(id);
-		cJSON_Delete(t);
-		msgb_fail(mb, "cannot order fields");
-		return -1;
-	}
-	if (!cJSON_InsertItemInArray(mb->mb_obj, 0, t)) {
-		cJSON_Delete(t);
-		msgb_fail(mb, "cannot order fields");
-		return -1;
-	}
-	return 0;
-}
-
-char *
-msgb_json(struct msgb *mb, size_t *len)
+/* The finished text, in the builder's buffer (NUL-terminated), or NULL
+ * when the builder failed or breaks the table. */
+static const char *
+msgb_text(struct msgb *mb, size_t *len)
 {
 	const struct msg_def	*md;
-	cJSON			*id;
-	char			*s;
 
 	if (mb->mb_failed)
 		return NULL;
@@ -808,18 +947,34 @@ msgb_json(struct msgb *mb, size_t *len)
 		msgb_fail(mb, "may not carry data");
 		return NULL;
 	}
-	id = cJSON_GetObjectItemCaseSensitive(mb->mb_obj, "id");
-	if (id == NULL && msg_needs_id(mb->mb_type)) {
+	if (!mb->mb_has_id && msg_needs_id(mb->mb_type)) {
 		msgb_fail(mb, "needs an id");
 		return NULL;
 	}
-	if (id != NULL && msgb_id_second(mb, id) == -1)
+	if (!mb->mb_closed) {
+		if (msgb_reserve(mb, 2) == -1)
+			return NULL;
+		msgb_put(mb, "}", 1);
+		mb->mb_buf[mb->mb_len] = '\0';
+		mb->mb_closed = 1;
+	}
+	*len = mb->mb_len;
+	return mb->mb_buf;
+}
+
+char *
+msgb_json(struct msgb *mb, size_t *len)
+{
+	const char	*text;
+	char		*s;
+
+	if ((text = msgb_text(mb, len)) == NULL)
 		return NULL;
-	if ((s = body_print(mb->mb_obj)) == NULL) {
+	if ((s = malloc(*len + 1)) == NULL) {
 		msgb_fail(mb, "out of memory");
 		return NULL;
 	}
-	*len = strlen(s);
+	memcpy(s, text, *len + 1);
 	return s;
 }
 
@@ -828,10 +983,10 @@ msg_send(struct frame_conn *c, struct msgb *mb)
 {
 	enum frame_err	 err;
 	size_t		 len;
-	char		*json;
+	const char	*json;
 	int		 i;
 
-	if ((json = msgb_json(mb, &len)) == NULL) {
+	if ((json = msgb_text(mb, &len)) == NULL) {
 		msgb_free(mb);
 		return -1;
 	}
@@ -841,7 +996,6 @@ msg_send(struct frame_conn *c, struct msgb *mb)
 	for (i = 0; i < FRAME_MAXFDS; i++)
 		mb->mb_fds[i] = -1;
 	mb->mb_nfds = 0;
-	free(json);
 	if (err != FRAME_OK)
 		log_warnx("%s: %s: %s", __func__, msg_type_name(mb->mb_type),
 		    frame_err_to_string(err));
@@ -854,7 +1008,6 @@ msg_sendv(struct frame_conn *c, struct msgb *const *mbs, int n)
 {
 	struct frame_part	 fp[FRAME_SENDV_MAX];
 	enum frame_err		 err = FRAME_OK;
-	char			*json[FRAME_SENDV_MAX];
 	int			 i, ok = 1;
 
 	if (n < 1 || n > FRAME_SENDV_MAX) {
@@ -863,13 +1016,12 @@ msg_sendv(struct frame_conn *c, struct msgb *const *mbs, int n)
 		return -1;
 	}
 	for (i = 0; i < n; i++) {
-		json[i] = NULL;
+		fp[i].fp_json = NULL;
 		if (!ok || mbs[i]->mb_nfds > 0)
 			ok = 0;
-		else if ((json[i] = msgb_json(mbs[i], &fp[i].fp_json_len)) ==
-		    NULL)
+		else if ((fp[i].fp_json = msgb_text(mbs[i],
+		    &fp[i].fp_json_len)) == NULL)
 			ok = 0;
-		fp[i].fp_json = json[i];
 		fp[i].fp_data = mbs[i]->mb_data;
 		fp[i].fp_data_len = mbs[i]->mb_data_len;
 	}
@@ -877,9 +1029,7 @@ msg_sendv(struct frame_conn *c, struct msgb *const *mbs, int n)
 		log_warnx("%s: %s and %d more: %s", __func__,
 		    msg_type_name(mbs[0]->mb_type), n - 1,
 		    frame_err_to_string(err));
-	for (i = 0; i < n; i++) {
-		free(json[i]);
+	for (i = 0; i < n; i++)
 		msgb_free(mbs[i]);
-	}
 	return ok && err == FRAME_OK ? 0 : -1;
 }

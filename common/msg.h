@@ -205,15 +205,27 @@ int	msg_get_data(struct msg *, const uint8_t **data, size_t *len);
 /* Refuses fields and descriptors that were not consumed. */
 int	msg_end(struct msg *);
 
+/* Fields a builder takes (the largest message has a dozen). */
+#define MSGB_KEYS_MAX	24
+
 /* A message being built; msg_send() frees it whether or not it succeeds. */
 struct msgb {
 	enum msg_type	 mb_type;
-	struct cJSON	*mb_obj;
+	char		*mb_buf;	/* the JSON text so far */
+	size_t		 mb_len;
+	size_t		 mb_cap;
+	size_t		 mb_idat;	/* where "id" goes: after "t" */
+	int		 mb_has_id;
+	int		 mb_closed;	/* "}" written */
+	size_t		 mb_nkeys;
 	int		 mb_fds[FRAME_MAXFDS];
 	int		 mb_nfds;
 	const void	*mb_data;
 	size_t		 mb_data_len;
 	int		 mb_failed;
+	/* the keys written, quoted, for duplicates: last, not cleared */
+	size_t		 mb_keyoff[MSGB_KEYS_MAX];
+	size_t		 mb_keylen[MSGB_KEYS_MAX];
 };
 
 /* id 0 means "no id" (ids start at 1). */

@@ -297,7 +297,7 @@ START_TEST(send_over_conn)
 	msg_add_str(&mb, "channel", "discord_123");
 	msg_add_fd(&mb, fd);
 	ck_assert_int_eq(msg_send(a, &mb), 0);
-	ck_assert_ptr_null(mb.mb_obj);
+	ck_assert_ptr_null(mb.mb_buf);
 	for (i = 0; i < 100 && m.m_type == MSG_NONE; i++)
 		event_base_loop(base, EVLOOP_ONCE);
 	ck_assert_int_eq(m.m_type, MSG_CONFIG_BROKER);
@@ -1084,6 +1084,78 @@ START_TEST(builder_order)
 }
 END_TEST
 
+/*
+ * The builder writes the text itself: strings escaped as JSON needs them
+ * (and as cJSON printed them), read back the same; fields added after the
+ * text was made go before its end; at most MSGB_KEYS_MAX fields.
+ */
+START_TEST(builder_text)
+{
+	static const char	 odd[] = "q\"b\\s/\x01\x1f\b\f\n\r\t \x7f "
+	    "\xc3\xa9\xf0\x9f\x98\x80";
+	static const char *const v[] = { "", odd, "z" };
+	const char		**got, *str;
+	struct msgb		 mb;
+	struct msg		 m;
+	size_t			 len, n;
+	int64_t			 i64;
+	char			*json, key[16];
+	int			 i;
+
+	msgb_init(&mb, MSG_CONFIG_FSGUARD, 0);
+	msg_add_str(&mb, "s", odd);
+	msg_add_int(&mb, "n", -(int64_t)INT53);
+	msg_add_strv(&mb, "v", v, 3);
+	msg_add_strv(&mb, "e", NULL, 0);
+	json = msgb_json(&mb, &len);
+	ck_assert_ptr_nonnull(json);
+	ck_assert_str_eq(json, "{\"t\":\"config_fsguard\",\"s\":\"q\\\"b\\\\s/"
+	    "\\u0001\\u001f\\b\\f\\n\\r\\t \x7f \xc3\xa9\xf0\x9f\x98\x80\","
+	    "\"n\":-9007199254740991,\"v\":[\"\",\"q\\\"b\\\\s/\\u0001\\u001f"
+	    "\\b\\f\\n\\r\\t \x7f \xc3\xa9\xf0\x9f\x98\x80\",\"z\"],\"e\":[]}");
+	/* Added after the text was made: before its end. */
+	msg_add_bool(&mb, "b", 1);
+	free(json);
+	json = msgb_json(&mb, &len);
+	ck_assert_ptr_nonnull(json);
+	ck_assert_uint_eq(strlen(json), len);
+	ck_assert(len > 11 && strcmp(json + len - 11, "],\"b\":true}") == 0);
+	ck_assert_int_eq(parse(&m, PROC_SUPERVISOR, PROC_FSGUARD, json), 0);
+	ck_assert_int_eq(msg_get_str(&m, "s", 100, &str), 0);
+	ck_assert_str_eq(str, odd);
+	ck_assert_int_eq(msg_get_int(&m, "n", -(int64_t)INT53, 0, &i64), 0);
+	ck_assert(i64 == -(int64_t)INT53);
+	ck_assert_int_eq(msg_get_strv(&m, "v", 3, 100, &got, &n), 0);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_str_eq(got[0], "");
+	ck_assert_str_eq(got[1], odd);
+	ck_assert_str_eq(got[2], "z");
+	ck_assert_ptr_null(got[3]);
+	ck_assert_int_eq(msg_get_strv(&m, "e", 3, 100, &got, &n), 0);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_int_eq(msg_get_bool(&m, "b", &i), 0);
+	ck_assert_int_eq(i, 1);
+	ck_assert_int_eq(msg_end(&m), 0);
+	msg_free(&m);
+	free(json);
+	msgb_free(&mb);
+
+	/* MSGB_KEYS_MAX fields, and one more. */
+	msgb_init(&mb, MSG_CONFIG_FSGUARD, 0);
+	for (i = 0; i < MSGB_KEYS_MAX; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		msg_add_uint(&mb, key, i);
+	}
+	ck_assert_int_eq(mb.mb_failed, 0);
+	json = msgb_json(&mb, &len);
+	ck_assert_ptr_nonnull(json);
+	free(json);
+	msg_add_uint(&mb, "one_more", 1);
+	ck_assert_int_eq(mb.mb_failed, 1);
+	msgb_free(&mb);
+}
+END_TEST
+
 static Suite *
 msg_suite(void)
 {
@@ -1122,6 +1194,7 @@ msg_suite(void)
 	tc = tcase_create("build");
 	tcase_add_test(tc, builder_refusals);
 	tcase_add_test(tc, builder_order);
+	tcase_add_test(tc, builder_text);
 	suite_add_tcase(s, tc);
 	return s;
 }
