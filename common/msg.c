@@ -5,6 +5,7 @@
  * by its getter; msg_end() refuses what nobody asked for.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -172,21 +173,21 @@ msg_key_cmp(const void *a, const void *b)
 }
 
 static int
-msg_check_dups(struct msg *m)
+msg_check_dups(struct msg *m, const cJSON *obj)
 {
 	const char	**keys;
-	cJSON		 *it;
+	const cJSON	 *it;
 	size_t		  n = 0, i;
 	char		  q[48];
 	int		  rc = 0;
 
-	for (it = m->m_obj->child; it != NULL; it = it->next)
+	for (it = obj->child; it != NULL; it = it->next)
 		n++;
 	if (n < 2)
 		return 0;
 	if ((keys = calloc(n, sizeof(*keys))) == NULL)
 		return msg_fail(m, "out of memory");
-	for (i = 0, it = m->m_obj->child; it != NULL; it = it->next)
+	for (i = 0, it = obj->child; it != NULL; it = it->next)
 		keys[i++] = it->string;
 	qsort(keys, n, sizeof(*keys), msg_key_cmp);
 	for (i = 1; i < n; i++) {
@@ -200,29 +201,441 @@ msg_check_dups(struct msg *m)
 	return rc;
 }
 
-/* Detach a field; it is kept on m_used so its strings outlive the getter. */
-static cJSON *
+static void *
+msg_alloc(struct msg *m, size_t len)
+{
+	struct msg_mem	*mm;
+
+	if ((mm = malloc(sizeof(*mm) + len)) == NULL)
+		return NULL;
+	mm->mm_next = m->m_mem;
+	m->m_mem = mm;
+	return mm->mm_data;
+}
+
+/*
+ * Two readers fill the same table of fields.  msg_lex() reads the shape
+ * every message has in practice, an object of at most MSG_FIELDS_INLINE
+ * strings, numbers, literals and arrays of strings, in one pass over the
+ * text and with one allocation; whatever it does not take, for any reason,
+ * goes to msg_tree(): the strict lexer, cJSON and the checks of
+ * body_parse(), which also word every refusal.  So msg_lex() only has to
+ * accept exactly what msg_tree() would accept, and read it the same.
+ */
+
+static void	msg_free_mem(struct msg *);
+
+/* Strings of an array msg_lex() reads; more go to msg_tree(). */
+#define MSG_LEX_ITEMS	64
+/* The longest number msg_lex() reads. */
+#define MSG_LEX_NUM	64
+
+static int
+msg_lex_ws(int c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+static int
+msg_lex_hex(const uint8_t *s, unsigned int *v)
+{
+	unsigned int	 i, d;
+
+	*v = 0;
+	for (i = 0; i < 4; i++) {
+		if (s[i] >= '0' && s[i] <= '9')
+			d = s[i] - '0';
+		else if ((s[i] | 0x20) >= 'a' && (s[i] | 0x20) <= 'f')
+			d = (s[i] | 0x20) - 'a' + 10;
+		else
+			return -1;
+		*v = *v << 4 | d;
+	}
+	return 0;
+}
+
+/*
+ * The string at s[*i] (its opening quote), unescaped into *dst and ended
+ * with NUL; -1 for anything msg_tree() should judge.  The text is valid
+ * UTF-8 without NUL or \u0000 already (msg_check_text()).
+ */
+static int
+msg_lex_string(const uint8_t *s, size_t len, size_t *i, char **dst)
+{
+	size_t		 p = *i + 1;
+	char		*d = *dst;
+	unsigned int	 u, lo;
+
+	for (;;) {
+		if (p >= len || s[p] < 0x20)
+			return -1;
+		if (s[p] == '"')
+			break;
+		if (s[p] != '\\') {
+			*d++ = s[p++];
+			continue;
+		}
+		if (p + 1 >= len)
+			return -1;
+		switch (s[p + 1]) {
+		case '"':
+		case '\\':
+		case '/':
+			*d++ = s[p + 1];
+			p += 2;
+			continue;
+		case 'b':
+			*d++ = '\b';
+			p += 2;
+			continue;
+		case 'f':
+			*d++ = '\f';
+			p += 2;
+			continue;
+		case 'n':
+			*d++ = '\n';
+			p += 2;
+			continue;
+		case 'r':
+			*d++ = '\r';
+			p += 2;
+			continue;
+		case 't':
+			*d++ = '\t';
+			p += 2;
+			continue;
+		case 'u':
+			break;
+		default:
+			return -1;
+		}
+		if (len - p < 6 || msg_lex_hex(s + p + 2, &u) == -1)
+			return -1;
+		p += 6;
+		if (u >= 0xdc00 && u <= 0xdfff)
+			return -1;
+		if (u >= 0xd800 && u <= 0xdbff) {
+			/* Only a pair makes a character. */
+			if (len - p < 6 || s[p] != '\\' || s[p + 1] != 'u' ||
+			    msg_lex_hex(s + p + 2, &lo) == -1 ||
+			    lo < 0xdc00 || lo > 0xdfff)
+				return -1;
+			p += 6;
+			u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
+		}
+		if (u < 0x80)
+			*d++ = u;
+		else if (u < 0x800) {
+			*d++ = 0xc0 | u >> 6;
+			*d++ = 0x80 | (u & 0x3f);
+		} else if (u < 0x10000) {
+			*d++ = 0xe0 | u >> 12;
+			*d++ = 0x80 | ((u >> 6) & 0x3f);
+			*d++ = 0x80 | (u & 0x3f);
+		} else {
+			*d++ = 0xf0 | u >> 18;
+			*d++ = 0x80 | ((u >> 12) & 0x3f);
+			*d++ = 0x80 | ((u >> 6) & 0x3f);
+			*d++ = 0x80 | (u & 0x3f);
+		}
+	}
+	*d++ = '\0';
+	*dst = d;
+	*i = p + 1;
+	return 0;
+}
+
+/* A number of JSON's grammar at s[*i], finite, as cJSON reads it. */
+static int
+msg_lex_number(const uint8_t *s, size_t len, size_t *i, double *v)
+{
+	char	 buf[MSG_LEX_NUM];
+	size_t	 p = *i, n;
+	char	*end;
+
+	if (p < len && s[p] == '-')
+		p++;
+	if (p < len && s[p] == '0')
+		p++;
+	else if (p < len && s[p] >= '1' && s[p] <= '9')
+		while (p < len && s[p] >= '0' && s[p] <= '9')
+			p++;
+	else
+		return -1;
+	if (p < len && s[p] == '.') {
+		if (++p >= len || s[p] < '0' || s[p] > '9')
+			return -1;
+		while (p < len && s[p] >= '0' && s[p] <= '9')
+			p++;
+	}
+	if (p < len && (s[p] == 'e' || s[p] == 'E')) {
+		if (++p < len && (s[p] == '+' || s[p] == '-'))
+			p++;
+		if (p >= len || s[p] < '0' || s[p] > '9')
+			return -1;
+		while (p < len && s[p] >= '0' && s[p] <= '9')
+			p++;
+	}
+	n = p - *i;
+	if (n >= sizeof(buf))
+		return -1;
+	memcpy(buf, s + *i, n);
+	buf[n] = '\0';
+	*v = strtod(buf, &end);
+	if (end != buf + n || !isfinite(*v))
+		return -1;
+	*i = p;
+	return 0;
+}
+
+static size_t
+msg_lex_skip_ws(const uint8_t *s, size_t len, size_t p)
+{
+	while (p < len && msg_lex_ws(s[p]))
+		p++;
+	return p;
+}
+
+static int
+msg_lex(struct msg *m, const char *json, size_t len)
+{
+	const uint8_t		*s = (const uint8_t *)json;
+	const char		*items[MSG_LEX_ITEMS], **v;
+	struct msg_field	*f;
+	size_t			 p, n = 0, i, k;
+	char			*arena, *d;
+
+	if ((arena = msg_alloc(m, len + 1)) == NULL)
+		return -1;
+	d = arena;
+	p = msg_lex_skip_ws(s, len, 0);
+	if (p >= len || s[p] != '{')
+		return -1;
+	p = msg_lex_skip_ws(s, len, p + 1);
+	if (p < len && s[p] == '}')
+		p++;
+	else for (;;) {
+		if (n == MSG_FIELDS_INLINE || p >= len || s[p] != '"')
+			return -1;
+		f = &m->m_inline[n++];
+		memset(f, 0, sizeof(*f));
+		f->mf_key = d;
+		if (msg_lex_string(s, len, &p, &d) == -1)
+			return -1;
+		p = msg_lex_skip_ws(s, len, p);
+		if (p >= len || s[p] != ':')
+			return -1;
+		p = msg_lex_skip_ws(s, len, p + 1);
+		if (p >= len)
+			return -1;
+		switch (s[p]) {
+		case '"':
+			f->mf_kind = MSGK_STR;
+			f->mf_str = d;
+			if (msg_lex_string(s, len, &p, &d) == -1)
+				return -1;
+			break;
+		case 't':
+			if (len - p < 4 || memcmp(s + p, "true", 4) != 0)
+				return -1;
+			f->mf_kind = MSGK_TRUE;
+			p += 4;
+			break;
+		case 'f':
+			if (len - p < 5 || memcmp(s + p, "false", 5) != 0)
+				return -1;
+			f->mf_kind = MSGK_FALSE;
+			p += 5;
+			break;
+		case 'n':
+			if (len - p < 4 || memcmp(s + p, "null", 4) != 0)
+				return -1;
+			f->mf_kind = MSGK_NULL;
+			p += 4;
+			break;
+		case '[':
+			f->mf_kind = MSGK_ARR;
+			k = 0;
+			p = msg_lex_skip_ws(s, len, p + 1);
+			if (p < len && s[p] == ']')
+				p++;
+			else for (;;) {
+				if (k == MSG_LEX_ITEMS || p >= len ||
+				    s[p] != '"')
+					return -1;
+				items[k++] = d;
+				if (msg_lex_string(s, len, &p, &d) == -1)
+					return -1;
+				p = msg_lex_skip_ws(s, len, p);
+				if (p < len && s[p] == ']') {
+					p++;
+					break;
+				}
+				if (p >= len || s[p] != ',')
+					return -1;
+				p = msg_lex_skip_ws(s, len, p + 1);
+			}
+			if ((v = msg_alloc(m, (k + 1) * sizeof(*v))) == NULL)
+				return -1;
+			memcpy(v, items, k * sizeof(*v));
+			v[k] = NULL;
+			f->mf_items = v;
+			f->mf_n = k;
+			break;
+		default:
+			/* Objects and other values in arrays: msg_tree(). */
+			if (s[p] != '-' && (s[p] < '0' || s[p] > '9'))
+				return -1;
+			f->mf_kind = MSGK_NUM;
+			if (msg_lex_number(s, len, &p, &f->mf_num) == -1)
+				return -1;
+			break;
+		}
+		p = msg_lex_skip_ws(s, len, p);
+		if (p < len && s[p] == '}') {
+			p++;
+			break;
+		}
+		if (p >= len || s[p] != ',')
+			return -1;
+		p = msg_lex_skip_ws(s, len, p + 1);
+	}
+	if (msg_lex_skip_ws(s, len, p) != len)
+		return -1;
+	/* A key twice: msg_tree() says which. */
+	for (i = 0; i < n; i++)
+		for (k = i + 1; k < n; k++)
+			if (strcmp(m->m_inline[i].mf_key,
+			    m->m_inline[k].mf_key) == 0)
+				return -1;
+	m->m_fields = m->m_inline;
+	m->m_nfields = n;
+	return 0;
+}
+
+/* The general reader: the strict lexer, cJSON, every check, every word. */
+static int
+msg_tree(struct msg *m, const char *json, size_t len)
+{
+	struct msg_field	*f;
+	const cJSON		*it, *e;
+	const char		**v;
+	size_t			 n = 0, k;
+	char			 err[160];
+
+	if (body_parse(json, len, &m->m_tree, err, sizeof(err)) != BODY_OK)
+		return msg_fail(m, "message is not valid JSON: %s", err);
+	if (!cJSON_IsObject(m->m_tree))
+		return msg_fail(m, "message is not a JSON object");
+	if (msg_check_dups(m, m->m_tree) == -1)
+		return -1;
+	for (it = m->m_tree->child; it != NULL; it = it->next)
+		n++;
+	if (n <= MSG_FIELDS_INLINE)
+		m->m_fields = m->m_inline;
+	else if ((m->m_fields = msg_alloc(m, n * sizeof(*f))) == NULL)
+		return msg_fail(m, "out of memory");
+	memset(m->m_fields, 0, n * sizeof(*f));
+	for (f = m->m_fields, it = m->m_tree->child; it != NULL;
+	    it = it->next, f++) {
+		f->mf_key = it->string;
+		if (cJSON_IsString(it) && it->valuestring != NULL) {
+			f->mf_kind = MSGK_STR;
+			f->mf_str = it->valuestring;
+		} else if (cJSON_IsNumber(it)) {
+			f->mf_kind = MSGK_NUM;
+			f->mf_num = it->valuedouble;
+		} else if (cJSON_IsTrue(it))
+			f->mf_kind = MSGK_TRUE;
+		else if (cJSON_IsFalse(it))
+			f->mf_kind = MSGK_FALSE;
+		else if (cJSON_IsNull(it))
+			f->mf_kind = MSGK_NULL;
+		else if (cJSON_IsArray(it)) {
+			f->mf_kind = MSGK_ARR;
+			for (e = it->child; e != NULL; e = e->next)
+				f->mf_n++;
+			/* Items that are not strings stay NULL. */
+			if ((v = msg_alloc(m, (f->mf_n + 1) * sizeof(*v))) ==
+			    NULL)
+				return msg_fail(m, "out of memory");
+			for (k = 0, e = it->child; e != NULL; e = e->next)
+				v[k++] = cJSON_IsString(e) ? e->valuestring :
+				    NULL;
+			v[k] = NULL;
+			f->mf_items = v;
+		} else
+			f->mf_kind = MSGK_OTHER;
+	}
+	m->m_nfields = n;
+	return 0;
+}
+
+#ifdef RTSANDBOX_FUZZING
+/* The fuzzers hold msg_lex() to what msg_tree() reads of the same text. */
+static void
+msg_lex_agrees(const struct msg *m, const char *json, size_t len)
+{
+	const struct msg_field	*a, *b;
+	struct msg		 t;
+	size_t			 i, k;
+
+	memset(&t, 0, sizeof(t));
+	if (msg_tree(&t, json, len) == -1 || t.m_nfields != m->m_nfields)
+		abort();
+	for (i = 0; i < m->m_nfields; i++) {
+		a = &m->m_fields[i];
+		b = &t.m_fields[i];
+		if (strcmp(a->mf_key, b->mf_key) != 0 ||
+		    a->mf_kind != b->mf_kind || a->mf_n != b->mf_n ||
+		    (a->mf_kind == MSGK_STR && strcmp(a->mf_str,
+		    b->mf_str) != 0) || (a->mf_kind == MSGK_NUM &&
+		    memcmp(&a->mf_num, &b->mf_num, sizeof(double)) != 0))
+			abort();
+		for (k = 0; a->mf_kind == MSGK_ARR && k <= a->mf_n; k++)
+			if ((a->mf_items[k] == NULL) !=
+			    (b->mf_items[k] == NULL) || (a->mf_items[k] !=
+			    NULL && strcmp(a->mf_items[k], b->mf_items[k]) != 0))
+				abort();
+	}
+	cJSON_Delete(t.m_tree);
+	msg_free_mem(&t);
+}
+#endif
+
+/* The field not consumed yet with this key, or NULL. */
+static struct msg_field *
+msg_find(struct msg *m, const char *key)
+{
+	size_t	 i;
+
+	for (i = 0; i < m->m_nfields; i++)
+		if (!m->m_fields[i].mf_used &&
+		    strcmp(m->m_fields[i].mf_key, key) == 0)
+			return &m->m_fields[i];
+	return NULL;
+}
+
+/* Consume a field; its strings live until msg_free(). */
+static struct msg_field *
 msg_take(struct msg *m, const char *key)
 {
-	cJSON	*it;
+	struct msg_field	*f;
 
-	if (m->m_obj == NULL ||
-	    (it = cJSON_DetachItemFromObjectCaseSensitive(m->m_obj, key)) ==
-	    NULL)
-		return NULL;
-	cJSON_AddItemToArray(m->m_used, it);
-	return it;
+	if ((f = msg_find(m, key)) != NULL)
+		f->mf_used = 1;
+	return f;
 }
 
 /* An integral number within +-(2^53 - 1). */
 static int
-msg_num(const cJSON *it, int64_t *v)
+msg_num(const struct msg_field *f, int64_t *v)
 {
 	double	 d;
 
-	if (!cJSON_IsNumber(it))
+	if (f->mf_kind != MSGK_NUM)
 		return -1;
-	d = it->valuedouble;
+	d = f->mf_num;
 	/* Written so that NaN fails too. */
 	if (!(d >= -MSG_INT_MAX && d <= MSG_INT_MAX))
 		return -1;
@@ -238,12 +651,12 @@ msg_parse(struct msg *m, enum proc_role from, enum proc_role to,
 {
 	const struct msg_def	*md;
 	const char		*json = (const char *)f->f_json;
-	cJSON			*t, *id;
+	struct msg_field	*t, *id;
 	int64_t			 v;
-	char			 q[48], err[160];
+	char			 q[48];
 	int			 i;
 
-	memset(m, 0, sizeof(*m));
+	memset(m, 0, offsetof(struct msg, m_inline));
 	for (i = 0; i < FRAME_MAXFDS; i++)
 		m->m_fds[i] = -1;
 	/* Take the descriptors first: msg_free() closes them in any case. */
@@ -261,25 +674,24 @@ msg_parse(struct msg *m, enum proc_role from, enum proc_role to,
 		return msg_fail(m, "message is not a JSON object");
 	if (msg_check_text(m, json, f->f_json_len) == -1)
 		return -1;
-	if ((m->m_used = cJSON_CreateArray()) == NULL)
-		return msg_fail(m, "out of memory");
-	/* The strict lexer first: cJSON alone reads a bad \u escape as NUL
-	 * and cuts the string there. */
-	if (body_parse(json, f->f_json_len, &m->m_obj, err, sizeof(err)) !=
-	    BODY_OK)
-		return msg_fail(m, "message is not valid JSON: %s", err);
-	if (!cJSON_IsObject(m->m_obj))
-		return msg_fail(m, "message is not a JSON object");
-	if (msg_check_dups(m) == -1)
-		return -1;
+	if (msg_lex(m, json, f->f_json_len) == -1) {
+		/* Nothing of the first reading is kept. */
+		msg_free_mem(m);
+		if (msg_tree(m, json, f->f_json_len) == -1)
+			return -1;
+	}
+#ifdef RTSANDBOX_FUZZING
+	else
+		msg_lex_agrees(m, json, f->f_json_len);
+#endif
 
 	if ((t = msg_take(m, "t")) == NULL)
 		return msg_fail(m, "field \"t\" missing");
-	if (!cJSON_IsString(t) || t->valuestring == NULL)
+	if (t->mf_kind != MSGK_STR)
 		return msg_fail(m, "field \"t\" is not a string");
-	if ((m->m_type = msg_type_from_name(t->valuestring)) == MSG_NONE)
+	if ((m->m_type = msg_type_from_name(t->mf_str)) == MSG_NONE)
 		return msg_fail(m, "unknown message type \"%s\"",
-		    msg_quote(q, sizeof(q), t->valuestring));
+		    msg_quote(q, sizeof(q), t->mf_str));
 	md = msg_def(m->m_type);
 	if ((md->md_from & (1u << from)) == 0)
 		return msg_fail(m, "message \"%s\" may not be sent by %s",
@@ -307,96 +719,119 @@ msg_parse(struct msg *m, enum proc_role from, enum proc_role to,
 	return 0;
 }
 
+static void
+msg_free_mem(struct msg *m)
+{
+	struct msg_mem	*mm;
+
+	while ((mm = m->m_mem) != NULL) {
+		m->m_mem = mm->mm_next;
+		free(mm);
+	}
+	m->m_fields = NULL;
+	m->m_nfields = 0;
+}
+
 void
 msg_free(struct msg *m)
 {
-	struct msg_mem	*mm;
-	int		 i;
+	int	 i;
 
-	cJSON_Delete(m->m_obj);
-	cJSON_Delete(m->m_used);
-	m->m_obj = m->m_used = NULL;
+	cJSON_Delete(m->m_tree);
+	m->m_tree = NULL;
 	for (i = 0; i < FRAME_MAXFDS; i++) {
 		msg_close(m->m_fds[i]);
 		m->m_fds[i] = -1;
 	}
 	m->m_nfds = m->m_fdpos = 0;
-	while ((mm = m->m_mem) != NULL) {
-		m->m_mem = mm->mm_next;
-		free(mm);
-	}
+	msg_free_mem(m);
 }
 
-static void *
-msg_alloc(struct msg *m, size_t len)
+int
+msg_has(struct msg *m, const char *key)
 {
-	struct msg_mem	*mm;
-
-	if ((mm = malloc(sizeof(*mm) + len)) == NULL)
-		return NULL;
-	mm->mm_next = m->m_mem;
-	m->m_mem = mm;
-	return mm->mm_data;
+	return !m->m_failed && msg_find(m, key) != NULL;
 }
 
 /* The field, taken, or NULL after a failure. */
-static cJSON *
+static struct msg_field *
 msg_field(struct msg *m, const char *key)
 {
-	cJSON	*it;
+	struct msg_field	*f;
 
 	if (m->m_failed)
 		return NULL;
-	if ((it = msg_take(m, key)) == NULL)
+	if ((f = msg_take(m, key)) == NULL)
 		msg_fail(m, "field \"%s\" missing", key);
-	return it;
+	return f;
 }
 
 /* For _opt getters: 1 when the field is absent or null (then taken). */
 static int
 msg_absent(struct msg *m, const char *key)
 {
-	cJSON	*it;
+	struct msg_field	*f;
 
-	if (m->m_obj == NULL)
-		return 0;
-	if ((it = cJSON_GetObjectItemCaseSensitive(m->m_obj, key)) == NULL)
+	if ((f = msg_find(m, key)) == NULL)
 		return 1;
-	if (cJSON_IsNull(it)) {
-		msg_take(m, key);
+	if (f->mf_kind == MSGK_NULL) {
+		f->mf_used = 1;
 		return 1;
 	}
 	return 0;
 }
 
+/* s, of the field or item named by key (and index i when i >= 0). */
 static int
-msg_str_check(struct msg *m, const char *what, const cJSON *it,
+msg_str_check(struct msg *m, const char *key, long i, const char *s,
     size_t max_bytes, const char **out)
 {
+	char	 what[96];
 	size_t	 len;
 
-	if (!cJSON_IsString(it) || it->valuestring == NULL)
+	if (i >= 0)
+		snprintf(what, sizeof(what), "%s[%ld]", key, i);
+	else
+		snprintf(what, sizeof(what), "%s", key);
+	if (s == NULL)
 		return msg_fail(m, "field \"%s\" is not a string", what);
-	len = strlen(it->valuestring);
+	len = strlen(s);
 	if (len > max_bytes)
 		return msg_fail(m, "field \"%s\" longer than %zu bytes", what,
 		    max_bytes);
-	if (utf8_text_check(it->valuestring, len, len) == -1)
+	if (utf8_text_check(s, len, len) == -1)
 		return msg_fail(m, "field \"%s\" is not valid UTF-8 text",
 		    what);
-	*out = it->valuestring;
+	*out = s;
 	return 0;
+}
+
+/* A string of at most max_bytes, valid UTF-8 text; the name of the field
+ * is formatted only for a refusal. */
+static int
+msg_str_ok(const char *s, size_t max_bytes)
+{
+	size_t	 len;
+
+	return s != NULL && (len = strnlen(s, max_bytes + 1)) <= max_bytes &&
+	    utf8_text_check(s, len, len) == 0;
 }
 
 int
 msg_get_str(struct msg *m, const char *key, size_t max_bytes,
     const char **out)
 {
-	cJSON	*it;
+	struct msg_field	*f;
+	const char		*s;
 
-	if ((it = msg_field(m, key)) == NULL)
+	if ((f = msg_field(m, key)) == NULL)
 		return -1;
-	return msg_str_check(m, key, it, max_bytes, out);
+	s = f->mf_kind == MSGK_STR ? f->mf_str : NULL;
+	if (msg_str_ok(s, max_bytes)) {
+		*out = s;
+		return 0;
+	}
+	return msg_str_check(m, key, -1, s, max_bytes, out);
 }
 
 int
@@ -415,13 +850,13 @@ msg_get_str_opt(struct msg *m, const char *key, size_t max_bytes,
 static int
 msg_get_num(struct msg *m, const char *key, int64_t *v)
 {
-	cJSON	*it;
+	struct msg_field	*f;
 
-	if ((it = msg_field(m, key)) == NULL)
+	if ((f = msg_field(m, key)) == NULL)
 		return -1;
-	if (!cJSON_IsNumber(it))
+	if (f->mf_kind != MSGK_NUM)
 		return msg_fail(m, "field \"%s\" is not a number", key);
-	if (msg_num(it, v) == -1)
+	if (msg_num(f, v) == -1)
 		return msg_fail(m, "field \"%s\" is not an integer within "
 		    "2^53 - 1", key);
 	return 0;
@@ -477,13 +912,13 @@ msg_get_int(struct msg *m, const char *key, int64_t min, int64_t max,
 int
 msg_get_bool(struct msg *m, const char *key, int *out)
 {
-	cJSON	*it;
+	struct msg_field	*f;
 
-	if ((it = msg_field(m, key)) == NULL)
+	if ((f = msg_field(m, key)) == NULL)
 		return -1;
-	if (!cJSON_IsBool(it))
+	if (f->mf_kind != MSGK_TRUE && f->mf_kind != MSGK_FALSE)
 		return msg_fail(m, "field \"%s\" is not a boolean", key);
-	*out = cJSON_IsTrue(it);
+	*out = f->mf_kind == MSGK_TRUE;
 	return 0;
 }
 
@@ -491,29 +926,24 @@ int
 msg_get_strv(struct msg *m, const char *key, size_t max_n, size_t max_bytes,
     const char ***out, size_t *n)
 {
-	const char	**v;
-	cJSON		 *it, *e;
-	size_t		  count = 0, i;
-	char		  what[96];
+	struct msg_field	*f;
+	const char		*s;
+	size_t			 i;
 
-	if ((it = msg_field(m, key)) == NULL)
+	if ((f = msg_field(m, key)) == NULL)
 		return -1;
-	if (!cJSON_IsArray(it))
+	if (f->mf_kind != MSGK_ARR)
 		return msg_fail(m, "field \"%s\" is not an array", key);
-	for (e = it->child; e != NULL; e = e->next)
-		if (++count > max_n)
-			return msg_fail(m, "field \"%s\" has more than %zu "
-			    "items", key, max_n);
-	if ((v = msg_alloc(m, (count + 1) * sizeof(*v))) == NULL)
-		return msg_fail(m, "out of memory");
-	for (i = 0, e = it->child; e != NULL; e = e->next, i++) {
-		snprintf(what, sizeof(what), "%s[%zu]", key, i);
-		if (msg_str_check(m, what, e, max_bytes, &v[i]) == -1)
-			return -1;
-	}
-	v[count] = NULL;
-	*out = v;
-	*n = count;
+	if (f->mf_n > max_n)
+		return msg_fail(m, "field \"%s\" has more than %zu "
+		    "items", key, max_n);
+	for (i = 0; i < f->mf_n; i++)
+		if (!msg_str_ok(s = f->mf_items[i], max_bytes))
+			return msg_str_check(m, key, (long)i, s, max_bytes,
+			    &s);
+	/* NULL-terminated, and the message's to free. */
+	*out = f->mf_items;
+	*n = f->mf_n;
 	return 0;
 }
 
@@ -543,12 +973,14 @@ int
 msg_end(struct msg *m)
 {
 	char	 q[48];
+	size_t	 i;
 
 	if (m->m_failed)
 		return -1;
-	if (m->m_obj != NULL && m->m_obj->child != NULL)
-		return msg_fail(m, "field \"%s\" not consumed",
-		    msg_quote(q, sizeof(q), m->m_obj->child->string));
+	for (i = 0; i < m->m_nfields; i++)
+		if (!m->m_fields[i].mf_used)
+			return msg_fail(m, "field \"%s\" not consumed",
+			    msg_quote(q, sizeof(q), m->m_fields[i].mf_key));
 	if (m->m_fdpos < m->m_nfds)
 		return msg_fail(m, "%d descriptor%s not taken",
 		    m->m_nfds - m->m_fdpos,

@@ -366,6 +366,113 @@ START_TEST(parse_structure)
 }
 END_TEST
 
+/*
+ * Two readers: the one-pass reader of flat messages, and the general one
+ * for anything else (objects, arrays of other values, more than
+ * MSG_FIELDS_INLINE fields or MSG_LEX_ITEMS strings, anything refused).
+ * Both sides of each of its bounds read the same, and what the first
+ * leaves alone is refused in the general reader's words.
+ */
+static void
+read_fsguard(const char *fields, struct msg *m)
+{
+	char	 buf[16384];
+
+	snprintf(buf, sizeof(buf), "{\"t\":\"config_fsguard\",%s}", fields);
+	ck_assert_msg(parse(m, PROC_SUPERVISOR, PROC_FSGUARD, buf) == 0,
+	    "%s: %s", buf, m->m_err);
+}
+
+START_TEST(parse_readers)
+{
+	const char	**v, *str;
+	struct msg	 m;
+	char		 buf[8192], *p;
+	size_t		 n, i;
+	int64_t		 i64;
+	int		 nf;
+
+	/* Escapes, pairs, literals, numbers as JSON and cJSON read them. */
+	read_fsguard("\"s\":\"\\u00e9\\u20ac\\ud83d\\ude00\\/\\\"\","
+	    "\"a\":[\"x\",\"\\u0041\"],\"b\":false,\"n\":-0,\"e\":1e2,"
+	    "\"z\":null", &m);
+	ck_assert_int_eq(msg_get_str(&m, "s", 64, &str), 0);
+	ck_assert_str_eq(str, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80/\"");
+	ck_assert_int_eq(msg_get_strv(&m, "a", 2, 1, &v, &n), 0);
+	ck_assert_str_eq(v[1], "A");
+	ck_assert_int_eq(msg_get_bool(&m, "b", &nf), 0);
+	ck_assert_int_eq(nf, 0);
+	ck_assert_int_eq(msg_get_int(&m, "n", -1, 1, &i64), 0);
+	ck_assert(i64 == 0);
+	ck_assert_int_eq(msg_get_int(&m, "e", 0, 100, &i64), 0);
+	ck_assert(i64 == 100);
+	ck_assert_int_eq(msg_get_str_opt(&m, "z", 1, &str), 0);
+	ck_assert_ptr_null(str);
+	ck_assert_int_eq(msg_end(&m), 0);
+	msg_free(&m);
+
+	/* Refused in the general reader's words. */
+	refused("{\"t\":\"ready\",\"s\":\"\\ud83d\"}", PROC_BROKER,
+	    PROC_SUPERVISOR, "message is not valid JSON");
+	refused("{\"t\":\"ready\",\"s\":\"\\ude00\"}", PROC_BROKER,
+	    PROC_SUPERVISOR, "message is not valid JSON");
+	refused("{\"t\":\"ready\",\"n\":1e400}", PROC_BROKER,
+	    PROC_SUPERVISOR, "message is not valid JSON: a number is out of "
+	    "range");
+	refused("{\"t\":\"ready\",\"n\":01}", PROC_BROKER,
+	    PROC_SUPERVISOR, "message is not valid JSON");
+	refused("{\"t\":\"ready\",\"x\":1,\"x\":2}", PROC_BROKER,
+	    PROC_SUPERVISOR, "message is not valid JSON: an object has a "
+	    "duplicate key");
+	refused("{\"t\":\"ready\",,\"x\":1}", PROC_BROKER,
+	    PROC_SUPERVISOR, "message is not valid JSON");
+	refused("{\"t\":\"ready\",\"x\":tru}", PROC_BROKER,
+	    PROC_SUPERVISOR, "message is not valid JSON");
+	refused("{\"t\":\"ready\",\"x\":[\"a\",]}", PROC_BROKER,
+	    PROC_SUPERVISOR, "message is not valid JSON");
+
+	/* Objects, and arrays of other values, are read too. */
+	read_fsguard("\"o\":{\"k\":[1]},\"a\":[\"x\",2]", &m);
+	ck_assert_int_eq(msg_get_str(&m, "o", 10, &str), -1);
+	ck_assert_str_eq(m.m_err, "field \"o\" is not a string");
+	msg_free(&m);
+	read_fsguard("\"a\":[\"x\",2]", &m);
+	ck_assert_int_eq(msg_get_strv(&m, "a", 2, 10, &v, &n), -1);
+	ck_assert_str_eq(m.m_err, "field \"a[1]\" is not a string");
+	msg_free(&m);
+
+	/* MSG_FIELDS_INLINE fields with "t", and one more. */
+	for (nf = MSG_FIELDS_INLINE - 1; nf <= MSG_FIELDS_INLINE; nf++) {
+		p = buf;
+		for (i = 0; i < (size_t)nf; i++)
+			p += sprintf(p, "%s\"k%zu\":%zu", i ? "," : "", i, i);
+		read_fsguard(buf, &m);
+		ck_assert_uint_eq(m.m_nfields, (size_t)nf + 1);
+		for (i = 0; i < (size_t)nf; i++) {
+			snprintf(buf, sizeof(buf), "k%zu", i);
+			ck_assert_int_eq(msg_get_int(&m, buf, 0, 100, &i64), 0);
+			ck_assert(i64 == (int64_t)i);
+		}
+		ck_assert_int_eq(msg_end(&m), 0);
+		msg_free(&m);
+	}
+
+	/* 64 strings in an array, and 65. */
+	for (nf = 64; nf <= 65; nf++) {
+		p = buf + sprintf(buf, "\"a\":[");
+		for (i = 0; i < (size_t)nf; i++)
+			p += sprintf(p, "%s\"s%zu\"", i ? "," : "", i);
+		strcpy(p, "]");
+		read_fsguard(buf, &m);
+		ck_assert_int_eq(msg_get_strv(&m, "a", 65, 4, &v, &n), 0);
+		ck_assert_uint_eq(n, (size_t)nf);
+		ck_assert_str_eq(v[nf - 1], nf == 64 ? "s63" : "s64");
+		ck_assert_ptr_null(v[nf]);
+		msg_free(&m);
+	}
+}
+END_TEST
+
 START_TEST(parse_whitespace_ok)
 {
 	struct msg	 m;
@@ -1170,6 +1277,7 @@ msg_suite(void)
 
 	tc = tcase_create("parse");
 	tcase_add_test(tc, parse_structure);
+	tcase_add_test(tc, parse_readers);
 	tcase_add_test(tc, parse_whitespace_ok);
 	tcase_add_test(tc, parse_utf8);
 	tcase_add_test(tc, parse_nul);
