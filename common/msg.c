@@ -64,10 +64,12 @@ msg_type_from_name(const char *name)
 {
 	int	 t;
 
-	if (name == NULL)
+	if (name == NULL || name[0] == '\0')
 		return MSG_NONE;
+	/* The first byte sorts out most rows before a strcmp(). */
 	for (t = MSG_NONE + 1; t < MSG__COUNT; t++)
-		if (strcmp(msg_defs[t].md_name, name) == 0)
+		if (msg_defs[t].md_name[0] == name[0] &&
+		    strcmp(msg_defs[t].md_name, name) == 0)
 			return t;
 	return MSG_NONE;
 }
@@ -82,18 +84,27 @@ msg_type_name(enum msg_type t)
 }
 
 /* A type is a reply when some row names it as its reply; "error" answers
- * any request. */
+ * any request.  The rows' replies, as one mask. */
+#define MSG_REPLY_BIT(rep, word)					\
+	((unsigned)(rep) / 64 == (word) ? UINT64_C(1) << ((rep) & 63) : 0)
+#define MSG_REPLY_LO(e, w, s, r, n, d, rep)	| MSG_REPLY_BIT(MSG_##rep, 0)
+#define MSG_REPLY_HI(e, w, s, r, n, d, rep)	| MSG_REPLY_BIT(MSG_##rep, 1)
+static const uint64_t	msg_replies[2] = {
+	(0 MSG_TABLE(MSG_REPLY_LO)) & ~MSG_REPLY_BIT(MSG_NONE, 0),
+	0 MSG_TABLE(MSG_REPLY_HI)
+};
+#undef MSG_REPLY_LO
+#undef MSG_REPLY_HI
+#undef MSG_REPLY_BIT
+_Static_assert(MSG__COUNT <= 128, "msg_replies holds a bit per type");
+
 int
 msg_is_reply(enum msg_type t)
 {
-	int	 i;
-
 	if (t == MSG_ERROR)
 		return 1;
-	for (i = MSG_NONE + 1; i < MSG__COUNT; i++)
-		if (msg_defs[i].md_reply == t)
-			return 1;
-	return 0;
+	return t > MSG_NONE && t < MSG__COUNT &&
+	    (msg_replies[t / 64] >> (t % 64)) & 1;
 }
 
 static int
@@ -1047,16 +1058,22 @@ msgb_put_string(struct msgb *mb, const char *s)
 {
 	static const char	 hex[] = "0123456789abcdef";
 	const unsigned char	*p = (const unsigned char *)s;
-	size_t			 n = 2, i;
+	size_t			 len = strlen(s), n = len + 2, i;
 	char			*d;
 
-	for (i = 0; p[i] != '\0'; i++)
-		n += p[i] == '"' || p[i] == '\\' ? 2 : p[i] < 0x20 ? 6 : 1;
+	for (i = 0; i < len; i++)
+		if (p[i] < 0x20 || p[i] == '"' || p[i] == '\\')
+			n += p[i] < 0x20 && p[i] != '\b' && p[i] != '\f' &&
+			    p[i] != '\n' && p[i] != '\r' && p[i] != '\t' ? 5 : 1;
 	if (msgb_reserve(mb, n) == -1)
 		return -1;
 	d = mb->mb_buf + mb->mb_len;
 	*d++ = '"';
-	for (i = 0; p[i] != '\0'; i++) {
+	if (n == len + 2) {
+		/* Nothing to escape, the usual case. */
+		memcpy(d, s, len);
+		d += len;
+	} else for (i = 0; i < len; i++) {
 		if (p[i] >= 0x20 && p[i] != '"' && p[i] != '\\') {
 			*d++ = p[i];
 			continue;

@@ -1263,6 +1263,24 @@ START_TEST(builder_text)
 }
 END_TEST
 
+/* msg_is_reply() is the table's reply column read backwards, for every
+ * type, those past the 64th too. */
+START_TEST(table_replies)
+{
+	int	 t, u, want;
+
+	for (t = MSG_NONE; t < MSG__COUNT; t++) {
+		want = t == MSG_ERROR;
+		for (u = MSG_NONE + 1; u < MSG__COUNT; u++)
+			if ((int)msg_def(u)->md_reply == t && t != MSG_NONE)
+				want = 1;
+		ck_assert_msg(msg_is_reply(t) == want, "%s", t == MSG_NONE ?
+		    "(none)" : msg_type_name(t));
+	}
+	ck_assert_int_eq(msg_is_reply(MSG__COUNT), 0);
+}
+END_TEST
+
 static Suite *
 msg_suite(void)
 {
@@ -1271,6 +1289,7 @@ msg_suite(void)
 
 	tc = tcase_create("table");
 	tcase_add_test(tc, table_names);
+	tcase_add_test(tc, table_replies);
 	tcase_add_loop_test(tc, row_round_trip, MSG_NONE + 1, MSG__COUNT);
 	tcase_add_test(tc, send_over_conn);
 	suite_add_tcase(s, tc);
