@@ -1193,6 +1193,11 @@ reflect_search(struct reflect *r, const char *s, size_t len)
 	int		 rv = 0;
 
 	reflect_reset(r);
+	/* Every variant is at least rf_lmin bytes long (raw is one of them,
+	 * and the escaped one takes a byte or more per secret byte): a
+	 * shorter text, a header value most often, holds none. */
+	if (len < r->rf_lmin)
+		return 0;
 	if (reflect_feed(r, s, len, &out, &outlen) == -1)
 		rv = r->rf_nomem ? -1 : 1;
 	reflect_reset(r);

@@ -678,6 +678,32 @@ START_TEST(shared_tables)
 }
 END_TEST
 
+/*
+ * reflect_search() looks at nothing shorter than the shortest variant: the
+ * secret itself is found at its length, the text one byte shorter is not,
+ * and either way the filter is left reset for its stream.
+ */
+START_TEST(search_short)
+{
+	struct reflect	*r;
+	const void	*out;
+	size_t		 outlen;
+
+	ck_assert_ptr_nonnull(r = reflect_new(sec40, 40));
+	ck_assert_int_eq(reflect_feed(r, sec40, 20, &out, &outlen), 0);
+	ck_assert_int_eq(reflect_search(r, sec40, 39), 0);
+	ck_assert_uint_eq(reflect_holdback(r), 0);
+	ck_assert_int_eq(reflect_search(r, sec40, 40), 1);
+	ck_assert_int_eq(reflect_search(r, "k", 1), 0);
+	ck_assert_int_eq(reflect_feed(r, sec40, 40, &out, &outlen), -1);
+	reflect_free(r);
+	ck_assert_ptr_nonnull(r = reflect_new("k", 1));
+	ck_assert_int_eq(reflect_search(r, "k", 1), 1);
+	ck_assert_int_eq(reflect_search(r, "", 0), 0);
+	reflect_free(r);
+}
+END_TEST
+
 START_TEST(percent_parses)
 {
 	/* A '%' of the secret, literal or as %25. */
@@ -1000,6 +1026,7 @@ reflect_suite(void)
 	tcase_add_test(tc, holdback);
 	tcase_add_test(tc, sticky);
 	tcase_add_test(tc, shared_tables);
+	tcase_add_test(tc, search_short);
 	tcase_add_test(tc, pathological);
 	suite_add_tcase(s, tc);
 
