@@ -162,17 +162,19 @@ msg_check_text(struct msg *m, const char *json, size_t len)
 {
 	size_t	 i, units;
 
+	const char	*p;
+
 	if (memchr(json, '\0', len) != NULL)
 		return msg_fail(m, "message contains a NUL byte");
 	if (utf8_utf16_len(json, len, &units) == -1)
 		return msg_fail(m, "message is not valid UTF-8");
-	for (i = 0; i < len; i++) {
-		if (json[i] != '\\')
-			continue;
+	i = 0;
+	while (i < len && (p = memchr(json + i, '\\', len - i)) != NULL) {
+		i = p - json;
 		if (i + 5 < len && (json[i + 1] | 0x20) == 'u' &&
 		    memcmp(json + i + 2, "0000", 4) == 0)
 			return msg_fail(m, "message contains \\u0000");
-		i++;	/* the escaped character, maybe a backslash */
+		i += 2;	/* past the escaped character, maybe a backslash */
 	}
 	return 0;
 }
@@ -273,19 +275,22 @@ msg_lex_hex(const uint8_t *s, unsigned int *v)
 static int
 msg_lex_string(const uint8_t *s, size_t len, size_t *i, char **dst)
 {
-	size_t		 p = *i + 1;
+	size_t		 p = *i + 1, k;
 	char		*d = *dst;
 	unsigned int	 u, lo;
 
 	for (;;) {
+		/* A run of plain bytes at once. */
+		for (k = p; k < len && s[k] >= 0x20 && s[k] != '"' &&
+		    s[k] != '\\'; k++)
+			;
+		memcpy(d, s + p, k - p);
+		d += k - p;
+		p = k;
 		if (p >= len || s[p] < 0x20)
 			return -1;
 		if (s[p] == '"')
 			break;
-		if (s[p] != '\\') {
-			*d++ = s[p++];
-			continue;
-		}
 		if (p + 1 >= len)
 			return -1;
 		switch (s[p + 1]) {
