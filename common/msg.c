@@ -1212,11 +1212,14 @@ msgb_init(struct msgb *mb, enum msg_type type, uint64_t id)
 static int
 msgb_text_ok(struct msgb *mb, const char *key, const char *s)
 {
+	size_t	 units;
+
 	if (s == NULL) {
 		msgb_fail(mb, "field \"%s\" is NULL", key);
 		return 0;
 	}
-	if (utf8_text_check(s, strlen(s), strlen(s)) == -1) {
+	/* A C string holds no NUL: UTF-8 is what is left to check. */
+	if (utf8_utf16_len(s, strlen(s), &units) == -1) {
 		msgb_fail(mb, "field \"%s\" is not valid UTF-8", key);
 		return 0;
 	}
