@@ -457,6 +457,19 @@ START_TEST(parse_readers)
 		msg_free(&m);
 	}
 
+	/* A number of 63 bytes (the one-pass reader's longest) and of 64
+	 * (the general reader's) read the same. */
+	for (nf = 61; nf <= 62; nf++) {
+		p = buf + sprintf(buf, "\"n\":1.");
+		memset(p, '0', nf);
+		p[nf] = '\0';
+		read_fsguard(buf, &m);
+		ck_assert_int_eq(msg_get_int(&m, "n", 0, 2, &i64), 0);
+		ck_assert(i64 == 1);
+		ck_assert_int_eq(msg_end(&m), 0);
+		msg_free(&m);
+	}
+
 	/* 64 strings in an array, and 65. */
 	for (nf = 64; nf <= 65; nf++) {
 		p = buf + sprintf(buf, "\"a\":[");
