@@ -191,45 +191,6 @@ http_body_err_to_string(enum http_body_err err)
 	return "unknown body error";
 }
 
-static const char *
-http_reason(int status)
-{
-	switch (status) {
-	case 200: return "OK";
-	case 201: return "Created";
-	case 202: return "Accepted";
-	case 204: return "No Content";
-	case 205: return "Reset Content";
-	case 206: return "Partial Content";
-	case 301: return "Moved Permanently";
-	case 302: return "Found";
-	case 303: return "See Other";
-	case 304: return "Not Modified";
-	case 307: return "Temporary Redirect";
-	case 308: return "Permanent Redirect";
-	case 400: return "Bad Request";
-	case 401: return "Unauthorized";
-	case 403: return "Forbidden";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 408: return "Request Timeout";
-	case 409: return "Conflict";
-	case 410: return "Gone";
-	case 411: return "Length Required";
-	case 413: return "Content Too Large";
-	case 415: return "Unsupported Media Type";
-	case 422: return "Unprocessable Content";
-	case 429: return "Too Many Requests";
-	case 500: return "Internal Server Error";
-	case 501: return "Not Implemented";
-	case 502: return "Bad Gateway";
-	case 503: return "Service Unavailable";
-	case 504: return "Gateway Timeout";
-	}
-	/* The reason phrase may be empty (RFC 9112 4). */
-	return "";
-}
-
 static struct timeval *
 ms_to_tv(int ms, struct timeval *tv)
 {
@@ -553,33 +514,21 @@ put_str(struct evbuffer *out, const char *s)
 	return evbuffer_add(out, s, strlen(s));
 }
 
-/* framing: the content-length or transfer-encoding line, or NULL. */
+/* framing: the content-length or transfer-encoding line, or NULL.  The
+ * head is written in one piece of the output. */
 static int
 conn_put_head(struct http_conn *c, int status, const char *ctype,
     const struct http_hdr *hdrs, size_t n, const char *framing)
 {
-	struct evbuffer	*out = conn_out(c);
-	size_t		 i;
-	int		 rv = 0;
+	struct evbuffer_iovec	 v;
 
 	c->c_status = status;
-	rv |= evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status,
-	    http_reason(status)) == -1 ? -1 : 0;
-	if (ctype != NULL) {
-		rv |= put_str(out, "content-type: ");
-		rv |= put_str(out, ctype);
-		rv |= put_str(out, "\r\n");
-	}
-	for (i = 0; i < n; i++) {
-		rv |= put_str(out, hdrs[i].name);
-		rv |= put_str(out, ": ");
-		rv |= put_str(out, hdrs[i].value);
-		rv |= put_str(out, "\r\n");
-	}
-	if (framing != NULL)
-		rv |= put_str(out, framing);
-	rv |= put_str(out, "connection: close\r\n\r\n");
-	return rv;
+	if (evbuffer_reserve_space(conn_out(c), http_answer_head_size(status,
+	    ctype, hdrs, n, framing), &v, 1) != 1)
+		return -1;
+	v.iov_len = http_answer_head(v.iov_base, status, ctype, hdrs, n,
+	    framing);
+	return evbuffer_commit_space(conn_out(c), &v, 1);
 }
 
 static void

@@ -575,3 +575,105 @@ http_chunked_feed(struct http_chunked *st, const char *in, size_t len,
 	*consumed = len;
 	return HP_MORE;
 }
+
+const char *
+http_reason(int status)
+{
+	switch (status) {
+	case 200: return "OK";
+	case 201: return "Created";
+	case 202: return "Accepted";
+	case 204: return "No Content";
+	case 205: return "Reset Content";
+	case 206: return "Partial Content";
+	case 301: return "Moved Permanently";
+	case 302: return "Found";
+	case 303: return "See Other";
+	case 304: return "Not Modified";
+	case 307: return "Temporary Redirect";
+	case 308: return "Permanent Redirect";
+	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
+	case 409: return "Conflict";
+	case 410: return "Gone";
+	case 411: return "Length Required";
+	case 413: return "Content Too Large";
+	case 415: return "Unsupported Media Type";
+	case 422: return "Unprocessable Content";
+	case 429: return "Too Many Requests";
+	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	}
+	/* The reason phrase may be empty (RFC 9112 4). */
+	return "";
+}
+
+static char *
+head_put(char *d, const char *s, size_t n)
+{
+	memcpy(d, s, n);
+	return d + n;
+}
+
+/* Writes the head to d when d is not NULL; its length either way. */
+static size_t
+answer_head(char *d, int status, const char *ctype,
+    const struct http_hdr *hdrs, size_t n, const char *framing)
+{
+	static const char	 end[] = "connection: close\r\n\r\n";
+	const char		*reason = http_reason(status);
+	char			 code[4], *s = d;
+	size_t			 len = 0, i, k;
+
+	code[0] = '0' + status / 100 % 10;
+	code[1] = '0' + status / 10 % 10;
+	code[2] = '0' + status % 10;
+	code[3] = ' ';
+#define HEAD_PUT(p, l)	do {						\
+	k = (l);							\
+	if (s != NULL)							\
+		s = head_put(s, (p), k);				\
+	len += k;							\
+} while (0)
+	HEAD_PUT("HTTP/1.1 ", 9);
+	HEAD_PUT(code, 4);
+	HEAD_PUT(reason, strlen(reason));
+	HEAD_PUT("\r\n", 2);
+	if (ctype != NULL) {
+		HEAD_PUT("content-type: ", 14);
+		HEAD_PUT(ctype, strlen(ctype));
+		HEAD_PUT("\r\n", 2);
+	}
+	for (i = 0; i < n; i++) {
+		HEAD_PUT(hdrs[i].name, strlen(hdrs[i].name));
+		HEAD_PUT(": ", 2);
+		HEAD_PUT(hdrs[i].value, strlen(hdrs[i].value));
+		HEAD_PUT("\r\n", 2);
+	}
+	if (framing != NULL)
+		HEAD_PUT(framing, strlen(framing));
+	HEAD_PUT(end, sizeof(end) - 1);
+#undef HEAD_PUT
+	return len;
+}
+
+size_t
+http_answer_head_size(int status, const char *ctype,
+    const struct http_hdr *hdrs, size_t n, const char *framing)
+{
+	return answer_head(NULL, status, ctype, hdrs, n, framing);
+}
+
+size_t
+http_answer_head(char *d, int status, const char *ctype,
+    const struct http_hdr *hdrs, size_t n, const char *framing)
+{
+	return answer_head(d, status, ctype, hdrs, n, framing);
+}

@@ -54,6 +54,21 @@ struct http_hdr {
 	const char	*value;
 };
 
+/* The reason phrase of a status, "" for one without a common phrase. */
+const char	*http_reason(int);
+
+/*
+ * An answer's head, fields already checked (http_field_valid()): the status
+ * line (status 100-999), "content-type: ctype" unless ctype is NULL, the n
+ * fields, framing (whole lines, or NULL), "connection: close" and the empty
+ * line.  http_answer_head() writes it to d, which has
+ * http_answer_head_size() bytes of room, and returns that length.
+ */
+size_t		 http_answer_head_size(int status, const char *ctype,
+		    const struct http_hdr *, size_t n, const char *framing);
+size_t		 http_answer_head(char *d, int status, const char *ctype,
+		    const struct http_hdr *, size_t n, const char *framing);
+
 enum http_framing {
 	HTTP_BODY_NONE,		/* no Content-Length, no Transfer-Encoding */
 	HTTP_BODY_LENGTH,

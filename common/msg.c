@@ -5,6 +5,7 @@
  * by its getter; msg_end() refuses what nobody asked for.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -63,10 +64,12 @@ msg_type_from_name(const char *name)
 {
 	int	 t;
 
-	if (name == NULL)
+	if (name == NULL || name[0] == '\0')
 		return MSG_NONE;
+	/* The first byte sorts out most rows before a strcmp(). */
 	for (t = MSG_NONE + 1; t < MSG__COUNT; t++)
-		if (strcmp(msg_defs[t].md_name, name) == 0)
+		if (msg_defs[t].md_name[0] == name[0] &&
+		    strcmp(msg_defs[t].md_name, name) == 0)
 			return t;
 	return MSG_NONE;
 }
@@ -81,18 +84,27 @@ msg_type_name(enum msg_type t)
 }
 
 /* A type is a reply when some row names it as its reply; "error" answers
- * any request. */
+ * any request.  The rows' replies, as one mask. */
+#define MSG_REPLY_BIT(rep, word)					\
+	((unsigned)(rep) / 64 == (word) ? UINT64_C(1) << ((rep) & 63) : 0)
+#define MSG_REPLY_LO(e, w, s, r, n, d, rep)	| MSG_REPLY_BIT(MSG_##rep, 0)
+#define MSG_REPLY_HI(e, w, s, r, n, d, rep)	| MSG_REPLY_BIT(MSG_##rep, 1)
+static const uint64_t	msg_replies[2] = {
+	(0 MSG_TABLE(MSG_REPLY_LO)) & ~MSG_REPLY_BIT(MSG_NONE, 0),
+	0 MSG_TABLE(MSG_REPLY_HI)
+};
+#undef MSG_REPLY_LO
+#undef MSG_REPLY_HI
+#undef MSG_REPLY_BIT
+_Static_assert(MSG__COUNT <= 128, "msg_replies holds a bit per type");
+
 int
 msg_is_reply(enum msg_type t)
 {
-	int	 i;
-
 	if (t == MSG_ERROR)
 		return 1;
-	for (i = MSG_NONE + 1; i < MSG__COUNT; i++)
-		if (msg_defs[i].md_reply == t)
-			return 1;
-	return 0;
+	return t > MSG_NONE && t < MSG__COUNT &&
+	    (msg_replies[t / 64] >> (t % 64)) & 1;
 }
 
 static int
@@ -150,17 +162,19 @@ msg_check_text(struct msg *m, const char *json, size_t len)
 {
 	size_t	 i, units;
 
+	const char	*p;
+
 	if (memchr(json, '\0', len) != NULL)
 		return msg_fail(m, "message contains a NUL byte");
 	if (utf8_utf16_len(json, len, &units) == -1)
 		return msg_fail(m, "message is not valid UTF-8");
-	for (i = 0; i < len; i++) {
-		if (json[i] != '\\')
-			continue;
+	i = 0;
+	while (i < len && (p = memchr(json + i, '\\', len - i)) != NULL) {
+		i = p - json;
 		if (i + 5 < len && (json[i + 1] | 0x20) == 'u' &&
 		    memcmp(json + i + 2, "0000", 4) == 0)
 			return msg_fail(m, "message contains \\u0000");
-		i++;	/* the escaped character, maybe a backslash */
+		i += 2;	/* past the escaped character, maybe a backslash */
 	}
 	return 0;
 }
@@ -172,21 +186,21 @@ msg_key_cmp(const void *a, const void *b)
 }
 
 static int
-msg_check_dups(struct msg *m)
+msg_check_dups(struct msg *m, const cJSON *obj)
 {
 	const char	**keys;
-	cJSON		 *it;
+	const cJSON	 *it;
 	size_t		  n = 0, i;
 	char		  q[48];
 	int		  rc = 0;
 
-	for (it = m->m_obj->child; it != NULL; it = it->next)
+	for (it = obj->child; it != NULL; it = it->next)
 		n++;
 	if (n < 2)
 		return 0;
 	if ((keys = calloc(n, sizeof(*keys))) == NULL)
 		return msg_fail(m, "out of memory");
-	for (i = 0, it = m->m_obj->child; it != NULL; it = it->next)
+	for (i = 0, it = obj->child; it != NULL; it = it->next)
 		keys[i++] = it->string;
 	qsort(keys, n, sizeof(*keys), msg_key_cmp);
 	for (i = 1; i < n; i++) {
@@ -200,29 +214,444 @@ msg_check_dups(struct msg *m)
 	return rc;
 }
 
-/* Detach a field; it is kept on m_used so its strings outlive the getter. */
-static cJSON *
+static void *
+msg_alloc(struct msg *m, size_t len)
+{
+	struct msg_mem	*mm;
+
+	if ((mm = malloc(sizeof(*mm) + len)) == NULL)
+		return NULL;
+	mm->mm_next = m->m_mem;
+	m->m_mem = mm;
+	return mm->mm_data;
+}
+
+/*
+ * Two readers fill the same table of fields.  msg_lex() reads the shape
+ * every message has in practice, an object of at most MSG_FIELDS_INLINE
+ * strings, numbers, literals and arrays of strings, in one pass over the
+ * text and with one allocation; whatever it does not take, for any reason,
+ * goes to msg_tree(): the strict lexer, cJSON and the checks of
+ * body_parse(), which also word every refusal.  So msg_lex() only has to
+ * accept exactly what msg_tree() would accept, and read it the same.
+ */
+
+static void	msg_free_mem(struct msg *);
+
+/* Strings of an array msg_lex() reads; more go to msg_tree(). */
+#define MSG_LEX_ITEMS	64
+/* The longest number msg_lex() reads. */
+#define MSG_LEX_NUM	64
+
+static int
+msg_lex_ws(int c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+static int
+msg_lex_hex(const uint8_t *s, unsigned int *v)
+{
+	unsigned int	 i, d;
+
+	*v = 0;
+	for (i = 0; i < 4; i++) {
+		if (s[i] >= '0' && s[i] <= '9')
+			d = s[i] - '0';
+		else if ((s[i] | 0x20) >= 'a' && (s[i] | 0x20) <= 'f')
+			d = (s[i] | 0x20) - 'a' + 10;
+		else
+			return -1;
+		*v = *v << 4 | d;
+	}
+	return 0;
+}
+
+/*
+ * The string at s[*i] (its opening quote), unescaped into *dst and ended
+ * with NUL; -1 for anything msg_tree() should judge.  The text is valid
+ * UTF-8 without NUL or \u0000 already (msg_check_text()).
+ */
+static int
+msg_lex_string(const uint8_t *s, size_t len, size_t *i, char **dst)
+{
+	size_t		 p = *i + 1, k;
+	char		*d = *dst;
+	unsigned int	 u, lo;
+
+	for (;;) {
+		/* A run of plain bytes at once. */
+		for (k = p; k < len && s[k] >= 0x20 && s[k] != '"' &&
+		    s[k] != '\\'; k++)
+			;
+		memcpy(d, s + p, k - p);
+		d += k - p;
+		p = k;
+		if (p >= len || s[p] < 0x20)
+			return -1;
+		if (s[p] == '"')
+			break;
+		if (p + 1 >= len)
+			return -1;
+		switch (s[p + 1]) {
+		case '"':
+		case '\\':
+		case '/':
+			*d++ = s[p + 1];
+			p += 2;
+			continue;
+		case 'b':
+			*d++ = '\b';
+			p += 2;
+			continue;
+		case 'f':
+			*d++ = '\f';
+			p += 2;
+			continue;
+		case 'n':
+			*d++ = '\n';
+			p += 2;
+			continue;
+		case 'r':
+			*d++ = '\r';
+			p += 2;
+			continue;
+		case 't':
+			*d++ = '\t';
+			p += 2;
+			continue;
+		case 'u':
+			break;
+		default:
+			return -1;
+		}
+		if (len - p < 6 || msg_lex_hex(s + p + 2, &u) == -1)
+			return -1;
+		p += 6;
+		if (u >= 0xdc00 && u <= 0xdfff)
+			return -1;
+		if (u >= 0xd800 && u <= 0xdbff) {
+			/* Only a pair makes a character. */
+			if (len - p < 6 || s[p] != '\\' || s[p + 1] != 'u' ||
+			    msg_lex_hex(s + p + 2, &lo) == -1 ||
+			    lo < 0xdc00 || lo > 0xdfff)
+				return -1;
+			p += 6;
+			u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
+		}
+		if (u < 0x80)
+			*d++ = u;
+		else if (u < 0x800) {
+			*d++ = 0xc0 | u >> 6;
+			*d++ = 0x80 | (u & 0x3f);
+		} else if (u < 0x10000) {
+			*d++ = 0xe0 | u >> 12;
+			*d++ = 0x80 | ((u >> 6) & 0x3f);
+			*d++ = 0x80 | (u & 0x3f);
+		} else {
+			*d++ = 0xf0 | u >> 18;
+			*d++ = 0x80 | ((u >> 12) & 0x3f);
+			*d++ = 0x80 | ((u >> 6) & 0x3f);
+			*d++ = 0x80 | (u & 0x3f);
+		}
+	}
+	*d++ = '\0';
+	*dst = d;
+	*i = p + 1;
+	return 0;
+}
+
+/* A number of JSON's grammar at s[*i], finite, as cJSON reads it. */
+static int
+msg_lex_number(const uint8_t *s, size_t len, size_t *i, double *v)
+{
+	char	 buf[MSG_LEX_NUM];
+	size_t	 p = *i, n;
+	char	*end;
+
+	if (p < len && s[p] == '-')
+		p++;
+	if (p < len && s[p] == '0')
+		p++;
+	else if (p < len && s[p] >= '1' && s[p] <= '9')
+		while (p < len && s[p] >= '0' && s[p] <= '9')
+			p++;
+	else
+		return -1;
+	if (p < len && s[p] == '.') {
+		if (++p >= len || s[p] < '0' || s[p] > '9')
+			return -1;
+		while (p < len && s[p] >= '0' && s[p] <= '9')
+			p++;
+	}
+	if (p < len && (s[p] == 'e' || s[p] == 'E')) {
+		if (++p < len && (s[p] == '+' || s[p] == '-'))
+			p++;
+		if (p >= len || s[p] < '0' || s[p] > '9')
+			return -1;
+		while (p < len && s[p] >= '0' && s[p] <= '9')
+			p++;
+	}
+	n = p - *i;
+	if (n >= sizeof(buf))
+		return -1;
+	memcpy(buf, s + *i, n);
+	buf[n] = '\0';
+	*v = strtod(buf, &end);
+	if (end != buf + n || !isfinite(*v))
+		return -1;
+	*i = p;
+	return 0;
+}
+
+static size_t
+msg_lex_skip_ws(const uint8_t *s, size_t len, size_t p)
+{
+	while (p < len && msg_lex_ws(s[p]))
+		p++;
+	return p;
+}
+
+static int
+msg_lex(struct msg *m, const char *json, size_t len)
+{
+	const uint8_t		*s = (const uint8_t *)json;
+	const char		*items[MSG_LEX_ITEMS], **v;
+	struct msg_field	*f;
+	size_t			 p, n = 0, i, k;
+	char			*arena, *d;
+
+	if ((arena = msg_alloc(m, len + 1)) == NULL)
+		return -1;
+	d = arena;
+	p = msg_lex_skip_ws(s, len, 0);
+	if (p >= len || s[p] != '{')
+		return -1;
+	p = msg_lex_skip_ws(s, len, p + 1);
+	if (p < len && s[p] == '}')
+		p++;
+	else for (;;) {
+		if (n == MSG_FIELDS_INLINE || p >= len || s[p] != '"')
+			return -1;
+		f = &m->m_inline[n++];
+		memset(f, 0, sizeof(*f));
+		f->mf_key = d;
+		if (msg_lex_string(s, len, &p, &d) == -1)
+			return -1;
+		p = msg_lex_skip_ws(s, len, p);
+		if (p >= len || s[p] != ':')
+			return -1;
+		p = msg_lex_skip_ws(s, len, p + 1);
+		if (p >= len)
+			return -1;
+		switch (s[p]) {
+		case '"':
+			f->mf_kind = MSGK_STR;
+			f->mf_str = d;
+			if (msg_lex_string(s, len, &p, &d) == -1)
+				return -1;
+			break;
+		case 't':
+			if (len - p < 4 || memcmp(s + p, "true", 4) != 0)
+				return -1;
+			f->mf_kind = MSGK_TRUE;
+			p += 4;
+			break;
+		case 'f':
+			if (len - p < 5 || memcmp(s + p, "false", 5) != 0)
+				return -1;
+			f->mf_kind = MSGK_FALSE;
+			p += 5;
+			break;
+		case 'n':
+			if (len - p < 4 || memcmp(s + p, "null", 4) != 0)
+				return -1;
+			f->mf_kind = MSGK_NULL;
+			p += 4;
+			break;
+		case '[':
+			f->mf_kind = MSGK_ARR;
+			k = 0;
+			p = msg_lex_skip_ws(s, len, p + 1);
+			if (p < len && s[p] == ']')
+				p++;
+			else for (;;) {
+				if (k == MSG_LEX_ITEMS || p >= len ||
+				    s[p] != '"')
+					return -1;
+				items[k++] = d;
+				if (msg_lex_string(s, len, &p, &d) == -1)
+					return -1;
+				p = msg_lex_skip_ws(s, len, p);
+				if (p < len && s[p] == ']') {
+					p++;
+					break;
+				}
+				if (p >= len || s[p] != ',')
+					return -1;
+				p = msg_lex_skip_ws(s, len, p + 1);
+			}
+			if ((v = msg_alloc(m, (k + 1) * sizeof(*v))) == NULL)
+				return -1;
+			memcpy(v, items, k * sizeof(*v));
+			v[k] = NULL;
+			f->mf_items = v;
+			f->mf_n = k;
+			break;
+		default:
+			/* Objects and other values in arrays: msg_tree(). */
+			if (s[p] != '-' && (s[p] < '0' || s[p] > '9'))
+				return -1;
+			f->mf_kind = MSGK_NUM;
+			if (msg_lex_number(s, len, &p, &f->mf_num) == -1)
+				return -1;
+			break;
+		}
+		p = msg_lex_skip_ws(s, len, p);
+		if (p < len && s[p] == '}') {
+			p++;
+			break;
+		}
+		if (p >= len || s[p] != ',')
+			return -1;
+		p = msg_lex_skip_ws(s, len, p + 1);
+	}
+	if (msg_lex_skip_ws(s, len, p) != len)
+		return -1;
+	/* A key twice: msg_tree() says which. */
+	for (i = 0; i < n; i++)
+		for (k = i + 1; k < n; k++)
+			if (strcmp(m->m_inline[i].mf_key,
+			    m->m_inline[k].mf_key) == 0)
+				return -1;
+	m->m_fields = m->m_inline;
+	m->m_nfields = n;
+	return 0;
+}
+
+/* The general reader: the strict lexer, cJSON, every check, every word. */
+static int
+msg_tree(struct msg *m, const char *json, size_t len)
+{
+	struct msg_field	*f;
+	const cJSON		*it, *e;
+	const char		**v;
+	size_t			 n = 0, k;
+	char			 err[160];
+
+	if (body_parse(json, len, &m->m_tree, err, sizeof(err)) != BODY_OK)
+		return msg_fail(m, "message is not valid JSON: %s", err);
+	if (!cJSON_IsObject(m->m_tree))
+		return msg_fail(m, "message is not a JSON object");
+	if (msg_check_dups(m, m->m_tree) == -1)
+		return -1;
+	for (it = m->m_tree->child; it != NULL; it = it->next)
+		n++;
+	if (n <= MSG_FIELDS_INLINE)
+		m->m_fields = m->m_inline;
+	else if ((m->m_fields = msg_alloc(m, n * sizeof(*f))) == NULL)
+		return msg_fail(m, "out of memory");
+	memset(m->m_fields, 0, n * sizeof(*f));
+	for (f = m->m_fields, it = m->m_tree->child; it != NULL;
+	    it = it->next, f++) {
+		f->mf_key = it->string;
+		if (cJSON_IsString(it) && it->valuestring != NULL) {
+			f->mf_kind = MSGK_STR;
+			f->mf_str = it->valuestring;
+		} else if (cJSON_IsNumber(it)) {
+			f->mf_kind = MSGK_NUM;
+			f->mf_num = it->valuedouble;
+		} else if (cJSON_IsTrue(it))
+			f->mf_kind = MSGK_TRUE;
+		else if (cJSON_IsFalse(it))
+			f->mf_kind = MSGK_FALSE;
+		else if (cJSON_IsNull(it))
+			f->mf_kind = MSGK_NULL;
+		else if (cJSON_IsArray(it)) {
+			f->mf_kind = MSGK_ARR;
+			for (e = it->child; e != NULL; e = e->next)
+				f->mf_n++;
+			/* Items that are not strings stay NULL. */
+			if ((v = msg_alloc(m, (f->mf_n + 1) * sizeof(*v))) ==
+			    NULL)
+				return msg_fail(m, "out of memory");
+			for (k = 0, e = it->child; e != NULL; e = e->next)
+				v[k++] = cJSON_IsString(e) ? e->valuestring :
+				    NULL;
+			v[k] = NULL;
+			f->mf_items = v;
+		} else
+			f->mf_kind = MSGK_OTHER;
+	}
+	m->m_nfields = n;
+	return 0;
+}
+
+#ifdef RTSANDBOX_FUZZING
+/* The fuzzers hold msg_lex() to what msg_tree() reads of the same text. */
+static void
+msg_lex_agrees(const struct msg *m, const char *json, size_t len)
+{
+	const struct msg_field	*a, *b;
+	struct msg		 t;
+	size_t			 i, k;
+
+	memset(&t, 0, sizeof(t));
+	if (msg_tree(&t, json, len) == -1 || t.m_nfields != m->m_nfields)
+		abort();
+	for (i = 0; i < m->m_nfields; i++) {
+		a = &m->m_fields[i];
+		b = &t.m_fields[i];
+		if (strcmp(a->mf_key, b->mf_key) != 0 ||
+		    a->mf_kind != b->mf_kind || a->mf_n != b->mf_n ||
+		    (a->mf_kind == MSGK_STR && strcmp(a->mf_str,
+		    b->mf_str) != 0) || (a->mf_kind == MSGK_NUM &&
+		    memcmp(&a->mf_num, &b->mf_num, sizeof(double)) != 0))
+			abort();
+		for (k = 0; a->mf_kind == MSGK_ARR && k <= a->mf_n; k++)
+			if ((a->mf_items[k] == NULL) !=
+			    (b->mf_items[k] == NULL) || (a->mf_items[k] !=
+			    NULL && strcmp(a->mf_items[k], b->mf_items[k]) != 0))
+				abort();
+	}
+	cJSON_Delete(t.m_tree);
+	msg_free_mem(&t);
+}
+#endif
+
+/* The field not consumed yet with this key, or NULL. */
+static struct msg_field *
+msg_find(struct msg *m, const char *key)
+{
+	size_t	 i;
+
+	for (i = 0; i < m->m_nfields; i++)
+		if (!m->m_fields[i].mf_used &&
+		    strcmp(m->m_fields[i].mf_key, key) == 0)
+			return &m->m_fields[i];
+	return NULL;
+}
+
+/* Consume a field; its strings live until msg_free(). */
+static struct msg_field *
 msg_take(struct msg *m, const char *key)
 {
-	cJSON	*it;
+	struct msg_field	*f;
 
-	if (m->m_obj == NULL ||
-	    (it = cJSON_DetachItemFromObjectCaseSensitive(m->m_obj, key)) ==
-	    NULL)
-		return NULL;
-	cJSON_AddItemToArray(m->m_used, it);
-	return it;
+	if ((f = msg_find(m, key)) != NULL)
+		f->mf_used = 1;
+	return f;
 }
 
 /* An integral number within +-(2^53 - 1). */
 static int
-msg_num(const cJSON *it, int64_t *v)
+msg_num(const struct msg_field *f, int64_t *v)
 {
 	double	 d;
 
-	if (!cJSON_IsNumber(it))
+	if (f->mf_kind != MSGK_NUM)
 		return -1;
-	d = it->valuedouble;
+	d = f->mf_num;
 	/* Written so that NaN fails too. */
 	if (!(d >= -MSG_INT_MAX && d <= MSG_INT_MAX))
 		return -1;
@@ -238,12 +667,12 @@ msg_parse(struct msg *m, enum proc_role from, enum proc_role to,
 {
 	const struct msg_def	*md;
 	const char		*json = (const char *)f->f_json;
-	cJSON			*t, *id;
+	struct msg_field	*t, *id;
 	int64_t			 v;
-	char			 q[48], err[160];
+	char			 q[48];
 	int			 i;
 
-	memset(m, 0, sizeof(*m));
+	memset(m, 0, offsetof(struct msg, m_inline));
 	for (i = 0; i < FRAME_MAXFDS; i++)
 		m->m_fds[i] = -1;
 	/* Take the descriptors first: msg_free() closes them in any case. */
@@ -261,25 +690,24 @@ msg_parse(struct msg *m, enum proc_role from, enum proc_role to,
 		return msg_fail(m, "message is not a JSON object");
 	if (msg_check_text(m, json, f->f_json_len) == -1)
 		return -1;
-	if ((m->m_used = cJSON_CreateArray()) == NULL)
-		return msg_fail(m, "out of memory");
-	/* The strict lexer first: cJSON alone reads a bad \u escape as NUL
-	 * and cuts the string there. */
-	if (body_parse(json, f->f_json_len, &m->m_obj, err, sizeof(err)) !=
-	    BODY_OK)
-		return msg_fail(m, "message is not valid JSON: %s", err);
-	if (!cJSON_IsObject(m->m_obj))
-		return msg_fail(m, "message is not a JSON object");
-	if (msg_check_dups(m) == -1)
-		return -1;
+	if (msg_lex(m, json, f->f_json_len) == -1) {
+		/* Nothing of the first reading is kept. */
+		msg_free_mem(m);
+		if (msg_tree(m, json, f->f_json_len) == -1)
+			return -1;
+	}
+#ifdef RTSANDBOX_FUZZING
+	else
+		msg_lex_agrees(m, json, f->f_json_len);
+#endif
 
 	if ((t = msg_take(m, "t")) == NULL)
 		return msg_fail(m, "field \"t\" missing");
-	if (!cJSON_IsString(t) || t->valuestring == NULL)
+	if (t->mf_kind != MSGK_STR)
 		return msg_fail(m, "field \"t\" is not a string");
-	if ((m->m_type = msg_type_from_name(t->valuestring)) == MSG_NONE)
+	if ((m->m_type = msg_type_from_name(t->mf_str)) == MSG_NONE)
 		return msg_fail(m, "unknown message type \"%s\"",
-		    msg_quote(q, sizeof(q), t->valuestring));
+		    msg_quote(q, sizeof(q), t->mf_str));
 	md = msg_def(m->m_type);
 	if ((md->md_from & (1u << from)) == 0)
 		return msg_fail(m, "message \"%s\" may not be sent by %s",
@@ -307,96 +735,119 @@ msg_parse(struct msg *m, enum proc_role from, enum proc_role to,
 	return 0;
 }
 
+static void
+msg_free_mem(struct msg *m)
+{
+	struct msg_mem	*mm;
+
+	while ((mm = m->m_mem) != NULL) {
+		m->m_mem = mm->mm_next;
+		free(mm);
+	}
+	m->m_fields = NULL;
+	m->m_nfields = 0;
+}
+
 void
 msg_free(struct msg *m)
 {
-	struct msg_mem	*mm;
-	int		 i;
+	int	 i;
 
-	cJSON_Delete(m->m_obj);
-	cJSON_Delete(m->m_used);
-	m->m_obj = m->m_used = NULL;
+	cJSON_Delete(m->m_tree);
+	m->m_tree = NULL;
 	for (i = 0; i < FRAME_MAXFDS; i++) {
 		msg_close(m->m_fds[i]);
 		m->m_fds[i] = -1;
 	}
 	m->m_nfds = m->m_fdpos = 0;
-	while ((mm = m->m_mem) != NULL) {
-		m->m_mem = mm->mm_next;
-		free(mm);
-	}
+	msg_free_mem(m);
 }
 
-static void *
-msg_alloc(struct msg *m, size_t len)
+int
+msg_has(struct msg *m, const char *key)
 {
-	struct msg_mem	*mm;
-
-	if ((mm = malloc(sizeof(*mm) + len)) == NULL)
-		return NULL;
-	mm->mm_next = m->m_mem;
-	m->m_mem = mm;
-	return mm->mm_data;
+	return !m->m_failed && msg_find(m, key) != NULL;
 }
 
 /* The field, taken, or NULL after a failure. */
-static cJSON *
+static struct msg_field *
 msg_field(struct msg *m, const char *key)
 {
-	cJSON	*it;
+	struct msg_field	*f;
 
 	if (m->m_failed)
 		return NULL;
-	if ((it = msg_take(m, key)) == NULL)
+	if ((f = msg_take(m, key)) == NULL)
 		msg_fail(m, "field \"%s\" missing", key);
-	return it;
+	return f;
 }
 
 /* For _opt getters: 1 when the field is absent or null (then taken). */
 static int
 msg_absent(struct msg *m, const char *key)
 {
-	cJSON	*it;
+	struct msg_field	*f;
 
-	if (m->m_obj == NULL)
-		return 0;
-	if ((it = cJSON_GetObjectItemCaseSensitive(m->m_obj, key)) == NULL)
+	if ((f = msg_find(m, key)) == NULL)
 		return 1;
-	if (cJSON_IsNull(it)) {
-		msg_take(m, key);
+	if (f->mf_kind == MSGK_NULL) {
+		f->mf_used = 1;
 		return 1;
 	}
 	return 0;
 }
 
+/* s, of the field or item named by key (and index i when i >= 0). */
 static int
-msg_str_check(struct msg *m, const char *what, const cJSON *it,
+msg_str_check(struct msg *m, const char *key, long i, const char *s,
     size_t max_bytes, const char **out)
 {
+	char	 what[96];
 	size_t	 len;
 
-	if (!cJSON_IsString(it) || it->valuestring == NULL)
+	if (i >= 0)
+		snprintf(what, sizeof(what), "%s[%ld]", key, i);
+	else
+		snprintf(what, sizeof(what), "%s", key);
+	if (s == NULL)
 		return msg_fail(m, "field \"%s\" is not a string", what);
-	len = strlen(it->valuestring);
+	len = strlen(s);
 	if (len > max_bytes)
 		return msg_fail(m, "field \"%s\" longer than %zu bytes", what,
 		    max_bytes);
-	if (utf8_text_check(it->valuestring, len, len) == -1)
+	if (utf8_text_check(s, len, len) == -1)
 		return msg_fail(m, "field \"%s\" is not valid UTF-8 text",
 		    what);
-	*out = it->valuestring;
+	*out = s;
 	return 0;
+}
+
+/* A string of at most max_bytes, valid UTF-8 text; the name of the field
+ * is formatted only for a refusal. */
+static int
+msg_str_ok(const char *s, size_t max_bytes)
+{
+	size_t	 len;
+
+	return s != NULL && (len = strnlen(s, max_bytes + 1)) <= max_bytes &&
+	    utf8_text_check(s, len, len) == 0;
 }
 
 int
 msg_get_str(struct msg *m, const char *key, size_t max_bytes,
     const char **out)
 {
-	cJSON	*it;
+	struct msg_field	*f;
+	const char		*s;
 
-	if ((it = msg_field(m, key)) == NULL)
+	if ((f = msg_field(m, key)) == NULL)
 		return -1;
-	return msg_str_check(m, key, it, max_bytes, out);
+	s = f->mf_kind == MSGK_STR ? f->mf_str : NULL;
+	if (msg_str_ok(s, max_bytes)) {
+		*out = s;
+		return 0;
+	}
+	return msg_str_check(m, key, -1, s, max_bytes, out);
 }
 
 int
@@ -415,13 +866,13 @@ msg_get_str_opt(struct msg *m, const char *key, size_t max_bytes,
 static int
 msg_get_num(struct msg *m, const char *key, int64_t *v)
 {
-	cJSON	*it;
+	struct msg_field	*f;
 
-	if ((it = msg_field(m, key)) == NULL)
+	if ((f = msg_field(m, key)) == NULL)
 		return -1;
-	if (!cJSON_IsNumber(it))
+	if (f->mf_kind != MSGK_NUM)
 		return msg_fail(m, "field \"%s\" is not a number", key);
-	if (msg_num(it, v) == -1)
+	if (msg_num(f, v) == -1)
 		return msg_fail(m, "field \"%s\" is not an integer within "
 		    "2^53 - 1", key);
 	return 0;
@@ -477,13 +928,13 @@ msg_get_int(struct msg *m, const char *key, int64_t min, int64_t max,
 int
 msg_get_bool(struct msg *m, const char *key, int *out)
 {
-	cJSON	*it;
+	struct msg_field	*f;
 
-	if ((it = msg_field(m, key)) == NULL)
+	if ((f = msg_field(m, key)) == NULL)
 		return -1;
-	if (!cJSON_IsBool(it))
+	if (f->mf_kind != MSGK_TRUE && f->mf_kind != MSGK_FALSE)
 		return msg_fail(m, "field \"%s\" is not a boolean", key);
-	*out = cJSON_IsTrue(it);
+	*out = f->mf_kind == MSGK_TRUE;
 	return 0;
 }
 
@@ -491,29 +942,24 @@ int
 msg_get_strv(struct msg *m, const char *key, size_t max_n, size_t max_bytes,
     const char ***out, size_t *n)
 {
-	const char	**v;
-	cJSON		 *it, *e;
-	size_t		  count = 0, i;
-	char		  what[96];
+	struct msg_field	*f;
+	const char		*s;
+	size_t			 i;
 
-	if ((it = msg_field(m, key)) == NULL)
+	if ((f = msg_field(m, key)) == NULL)
 		return -1;
-	if (!cJSON_IsArray(it))
+	if (f->mf_kind != MSGK_ARR)
 		return msg_fail(m, "field \"%s\" is not an array", key);
-	for (e = it->child; e != NULL; e = e->next)
-		if (++count > max_n)
-			return msg_fail(m, "field \"%s\" has more than %zu "
-			    "items", key, max_n);
-	if ((v = msg_alloc(m, (count + 1) * sizeof(*v))) == NULL)
-		return msg_fail(m, "out of memory");
-	for (i = 0, e = it->child; e != NULL; e = e->next, i++) {
-		snprintf(what, sizeof(what), "%s[%zu]", key, i);
-		if (msg_str_check(m, what, e, max_bytes, &v[i]) == -1)
-			return -1;
-	}
-	v[count] = NULL;
-	*out = v;
-	*n = count;
+	if (f->mf_n > max_n)
+		return msg_fail(m, "field \"%s\" has more than %zu "
+		    "items", key, max_n);
+	for (i = 0; i < f->mf_n; i++)
+		if (!msg_str_ok(s = f->mf_items[i], max_bytes))
+			return msg_str_check(m, key, (long)i, s, max_bytes,
+			    &s);
+	/* NULL-terminated, and the message's to free. */
+	*out = f->mf_items;
+	*n = f->mf_n;
 	return 0;
 }
 
@@ -543,12 +989,14 @@ int
 msg_end(struct msg *m)
 {
 	char	 q[48];
+	size_t	 i;
 
 	if (m->m_failed)
 		return -1;
-	if (m->m_obj != NULL && m->m_obj->child != NULL)
-		return msg_fail(m, "field \"%s\" not consumed",
-		    msg_quote(q, sizeof(q), m->m_obj->child->string));
+	for (i = 0; i < m->m_nfields; i++)
+		if (!m->m_fields[i].mf_used)
+			return msg_fail(m, "field \"%s\" not consumed",
+			    msg_quote(q, sizeof(q), m->m_fields[i].mf_key));
 	if (m->m_fdpos < m->m_nfds)
 		return msg_fail(m, "%d descriptor%s not taken",
 		    m->m_nfds - m->m_fdpos,
@@ -573,60 +1021,205 @@ msgb_fail(struct msgb *mb, const char *fmt, ...)
 	    msg_type_name(mb->mb_type) : "(none)", buf);
 }
 
+/*
+ * The builder writes the JSON text as fields are added, with no tree in
+ * between: "{" and "t" first, each field after, "}" when it is sent.  The
+ * keys written so far are kept as offsets into the text, to refuse one
+ * added twice.
+ */
+static int
+msgb_reserve(struct msgb *mb, size_t n)
+{
+	char	*p;
+	size_t	 cap;
+
+	if (n <= mb->mb_cap - mb->mb_len)
+		return 0;
+	if (n > SIZE_MAX / 2 - mb->mb_len) {
+		msgb_fail(mb, "out of memory");
+		return -1;
+	}
+	for (cap = mb->mb_cap != 0 ? mb->mb_cap : 256; cap - mb->mb_len < n;)
+		cap *= 2;
+	if ((p = realloc(mb->mb_buf, cap)) == NULL) {
+		msgb_fail(mb, "out of memory");
+		return -1;
+	}
+	mb->mb_buf = p;
+	mb->mb_cap = cap;
+	return 0;
+}
+
+static void
+msgb_put(struct msgb *mb, const char *s, size_t n)
+{
+	memcpy(mb->mb_buf + mb->mb_len, s, n);
+	mb->mb_len += n;
+}
+
+/* s as a JSON string, escaped as cJSON prints it. */
+static int
+msgb_put_string(struct msgb *mb, const char *s)
+{
+	static const char	 hex[] = "0123456789abcdef";
+	const unsigned char	*p = (const unsigned char *)s;
+	size_t			 len = strlen(s), n = len + 2, i;
+	char			*d;
+
+	for (i = 0; i < len; i++)
+		if (p[i] < 0x20 || p[i] == '"' || p[i] == '\\')
+			n += p[i] < 0x20 && p[i] != '\b' && p[i] != '\f' &&
+			    p[i] != '\n' && p[i] != '\r' && p[i] != '\t' ? 5 : 1;
+	if (msgb_reserve(mb, n) == -1)
+		return -1;
+	d = mb->mb_buf + mb->mb_len;
+	*d++ = '"';
+	if (n == len + 2) {
+		/* Nothing to escape, the usual case. */
+		memcpy(d, s, len);
+		d += len;
+	} else for (i = 0; i < len; i++) {
+		if (p[i] >= 0x20 && p[i] != '"' && p[i] != '\\') {
+			*d++ = p[i];
+			continue;
+		}
+		*d++ = '\\';
+		switch (p[i]) {
+		case '"':
+		case '\\':
+			*d++ = p[i];
+			break;
+		case '\b':
+			*d++ = 'b';
+			break;
+		case '\f':
+			*d++ = 'f';
+			break;
+		case '\n':
+			*d++ = 'n';
+			break;
+		case '\r':
+			*d++ = 'r';
+			break;
+		case '\t':
+			*d++ = 't';
+			break;
+		default:
+			memcpy(d, "u00", 3);
+			d[3] = hex[p[i] >> 4];
+			d[4] = hex[p[i] & 15];
+			d += 5;
+			break;
+		}
+	}
+	*d++ = '"';
+	mb->mb_len = d - mb->mb_buf;
+	return 0;
+}
+
+/* A field added after the text was finished goes before its "}". */
+static void
+msgb_reopen(struct msgb *mb)
+{
+	if (mb->mb_closed) {
+		mb->mb_len--;
+		mb->mb_closed = 0;
+	}
+}
+
+/*
+ * ',"key":' for a new field, or -1 (the builder failed): a reserved name, a
+ * key already there.  "id" goes in its own place, second.
+ */
+static int
+msgb_key(struct msgb *mb, const char *key)
+{
+	size_t	 at, i, n;
+
+	if (mb->mb_failed)
+		return -1;
+	if (key == NULL || strcmp(key, "t") == 0 || strcmp(key, "id") == 0) {
+		msgb_fail(mb, "reserved field name");
+		return -1;
+	}
+	if (mb->mb_nkeys == MSGB_KEYS_MAX) {
+		msgb_fail(mb, "more than %d fields", MSGB_KEYS_MAX);
+		return -1;
+	}
+	msgb_reopen(mb);
+	at = mb->mb_len;
+	if (msgb_reserve(mb, 1) == -1)
+		return -1;
+	msgb_put(mb, ",", 1);
+	if (msgb_put_string(mb, key) == -1)
+		return -1;
+	n = mb->mb_len - at - 1;
+	for (i = 0; i < mb->mb_nkeys; i++)
+		if (mb->mb_keylen[i] == n && memcmp(mb->mb_buf +
+		    mb->mb_keyoff[i], mb->mb_buf + at + 1, n) == 0) {
+			mb->mb_len = at;
+			msgb_fail(mb, "field \"%s\" added twice", key);
+			return -1;
+		}
+	mb->mb_keyoff[mb->mb_nkeys] = at + 1;
+	mb->mb_keylen[mb->mb_nkeys++] = n;
+	if (msgb_reserve(mb, 1) == -1)
+		return -1;
+	msgb_put(mb, ":", 1);
+	return 0;
+}
+
+/* The decimal digits of v, at the end of buf (at least 21 bytes). */
+static size_t
+msgb_itoa(char *buf, size_t bufsz, int64_t v)
+{
+	uint64_t	 u = v < 0 ? -(uint64_t)v : (uint64_t)v;
+	size_t		 i = bufsz;
+
+	do
+		buf[--i] = '0' + u % 10;
+	while ((u /= 10) != 0);
+	if (v < 0)
+		buf[--i] = '-';
+	return i;
+}
+
 void
 msgb_init(struct msgb *mb, enum msg_type type, uint64_t id)
 {
-	int	 i;
+	const char	*name;
+	int		 i;
 
-	memset(mb, 0, sizeof(*mb));
+	/* The key offsets are written before they are read. */
+	memset(mb, 0, offsetof(struct msgb, mb_keyoff));
 	for (i = 0; i < FRAME_MAXFDS; i++)
 		mb->mb_fds[i] = -1;
 	mb->mb_type = type;
-	if (msg_def(type) == NULL) {
+	if ((name = msg_type_name(type)) == NULL) {
 		msgb_fail(mb, "unknown message type %d", (int)type);
 		return;
 	}
-	if ((mb->mb_obj = cJSON_CreateObject()) == NULL ||
-	    cJSON_AddStringToObject(mb->mb_obj, "t", msg_type_name(type)) ==
-	    NULL) {
-		msgb_fail(mb, "out of memory");
+	if (msgb_reserve(mb, 6) == -1)
 		return;
-	}
+	msgb_put(mb, "{\"t\":", 5);
+	if (msgb_put_string(mb, name) == -1)
+		return;
+	mb->mb_idat = mb->mb_len;
 	if (id != 0)
 		msg_add_uint(mb, "id", id);
-}
-
-/* Add a field the builder now owns; item NULL means out of memory. */
-static void
-msgb_add(struct msgb *mb, const char *key, cJSON *item)
-{
-	if (mb->mb_failed) {
-		cJSON_Delete(item);
-		return;
-	}
-	if (item == NULL)
-		msgb_fail(mb, "out of memory");
-	else if (key == NULL || strcmp(key, "t") == 0)
-		msgb_fail(mb, "reserved field name");
-	else if (strcmp(key, "id") == 0 && !cJSON_IsRaw(item))
-		msgb_fail(mb, "field \"id\" must be a positive integer");
-	else if (cJSON_GetObjectItemCaseSensitive(mb->mb_obj, key) != NULL)
-		msgb_fail(mb, "field \"%s\" added twice", key);
-	else if (!cJSON_AddItemToObject(mb->mb_obj, key, item))
-		msgb_fail(mb, "out of memory");
-	else
-		return;
-	cJSON_Delete(item);
 }
 
 static int
 msgb_text_ok(struct msgb *mb, const char *key, const char *s)
 {
+	size_t	 units;
+
 	if (s == NULL) {
 		msgb_fail(mb, "field \"%s\" is NULL", key);
 		return 0;
 	}
-	if (utf8_text_check(s, strlen(s), strlen(s)) == -1) {
+	/* A C string holds no NUL: UTF-8 is what is left to check. */
+	if (utf8_utf16_len(s, strlen(s), &units) == -1) {
 		msgb_fail(mb, "field \"%s\" is not valid UTF-8", key);
 		return 0;
 	}
@@ -638,17 +1231,20 @@ msg_add_str(struct msgb *mb, const char *key, const char *value)
 {
 	if (mb->mb_failed || !msgb_text_ok(mb, key, value))
 		return;
-	msgb_add(mb, key, cJSON_CreateString(value));
+	if (msgb_key(mb, key) == 0)
+		(void)msgb_put_string(mb, value);
 }
 
 /*
- * Integers go out as their decimal text: cJSON prints doubles with a
- * relative tolerance that rounds large integers off by a unit or two.
+ * Integers go out as their decimal text, never through a double, which
+ * would round large ones off by a unit or two.  "id" has its place right
+ * after "t", whenever it is added.
  */
 static void
 msgb_add_int(struct msgb *mb, const char *key, int64_t value)
 {
 	char	 buf[32];
+	size_t	 at, n;
 
 	if (mb->mb_failed)
 		return;
@@ -656,12 +1252,34 @@ msgb_add_int(struct msgb *mb, const char *key, int64_t value)
 		msgb_fail(mb, "field \"%s\" beyond 2^53 - 1", key);
 		return;
 	}
-	if (key != NULL && strcmp(key, "id") == 0 && value < 1) {
+	at = msgb_itoa(buf, sizeof(buf), value);
+	n = sizeof(buf) - at;
+	if (key == NULL || strcmp(key, "id") != 0) {
+		if (msgb_key(mb, key) == 0 && msgb_reserve(mb, n) == 0)
+			msgb_put(mb, buf + at, n);
+		return;
+	}
+	if (value < 1) {
 		msgb_fail(mb, "field \"id\" must be a positive integer");
 		return;
 	}
-	snprintf(buf, sizeof(buf), "%lld", (long long)value);
-	msgb_add(mb, key, cJSON_CreateRaw(buf));
+	if (mb->mb_has_id) {
+		msgb_fail(mb, "field \"id\" added twice");
+		return;
+	}
+	msgb_reopen(mb);
+	memcpy(buf + at - 6, ",\"id\":", 6);
+	at -= 6;
+	n += 6;
+	if (msgb_reserve(mb, n) == -1)
+		return;
+	memmove(mb->mb_buf + mb->mb_idat + n, mb->mb_buf + mb->mb_idat,
+	    mb->mb_len - mb->mb_idat);
+	memcpy(mb->mb_buf + mb->mb_idat, buf + at, n);
+	mb->mb_len += n;
+	for (size_t i = 0; i < mb->mb_nkeys; i++)
+		mb->mb_keyoff[i] += n;
+	mb->mb_has_id = 1;
 }
 
 void
@@ -683,16 +1301,18 @@ msg_add_int(struct msgb *mb, const char *key, int64_t value)
 void
 msg_add_bool(struct msgb *mb, const char *key, int value)
 {
-	if (mb->mb_failed)
+	if (msgb_key(mb, key) == -1 || msgb_reserve(mb, 5) == -1)
 		return;
-	msgb_add(mb, key, cJSON_CreateBool(value != 0));
+	if (value)
+		msgb_put(mb, "true", 4);
+	else
+		msgb_put(mb, "false", 5);
 }
 
 void
 msg_add_strv(struct msgb *mb, const char *key, const char *const *v,
     size_t n)
 {
-	cJSON	*a, *s;
 	size_t	 i;
 
 	if (mb->mb_failed)
@@ -701,21 +1321,23 @@ msg_add_strv(struct msgb *mb, const char *key, const char *const *v,
 		msgb_fail(mb, "field \"%s\" is NULL", key);
 		return;
 	}
-	if ((a = cJSON_CreateArray()) == NULL) {
-		msgb_fail(mb, "out of memory");
-		return;
-	}
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n; i++)
 		if (!msgb_text_ok(mb, key, v[i]))
-			break;
-		if ((s = cJSON_CreateString(v[i])) == NULL ||
-		    !cJSON_AddItemToArray(a, s)) {
-			cJSON_Delete(s);
-			msgb_fail(mb, "out of memory");
-			break;
+			return;
+	if (msgb_key(mb, key) == -1 || msgb_reserve(mb, 1) == -1)
+		return;
+	msgb_put(mb, "[", 1);
+	for (i = 0; i < n; i++) {
+		if (i > 0) {
+			if (msgb_reserve(mb, 1) == -1)
+				return;
+			msgb_put(mb, ",", 1);
 		}
+		if (msgb_put_string(mb, v[i]) == -1)
+			return;
 	}
-	msgb_add(mb, key, a);
+	if (msgb_reserve(mb, 1) == 0)
+		msgb_put(mb, "]", 1);
 }
 
 void
@@ -750,8 +1372,9 @@ msgb_free(struct msgb *mb)
 {
 	int	 i;
 
-	cJSON_Delete(mb->mb_obj);
-	mb->mb_obj = NULL;
+	free(mb->mb_buf);
+	mb->mb_buf = NULL;
+	mb->mb_len = mb->mb_cap = 0;
 	for (i = 0; i < FRAME_MAXFDS; i++) {
 		msg_close(mb->mb_fds[i]);
 		mb->mb_fds[i] = -1;
@@ -761,39 +1384,12 @@ msgb_free(struct msgb *mb)
 	mb->mb_failed = 1;
 }
 
-/*
- * "t" first, then "id", whenever the id was added.  Inserts only at index 0:
- * cJSON 1.7.15 refuses to insert anywhere else.
- */
-static int
-msgb_id_second(struct msgb *mb, cJSON *id)
-{
-	cJSON	*t = mb->mb_obj->child;
-
-	if (t->next == id)
-		return 0;
-	cJSON_DetachItemViaPointer(mb->mb_obj, id);
-	cJSON_DetachItemViaPointer(mb->mb_obj, t);
-	if (!cJSON_InsertItemInArray(mb->mb_obj, 0, id)) {
-		cJSON_Delete(id);
-		cJSON_Delete(t);
-		msgb_fail(mb, "cannot order fields");
-		return -1;
-	}
-	if (!cJSON_InsertItemInArray(mb->mb_obj, 0, t)) {
-		cJSON_Delete(t);
-		msgb_fail(mb, "cannot order fields");
-		return -1;
-	}
-	return 0;
-}
-
-char *
-msgb_json(struct msgb *mb, size_t *len)
+/* The finished text, in the builder's buffer (NUL-terminated), or NULL
+ * when the builder failed or breaks the table. */
+static const char *
+msgb_text(struct msgb *mb, size_t *len)
 {
 	const struct msg_def	*md;
-	cJSON			*id;
-	char			*s;
 
 	if (mb->mb_failed)
 		return NULL;
@@ -808,18 +1404,34 @@ msgb_json(struct msgb *mb, size_t *len)
 		msgb_fail(mb, "may not carry data");
 		return NULL;
 	}
-	id = cJSON_GetObjectItemCaseSensitive(mb->mb_obj, "id");
-	if (id == NULL && msg_needs_id(mb->mb_type)) {
+	if (!mb->mb_has_id && msg_needs_id(mb->mb_type)) {
 		msgb_fail(mb, "needs an id");
 		return NULL;
 	}
-	if (id != NULL && msgb_id_second(mb, id) == -1)
+	if (!mb->mb_closed) {
+		if (msgb_reserve(mb, 2) == -1)
+			return NULL;
+		msgb_put(mb, "}", 1);
+		mb->mb_buf[mb->mb_len] = '\0';
+		mb->mb_closed = 1;
+	}
+	*len = mb->mb_len;
+	return mb->mb_buf;
+}
+
+char *
+msgb_json(struct msgb *mb, size_t *len)
+{
+	const char	*text;
+	char		*s;
+
+	if ((text = msgb_text(mb, len)) == NULL)
 		return NULL;
-	if ((s = body_print(mb->mb_obj)) == NULL) {
+	if ((s = malloc(*len + 1)) == NULL) {
 		msgb_fail(mb, "out of memory");
 		return NULL;
 	}
-	*len = strlen(s);
+	memcpy(s, text, *len + 1);
 	return s;
 }
 
@@ -828,10 +1440,10 @@ msg_send(struct frame_conn *c, struct msgb *mb)
 {
 	enum frame_err	 err;
 	size_t		 len;
-	char		*json;
+	const char	*json;
 	int		 i;
 
-	if ((json = msgb_json(mb, &len)) == NULL) {
+	if ((json = msgb_text(mb, &len)) == NULL) {
 		msgb_free(mb);
 		return -1;
 	}
@@ -841,7 +1453,6 @@ msg_send(struct frame_conn *c, struct msgb *mb)
 	for (i = 0; i < FRAME_MAXFDS; i++)
 		mb->mb_fds[i] = -1;
 	mb->mb_nfds = 0;
-	free(json);
 	if (err != FRAME_OK)
 		log_warnx("%s: %s: %s", __func__, msg_type_name(mb->mb_type),
 		    frame_err_to_string(err));
@@ -854,7 +1465,6 @@ msg_sendv(struct frame_conn *c, struct msgb *const *mbs, int n)
 {
 	struct frame_part	 fp[FRAME_SENDV_MAX];
 	enum frame_err		 err = FRAME_OK;
-	char			*json[FRAME_SENDV_MAX];
 	int			 i, ok = 1;
 
 	if (n < 1 || n > FRAME_SENDV_MAX) {
@@ -863,13 +1473,12 @@ msg_sendv(struct frame_conn *c, struct msgb *const *mbs, int n)
 		return -1;
 	}
 	for (i = 0; i < n; i++) {
-		json[i] = NULL;
+		fp[i].fp_json = NULL;
 		if (!ok || mbs[i]->mb_nfds > 0)
 			ok = 0;
-		else if ((json[i] = msgb_json(mbs[i], &fp[i].fp_json_len)) ==
-		    NULL)
+		else if ((fp[i].fp_json = msgb_text(mbs[i],
+		    &fp[i].fp_json_len)) == NULL)
 			ok = 0;
-		fp[i].fp_json = json[i];
 		fp[i].fp_data = mbs[i]->mb_data;
 		fp[i].fp_data_len = mbs[i]->mb_data_len;
 	}
@@ -877,9 +1486,7 @@ msg_sendv(struct frame_conn *c, struct msgb *const *mbs, int n)
 		log_warnx("%s: %s and %d more: %s", __func__,
 		    msg_type_name(mbs[0]->mb_type), n - 1,
 		    frame_err_to_string(err));
-	for (i = 0; i < n; i++) {
-		free(json[i]);
+	for (i = 0; i < n; i++)
 		msgb_free(mbs[i]);
-	}
 	return ok && err == FRAME_OK ? 0 : -1;
 }

@@ -149,13 +149,38 @@ int			 msg_is_reply(enum msg_type);
 struct cJSON;
 struct msg_mem;
 
+/* What a field of a received message holds. */
+enum msg_kind {
+	MSGK_NULL,
+	MSGK_FALSE,
+	MSGK_TRUE,
+	MSGK_NUM,
+	MSGK_STR,
+	MSGK_ARR,	/* mf_items: its strings, NULL for any other item */
+	MSGK_OTHER	/* an object */
+};
+
+struct msg_field {
+	const char	*mf_key;
+	const char	*mf_str;
+	const char	**mf_items;	/* mf_n of them, then NULL */
+	double		 mf_num;
+	size_t		 mf_n;
+	unsigned char	 mf_kind;
+	unsigned char	 mf_used;	/* consumed by a getter */
+};
+
+/* Fields kept in the message itself; more are allocated. */
+#define MSG_FIELDS_INLINE	16
+
 /* A received message being decoded. */
 struct msg {
 	enum msg_type	 m_type;
 	uint64_t	 m_id;
 	int		 m_has_id;
-	struct cJSON	*m_obj;		/* fields not yet consumed */
-	struct cJSON	*m_used;	/* consumed fields, kept for their strings */
+	struct msg_field *m_fields;	/* in the order of the text */
+	size_t		 m_nfields;
+	struct cJSON	*m_tree;	/* of msg_parse()'s general reader */
 	int		 m_fds[FRAME_MAXFDS];
 	int		 m_nfds;
 	int		 m_fdpos;
@@ -163,7 +188,9 @@ struct msg {
 	uint32_t	 m_data_len;
 	int		 m_failed;
 	char		 m_err[160];
-	struct msg_mem	*m_mem;		/* strv arrays */
+	struct msg_mem	*m_mem;		/* strings and arrays */
+	/* written as they are read: last, not cleared */
+	struct msg_field m_inline[MSG_FIELDS_INLINE];
 };
 
 /*
@@ -204,16 +231,30 @@ int	msg_get_fd(struct msg *, int *fd);
 int	msg_get_data(struct msg *, const uint8_t **data, size_t *len);
 /* Refuses fields and descriptors that were not consumed. */
 int	msg_end(struct msg *);
+/* Whether a field of that name is there and not consumed yet. */
+int	msg_has(struct msg *, const char *key);
+
+/* Fields a builder takes (the largest message has a dozen). */
+#define MSGB_KEYS_MAX	24
 
 /* A message being built; msg_send() frees it whether or not it succeeds. */
 struct msgb {
 	enum msg_type	 mb_type;
-	struct cJSON	*mb_obj;
+	char		*mb_buf;	/* the JSON text so far */
+	size_t		 mb_len;
+	size_t		 mb_cap;
+	size_t		 mb_idat;	/* where "id" goes: after "t" */
+	int		 mb_has_id;
+	int		 mb_closed;	/* "}" written */
+	size_t		 mb_nkeys;
 	int		 mb_fds[FRAME_MAXFDS];
 	int		 mb_nfds;
 	const void	*mb_data;
 	size_t		 mb_data_len;
 	int		 mb_failed;
+	/* the keys written, quoted, for duplicates: last, not cleared */
+	size_t		 mb_keyoff[MSGB_KEYS_MAX];
+	size_t		 mb_keylen[MSGB_KEYS_MAX];
 };
 
 /* id 0 means "no id" (ids start at 1). */

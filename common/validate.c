@@ -63,9 +63,19 @@ utf8_utf16_len(const char *s, size_t len, size_t *units)
 {
 	const uint8_t	*u = (const uint8_t *)s;
 	size_t		 i = 0, n = 0;
+	uint64_t	 w;
 	uint32_t	 cp;
 
 	while (i < len) {
+		/* ASCII eight bytes at a time: most text, and every frame. */
+		if (len - i >= 8) {
+			memcpy(&w, u + i, 8);
+			if ((w & UINT64_C(0x8080808080808080)) == 0) {
+				i += 8;
+				n += 8;
+				continue;
+			}
+		}
 		if (u[i] < 0x80) {
 			i++;
 			n++;

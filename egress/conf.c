@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
 #include <event2/util.h>
 
 #include "buildconf.h"
@@ -83,8 +82,7 @@ int
 egress_get_bool_opt(struct msg *m, const char *key, int *out)
 {
 	*out = 0;
-	if (m->m_obj == NULL ||
-	    cJSON_GetObjectItemCaseSensitive(m->m_obj, key) == NULL)
+	if (!msg_has(m, key))
 		return 0;
 	return msg_get_bool(m, key, out);
 }

@@ -9,6 +9,7 @@
 
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,7 +215,8 @@ egress_call_free(struct egress_call *ec)
 	reflect_free(ec->ec_reflect);
 	/* The record is written now, with the credential to take out. */
 	audit_close(ec->ec_audit, ec->ec_secret, ec->ec_secret_len);
-	explicit_bzero(ec->ec_secret, sizeof(ec->ec_secret));
+	/* The token's bytes and its NUL: nothing else was written. */
+	explicit_bzero(ec->ec_secret, ec->ec_secret_len);
 	for (size_t i = 0; ec->ec_hdrs != NULL && i < ec->ec_nhdrs; i++) {
 		free((char *)ec->ec_hdrs[i].name);
 		free((char *)ec->ec_hdrs[i].value);
@@ -224,6 +226,29 @@ egress_call_free(struct egress_call *ec)
 	free(ec->ec_body);
 	free(ec->ec_route);
 	free(ec);
+}
+
+/*
+ * Zeroed but for the secret's buffer: 16 KiB cleared and wiped per call for
+ * a token of a few dozen bytes.  cred_get() and egress_cred_is() write the
+ * token and its NUL, and nothing reads past them.
+ */
+_Static_assert(offsetof(struct egress_call, ec_secret_len) ==
+    offsetof(struct egress_call, ec_secret) + CRED_FILE_MAX,
+    "egress_call_alloc() skips ec_secret alone");
+
+static struct egress_call *
+egress_call_alloc(void)
+{
+	struct egress_call	*ec;
+
+	if ((ec = malloc(sizeof(*ec))) == NULL)
+		return NULL;
+	memset(ec, 0, offsetof(struct egress_call, ec_secret));
+	ec->ec_secret[0] = '\0';
+	memset(&ec->ec_secret_len, 0, sizeof(*ec) -
+	    offsetof(struct egress_call, ec_secret_len));
+	return ec;
 }
 
 static struct egress_call *
@@ -788,6 +813,7 @@ egress_cred_is(struct egress *eg, struct msg *m)
 		return 0;
 	}
 	memcpy(ec->ec_secret, token, len);
+	ec->ec_secret[len] = '\0';	/* len < CRED_FILE_MAX, as read */
 	ec->ec_secret_len = len;
 	explicit_bzero((char *)token, len);
 	egress_call_go(ec, ec->ec_url, ec->ec_hdrs, ec->ec_nhdrs);
@@ -886,7 +912,7 @@ egress_call(struct egress_peer *ep, struct msg *m)
 	}
 	if (ea.ea_calls_left != NULL)
 		(*ea.ea_calls_left)--;
-	if ((ec = calloc(1, sizeof(*ec))) == NULL ||
+	if ((ec = egress_call_alloc()) == NULL ||
 	    (ec->ec_body = malloc(len + 1)) == NULL ||
 	    (ec->ec_route = ea.ea_mcp ? xasprintf_opt("mcp/%s",
 	    ea.ea_server->em_name) : strdup(path + 1)) == NULL) {

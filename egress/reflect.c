@@ -27,6 +27,14 @@
  * backwards from the end until nothing can match, a byte or two in ordinary
  * text.  The bytes before that tail can start no occurrence, so no later
  * search has to look at them.
+ *
+ * Everything but the stream's own state depends on the secret alone, and
+ * egress makes a filter per call with the same credential: the tables are
+ * built once per secret, kept for the next call (RF_CACHE of them, the
+ * model's credential and the MCP one), and shared by every stream of that
+ * secret, which then costs its state vectors and its buffer.  A credential
+ * that changes replaces its tables; the last stream of old ones wipes them.
+ * Egress's event loop is the only user, so the cache takes no lock.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -44,6 +52,7 @@
 #define RF_BLOCK	(32 + RF_UNIT_MAX - 1)	/* 32 offsets and their units */
 #define RF_SCAN_MIN	64	/* backward steps allowed to a call at least */
 #define RF_SECRET_MAX	(SIZE_MAX / 256)	/* no size below can overflow */
+#define RF_CACHE	2	/* secrets whose tables are kept */
 
 /* Sixteen bytes at once, in whatever vector unit the target has. */
 typedef uint8_t	rf_vec __attribute__((vector_size(16)));
@@ -142,7 +151,19 @@ struct reflect {
 	size_t		 rf_base;
 	enum rf_state	 rf_state;
 	int		 rf_nomem;
+
+	/* A stream reads the tables of rf_tpl and owns rf_mut: rf_st, rf_bk
+	 * and rf_fbk.  The tables themselves are a filter that is never fed,
+	 * with a count of the streams (and cache slot) that use it. */
+	struct reflect	*rf_tpl;
+	uint64_t	*rf_mut;
+	size_t		 rf_nmut;
+	size_t		 rf_hw;		/* rf_buf bytes ever written */
+	unsigned int	 rf_refs;
 };
+
+/* The tables of the last secrets, most recently used first. */
+static struct reflect	*rf_cache[RF_CACHE];
 
 /* Hex digit value + 1, 0 for any other byte. */
 static const uint8_t	rf_hex1[256] = {
@@ -409,25 +430,115 @@ rf_build_vectors(struct reflect *r, const uint8_t *s, size_t m)
 	return 0;
 }
 
+static void	rf_nfa_reset(struct reflect *);
+static void	rf_tables_unref(struct reflect *);
+
+/* Tables for a secret: a filter that is never fed itself. */
+static struct reflect *
+rf_tables_new(const uint8_t *secret, size_t len)
+{
+	struct reflect	*r;
+
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		return NULL;
+	r->rf_m = len;
+	r->rf_state = RF_OPEN;
+	r->rf_refs = 1;
+	if (rf_build_fixed(r, secret, len) == -1 ||
+	    rf_build_vectors(r, secret, len) == -1) {
+		rf_tables_unref(r);
+		return NULL;
+	}
+	return r;
+}
+
+static void
+rf_tables_unref(struct reflect *t)
+{
+	if (--t->rf_refs > 0)
+		return;
+	/* What is derived from the secret is as good as the secret. */
+	if (t->rf_pool != NULL)
+		explicit_bzero(t->rf_pool, t->rf_poolsz);
+	if (t->rf_ent != NULL)
+		explicit_bzero(t->rf_ent, t->rf_nent * sizeof(*t->rf_ent));
+	if (t->rf_words != NULL)
+		explicit_bzero(t->rf_words, t->rf_nwords * sizeof(uint64_t));
+	free(t->rf_pool);
+	free(t->rf_ent);
+	free(t->rf_head);
+	free(t->rf_words);
+	explicit_bzero(t, sizeof(*t));
+	free(t);
+}
+
+/* The tables of this secret, from the cache or built and cached; the
+ * caller gets a reference of its own. */
+static struct reflect *
+rf_tables(const uint8_t *secret, size_t len)
+{
+	struct reflect	*t;
+	size_t		 i;
+
+	for (i = 0; i < RF_CACHE; i++) {
+		t = rf_cache[i];
+		/* The pool begins with the raw secret. */
+		if (t != NULL && t->rf_m == len &&
+		    memcmp(t->rf_pool, secret, len) == 0)
+			break;
+	}
+	if (i == RF_CACHE) {
+		if ((t = rf_tables_new(secret, len)) == NULL)
+			return NULL;
+		i = RF_CACHE - 1;
+		if (rf_cache[i] != NULL)
+			rf_tables_unref(rf_cache[i]);
+		rf_cache[i] = t;	/* the cache's reference */
+	}
+	memmove(rf_cache + 1, rf_cache, i * sizeof(rf_cache[0]));
+	rf_cache[0] = t;
+	t->rf_refs++;
+	return t;
+}
+
 struct reflect *
 reflect_new(const char *secret, size_t len)
 {
-	struct reflect	*r;
+	struct reflect	*t, *r;
+	size_t		 nst;
 
 	if (len == 0 || len > RF_SECRET_MAX) {
 		errno = EINVAL;
 		return NULL;
 	}
-	if ((r = calloc(1, sizeof(*r))) == NULL)
-		return NULL;
-	r->rf_m = len;
-	r->rf_state = RF_OPEN;
-	if (rf_build_fixed(r, (const uint8_t *)secret, len) == -1 ||
-	    rf_build_vectors(r, (const uint8_t *)secret, len) == -1) {
-		reflect_free(r);
+	if ((t = rf_tables((const uint8_t *)secret, len)) == NULL) {
 		errno = ENOMEM;
 		return NULL;
 	}
+	if ((r = malloc(sizeof(*r))) == NULL) {
+		rf_tables_unref(t);
+		errno = ENOMEM;
+		return NULL;
+	}
+	/* The tables' scalars and small arrays by value, their vectors by
+	 * reference; the vectors a stream changes are its own. */
+	memcpy(r, t, sizeof(*r));
+	r->rf_tpl = t;
+	r->rf_refs = 0;
+	nst = RF_NST * t->rf_nw;
+	r->rf_nmut = 3 * nst + 2 * t->rf_fw;
+	if ((r->rf_mut = calloc(r->rf_nmut, sizeof(uint64_t))) == NULL) {
+		free(r);
+		rf_tables_unref(t);
+		errno = ENOMEM;
+		return NULL;
+	}
+	r->rf_st = r->rf_mut;
+	r->rf_bk[0] = r->rf_st + nst;
+	r->rf_bk[1] = r->rf_bk[0] + nst;
+	r->rf_fbk[0] = r->rf_bk[1] + nst;
+	r->rf_fbk[1] = r->rf_fbk[0] + t->rf_fw;
+	rf_nfa_reset(r);
 	return r;
 }
 
@@ -436,18 +547,13 @@ reflect_free(struct reflect *r)
 {
 	if (r == NULL)
 		return;
-	/* What is derived from the secret is as good as the secret. */
-	if (r->rf_pool != NULL)
-		explicit_bzero(r->rf_pool, r->rf_poolsz);
-	if (r->rf_ent != NULL)
-		explicit_bzero(r->rf_ent, r->rf_nent * sizeof(*r->rf_ent));
-	if (r->rf_words != NULL)
-		explicit_bzero(r->rf_words, r->rf_nwords * sizeof(uint64_t));
-	free(r->rf_pool);
-	free(r->rf_ent);
-	free(r->rf_head);
-	free(r->rf_words);
+	/* The stream's state and what it held back follow the secret. */
+	explicit_bzero(r->rf_mut, r->rf_nmut * sizeof(uint64_t));
+	free(r->rf_mut);
+	if (r->rf_buf != NULL)
+		explicit_bzero(r->rf_buf, r->rf_hw);
 	free(r->rf_buf);
+	rf_tables_unref(r->rf_tpl);
 	explicit_bzero(r, sizeof(*r));
 	free(r);
 }
@@ -940,15 +1046,18 @@ rf_reserve(struct reflect *r, size_t len)
 	if (len > SIZE_MAX - r->rf_len)
 		return -1;
 	need = r->rf_len + len;
-	if (need <= r->rf_cap)
-		return 0;
-	cap = r->rf_cap != 0 ? r->rf_cap : 4096;
-	while (cap < need)
-		cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-	if ((nb = realloc(r->rf_buf, cap)) == NULL)
-		return -1;
-	r->rf_buf = nb;
-	r->rf_cap = cap;
+	if (need > r->rf_cap) {
+		cap = r->rf_cap != 0 ? r->rf_cap : 4096;
+		while (cap < need)
+			cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+		if ((nb = realloc(r->rf_buf, cap)) == NULL)
+			return -1;
+		r->rf_buf = nb;
+		r->rf_cap = cap;
+	}
+	/* What reflect_reset() and reflect_free() wipe. */
+	if (need > r->rf_hw)
+		r->rf_hw = need;
 	return 0;
 }
 
@@ -1064,9 +1173,11 @@ reflect_finish(struct reflect *r, const void **out, size_t *outlen)
 void
 reflect_reset(struct reflect *r)
 {
-	/* Held-back bytes can be most of the secret. */
+	/* Held-back bytes can be most of the secret: every byte the buffer
+	 * ever held goes. */
 	if (r->rf_buf != NULL)
-		explicit_bzero(r->rf_buf, r->rf_cap);
+		explicit_bzero(r->rf_buf, r->rf_hw);
+	r->rf_hw = 0;
 	rf_nfa_reset(r);
 	r->rf_nfa_pos = r->rf_nfa_until = r->rf_trig_pos = 0;
 	r->rf_len = r->rf_out = r->rf_base = 0;
@@ -1082,6 +1193,11 @@ reflect_search(struct reflect *r, const char *s, size_t len)
 	int		 rv = 0;
 
 	reflect_reset(r);
+	/* Every variant is at least rf_lmin bytes long (raw is one of them,
+	 * and the escaped one takes a byte or more per secret byte): a
+	 * shorter text, a header value most often, holds none. */
+	if (len < r->rf_lmin)
+		return 0;
 	if (reflect_feed(r, s, len, &out, &outlen) == -1)
 		rv = r->rf_nomem ? -1 : 1;
 	reflect_reset(r);

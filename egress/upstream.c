@@ -277,6 +277,40 @@ up_strdup(const char *s)
 	return p;
 }
 
+/* ":port " as the pool's keys have it (in a static buffer). */
+static const char *
+up_port_str(unsigned int port)
+{
+	static char	 b[16];
+	char		*p = b + sizeof(b);
+
+	*--p = '\0';
+	*--p = ' ';
+	do
+		*--p = '0' + port % 10;
+	while ((port /= 10) != 0);
+	*--p = ':';
+	return p;
+}
+
+/* The four strings one after another, malloc'd: a pool key without a
+ * printf of its own per call. */
+static char *
+up_join(const char *a, const char *b, const char *c, const char *d)
+{
+	size_t	 la = strlen(a), lb = strlen(b), lc = strlen(c),
+		 ld = strlen(d);
+	char	*p;
+
+	if ((p = malloc(la + lb + lc + ld + 1)) == NULL)
+		fatal("%s", __func__);
+	memcpy(p, a, la);
+	memcpy(p + la, b, lb);
+	memcpy(p + la + lb, c, lc);
+	memcpy(p + la + lb + lc, d, ld + 1);
+	return p;
+}
+
 /*
  * Buffers.
  */
@@ -1763,9 +1797,12 @@ up_hdr_check(const struct up_hdr *h)
 	for (p = (const unsigned char *)h->value; *p != '\0'; p++)
 		if ((*p < 0x20 && *p != '\t') || *p == 0x7f)
 			return -1;
+	/* Names are tokens (checked above): their first letter, folded,
+	 * rules out most of the list. */
 	for (i = 0; i < sizeof(up_refused_hdrs) / sizeof(up_refused_hdrs[0]);
 	    i++)
-		if (strcasecmp(h->name, up_refused_hdrs[i]) == 0)
+		if ((h->name[0] | 0x20) == up_refused_hdrs[i][0] &&
+		    strcasecmp(h->name, up_refused_hdrs[i]) == 0)
 			return -1;
 	return 0;
 }
@@ -1849,7 +1886,7 @@ up_url_parse(struct up_call *c, const char *url, char **target)
 	struct in_addr	 a4;
 	size_t		 hlen, tlen;
 	unsigned long	 port;
-	char		*end;
+	char		*end, *d;
 
 	if (strncasecmp(url, "https://", 8) == 0) {
 		c->uc_tls = 1;
@@ -1902,9 +1939,12 @@ up_url_parse(struct up_call *c, const char *url, char **target)
 	for (t = e; t < e + tlen; t++)
 		if ((unsigned char)*t <= 0x20 || (unsigned char)*t >= 0x7f)
 			return "bad character in the URL";
-	if (asprintf(target, "%s%.*s", *e == '/' ? "" : "/", (int)tlen, e) ==
-	    -1)
+	if ((d = *target = malloc(tlen + 2)) == NULL)
 		fatal("%s", __func__);
+	if (*e != '/')
+		*d++ = '/';
+	memcpy(d, e, tlen);
+	d[tlen] = '\0';
 	return NULL;
 }
 
@@ -2001,9 +2041,8 @@ up_call_target(struct up_call *c, const struct up_request *req)
 		}
 		c->uc_naddr = 1;
 	}
-	if (asprintf(&c->uc_key, "%s://%s:%u %s", c->uc_tls ? "https" : "http",
-	    c->uc_host, c->uc_port, c->uc_ca != NULL ? c->uc_ca : "") == -1)
-		fatal("%s", __func__);
+	c->uc_key = up_join(c->uc_tls ? "https://" : "http://", c->uc_host,
+	    up_port_str(c->uc_port), c->uc_ca != NULL ? c->uc_ca : "");
 }
 
 struct up_call *

@@ -14,7 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <cjson/cJSON.h>
 
 #include "frame.h"
 #include "msg.h"
@@ -131,7 +130,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct frame	 f;
 	struct msg	 m;
-	cJSON		*it;
 	char		*keys[FUZZ_KEYS];
 	const uint8_t	*d;
 	enum proc_role	 from, to;
@@ -171,9 +169,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		fuzz_rebuild(&m, from, to);
 		/* The getters detach fields, so walk a copy of the keys. */
-		for (it = m.m_obj->child; it != NULL && nkeys < FUZZ_KEYS;
-		    it = it->next)
-			if ((keys[nkeys++] = strdup(it->string)) == NULL)
+		for (i = 0; i < (int)m.m_nfields && nkeys < FUZZ_KEYS; i++)
+			if ((keys[nkeys++] = strdup(m.m_fields[i].mf_key)) ==
+			    NULL)
 				abort();
 		for (k = 0; k < nkeys; k++)
 			fuzz_get(&m, keys[k], data[3] + k * 11);

@@ -894,6 +894,36 @@ START_TEST(test_err_strings)
 }
 END_TEST
 
+/* An answer's head, written in one piece: its size is what is written. */
+START_TEST(answer_head)
+{
+	static const struct http_hdr	 h[] = {
+		{ "request-id", "req_1" }, { "x-a", "" }
+	};
+	static const char		 want[] = "HTTP/1.1 200 OK\r\n"
+	    "content-type: text/plain\r\nrequest-id: req_1\r\nx-a: \r\n"
+	    "content-length: 3\r\nconnection: close\r\n\r\n";
+	char				 buf[256];
+	size_t				 n;
+
+	n = http_answer_head_size(200, "text/plain", h, 2,
+	    "content-length: 3\r\n");
+	ck_assert_uint_eq(n, sizeof(want) - 1);
+	memset(buf, 'x', sizeof(buf));
+	ck_assert_uint_eq(http_answer_head(buf, 200, "text/plain", h, 2,
+	    "content-length: 3\r\n"), n);
+	ck_assert(memcmp(buf, want, n) == 0);
+	ck_assert_int_eq(buf[n], 'x');
+
+	n = http_answer_head(buf, 299, NULL, NULL, 0, NULL);
+	ck_assert_uint_eq(n, http_answer_head_size(299, NULL, NULL, 0, NULL));
+	buf[n] = '\0';
+	ck_assert_str_eq(buf, "HTTP/1.1 299 \r\nconnection: close\r\n\r\n");
+	ck_assert_str_eq(http_reason(429), "Too Many Requests");
+}
+END_TEST
+
+
 static Suite *
 httpparse_suite(void)
 {
@@ -925,6 +955,7 @@ httpparse_suite(void)
 	tcase_add_test(tc, test_chunked_max);
 	tcase_add_test(tc, test_chunked_callback);
 	tcase_add_test(tc, test_err_strings);
+	tcase_add_test(tc, answer_head);
 	suite_add_tcase(s, tc);
 	return s;
 }

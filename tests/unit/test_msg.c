@@ -297,7 +297,7 @@ START_TEST(send_over_conn)
 	msg_add_str(&mb, "channel", "discord_123");
 	msg_add_fd(&mb, fd);
 	ck_assert_int_eq(msg_send(a, &mb), 0);
-	ck_assert_ptr_null(mb.mb_obj);
+	ck_assert_ptr_null(mb.mb_buf);
 	for (i = 0; i < 100 && m.m_type == MSG_NONE; i++)
 		event_base_loop(base, EVLOOP_ONCE);
 	ck_assert_int_eq(m.m_type, MSG_CONFIG_BROKER);
@@ -363,6 +363,126 @@ START_TEST(parse_structure)
 	    "unknown message type \"01234567890123456789012345678901...\"");
 	refused("{\"T\":\"ready\"}", PROC_BROKER, PROC_SUPERVISOR,
 	    "field \"t\" missing");
+}
+END_TEST
+
+/*
+ * Two readers: the one-pass reader of flat messages, and the general one
+ * for anything else (objects, arrays of other values, more than
+ * MSG_FIELDS_INLINE fields or MSG_LEX_ITEMS strings, anything refused).
+ * Both sides of each of its bounds read the same, and what the first
+ * leaves alone is refused in the general reader's words.
+ */
+static void
+read_fsguard(const char *fields, struct msg *m)
+{
+	char	 buf[16384];
+
+	snprintf(buf, sizeof(buf), "{\"t\":\"config_fsguard\",%s}", fields);
+	ck_assert_msg(parse(m, PROC_SUPERVISOR, PROC_FSGUARD, buf) == 0,
+	    "%s: %s", buf, m->m_err);
+}
+
+START_TEST(parse_readers)
+{
+	const char	**v, *str;
+	struct msg	 m;
+	char		 buf[8192], *p;
+	size_t		 n, i;
+	int64_t		 i64;
+	int		 nf;
+
+	/* Escapes, pairs, literals, numbers as JSON and cJSON read them. */
+	read_fsguard("\"s\":\"\\u00e9\\u20ac\\ud83d\\ude00\\/\\\"\","
+	    "\"a\":[\"x\",\"\\u0041\"],\"b\":false,\"n\":-0,\"e\":1e2,"
+	    "\"z\":null", &m);
+	ck_assert_int_eq(msg_get_str(&m, "s", 64, &str), 0);
+	ck_assert_str_eq(str, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80/\"");
+	ck_assert_int_eq(msg_get_strv(&m, "a", 2, 1, &v, &n), 0);
+	ck_assert_str_eq(v[1], "A");
+	ck_assert_int_eq(msg_get_bool(&m, "b", &nf), 0);
+	ck_assert_int_eq(nf, 0);
+	ck_assert_int_eq(msg_get_int(&m, "n", -1, 1, &i64), 0);
+	ck_assert(i64 == 0);
+	ck_assert_int_eq(msg_get_int(&m, "e", 0, 100, &i64), 0);
+	ck_assert(i64 == 100);
+	ck_assert_int_eq(msg_get_str_opt(&m, "z", 1, &str), 0);
+	ck_assert_ptr_null(str);
+	ck_assert_int_eq(msg_end(&m), 0);
+	msg_free(&m);
+
+	/* Refused in the general reader's words. */
+	refused("{\"t\":\"ready\",\"s\":\"\\ud83d\"}", PROC_BROKER,
+	    PROC_SUPERVISOR, "message is not valid JSON");
+	refused("{\"t\":\"ready\",\"s\":\"\\ude00\"}", PROC_BROKER,
+	    PROC_SUPERVISOR, "message is not valid JSON");
+	refused("{\"t\":\"ready\",\"n\":1e400}", PROC_BROKER,
+	    PROC_SUPERVISOR, "message is not valid JSON: a number is out of "
+	    "range");
+	refused("{\"t\":\"ready\",\"n\":01}", PROC_BROKER,
+	    PROC_SUPERVISOR, "message is not valid JSON");
+	refused("{\"t\":\"ready\",\"x\":1,\"x\":2}", PROC_BROKER,
+	    PROC_SUPERVISOR, "message is not valid JSON: an object has a "
+	    "duplicate key");
+	refused("{\"t\":\"ready\",,\"x\":1}", PROC_BROKER,
+	    PROC_SUPERVISOR, "message is not valid JSON");
+	refused("{\"t\":\"ready\",\"x\":tru}", PROC_BROKER,
+	    PROC_SUPERVISOR, "message is not valid JSON");
+	refused("{\"t\":\"ready\",\"x\":[\"a\",]}", PROC_BROKER,
+	    PROC_SUPERVISOR, "message is not valid JSON");
+
+	/* Objects, and arrays of other values, are read too. */
+	read_fsguard("\"o\":{\"k\":[1]},\"a\":[\"x\",2]", &m);
+	ck_assert_int_eq(msg_get_str(&m, "o", 10, &str), -1);
+	ck_assert_str_eq(m.m_err, "field \"o\" is not a string");
+	msg_free(&m);
+	read_fsguard("\"a\":[\"x\",2]", &m);
+	ck_assert_int_eq(msg_get_strv(&m, "a", 2, 10, &v, &n), -1);
+	ck_assert_str_eq(m.m_err, "field \"a[1]\" is not a string");
+	msg_free(&m);
+
+	/* MSG_FIELDS_INLINE fields with "t", and one more. */
+	for (nf = MSG_FIELDS_INLINE - 1; nf <= MSG_FIELDS_INLINE; nf++) {
+		p = buf;
+		for (i = 0; i < (size_t)nf; i++)
+			p += sprintf(p, "%s\"k%zu\":%zu", i ? "," : "", i, i);
+		read_fsguard(buf, &m);
+		ck_assert_uint_eq(m.m_nfields, (size_t)nf + 1);
+		for (i = 0; i < (size_t)nf; i++) {
+			snprintf(buf, sizeof(buf), "k%zu", i);
+			ck_assert_int_eq(msg_get_int(&m, buf, 0, 100, &i64), 0);
+			ck_assert(i64 == (int64_t)i);
+		}
+		ck_assert_int_eq(msg_end(&m), 0);
+		msg_free(&m);
+	}
+
+	/* A number of 63 bytes (the one-pass reader's longest) and of 64
+	 * (the general reader's) read the same. */
+	for (nf = 61; nf <= 62; nf++) {
+		p = buf + sprintf(buf, "\"n\":1.");
+		memset(p, '0', nf);
+		p[nf] = '\0';
+		read_fsguard(buf, &m);
+		ck_assert_int_eq(msg_get_int(&m, "n", 0, 2, &i64), 0);
+		ck_assert(i64 == 1);
+		ck_assert_int_eq(msg_end(&m), 0);
+		msg_free(&m);
+	}
+
+	/* 64 strings in an array, and 65. */
+	for (nf = 64; nf <= 65; nf++) {
+		p = buf + sprintf(buf, "\"a\":[");
+		for (i = 0; i < (size_t)nf; i++)
+			p += sprintf(p, "%s\"s%zu\"", i ? "," : "", i);
+		strcpy(p, "]");
+		read_fsguard(buf, &m);
+		ck_assert_int_eq(msg_get_strv(&m, "a", 65, 4, &v, &n), 0);
+		ck_assert_uint_eq(n, (size_t)nf);
+		ck_assert_str_eq(v[nf - 1], nf == 64 ? "s63" : "s64");
+		ck_assert_ptr_null(v[nf]);
+		msg_free(&m);
+	}
 }
 END_TEST
 
@@ -1084,6 +1204,96 @@ START_TEST(builder_order)
 }
 END_TEST
 
+/*
+ * The builder writes the text itself: strings escaped as JSON needs them
+ * (and as cJSON printed them), read back the same; fields added after the
+ * text was made go before its end; at most MSGB_KEYS_MAX fields.
+ */
+START_TEST(builder_text)
+{
+	static const char	 odd[] = "q\"b\\s/\x01\x1f\b\f\n\r\t \x7f "
+	    "\xc3\xa9\xf0\x9f\x98\x80";
+	static const char *const v[] = { "", odd, "z" };
+	const char		**got, *str;
+	struct msgb		 mb;
+	struct msg		 m;
+	size_t			 len, n;
+	int64_t			 i64;
+	char			*json, key[16];
+	int			 i;
+
+	msgb_init(&mb, MSG_CONFIG_FSGUARD, 0);
+	msg_add_str(&mb, "s", odd);
+	msg_add_int(&mb, "n", -(int64_t)INT53);
+	msg_add_strv(&mb, "v", v, 3);
+	msg_add_strv(&mb, "e", NULL, 0);
+	json = msgb_json(&mb, &len);
+	ck_assert_ptr_nonnull(json);
+	ck_assert_str_eq(json, "{\"t\":\"config_fsguard\",\"s\":\"q\\\"b\\\\s/"
+	    "\\u0001\\u001f\\b\\f\\n\\r\\t \x7f \xc3\xa9\xf0\x9f\x98\x80\","
+	    "\"n\":-9007199254740991,\"v\":[\"\",\"q\\\"b\\\\s/\\u0001\\u001f"
+	    "\\b\\f\\n\\r\\t \x7f \xc3\xa9\xf0\x9f\x98\x80\",\"z\"],\"e\":[]}");
+	/* Added after the text was made: before its end. */
+	msg_add_bool(&mb, "b", 1);
+	free(json);
+	json = msgb_json(&mb, &len);
+	ck_assert_ptr_nonnull(json);
+	ck_assert_uint_eq(strlen(json), len);
+	ck_assert(len > 11 && strcmp(json + len - 11, "],\"b\":true}") == 0);
+	ck_assert_int_eq(parse(&m, PROC_SUPERVISOR, PROC_FSGUARD, json), 0);
+	ck_assert_int_eq(msg_get_str(&m, "s", 100, &str), 0);
+	ck_assert_str_eq(str, odd);
+	ck_assert_int_eq(msg_get_int(&m, "n", -(int64_t)INT53, 0, &i64), 0);
+	ck_assert(i64 == -(int64_t)INT53);
+	ck_assert_int_eq(msg_get_strv(&m, "v", 3, 100, &got, &n), 0);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_str_eq(got[0], "");
+	ck_assert_str_eq(got[1], odd);
+	ck_assert_str_eq(got[2], "z");
+	ck_assert_ptr_null(got[3]);
+	ck_assert_int_eq(msg_get_strv(&m, "e", 3, 100, &got, &n), 0);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_int_eq(msg_get_bool(&m, "b", &i), 0);
+	ck_assert_int_eq(i, 1);
+	ck_assert_int_eq(msg_end(&m), 0);
+	msg_free(&m);
+	free(json);
+	msgb_free(&mb);
+
+	/* MSGB_KEYS_MAX fields, and one more. */
+	msgb_init(&mb, MSG_CONFIG_FSGUARD, 0);
+	for (i = 0; i < MSGB_KEYS_MAX; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		msg_add_uint(&mb, key, i);
+	}
+	ck_assert_int_eq(mb.mb_failed, 0);
+	json = msgb_json(&mb, &len);
+	ck_assert_ptr_nonnull(json);
+	free(json);
+	msg_add_uint(&mb, "one_more", 1);
+	ck_assert_int_eq(mb.mb_failed, 1);
+	msgb_free(&mb);
+}
+END_TEST
+
+/* msg_is_reply() is the table's reply column read backwards, for every
+ * type, those past the 64th too. */
+START_TEST(table_replies)
+{
+	int	 t, u, want;
+
+	for (t = MSG_NONE; t < MSG__COUNT; t++) {
+		want = t == MSG_ERROR;
+		for (u = MSG_NONE + 1; u < MSG__COUNT; u++)
+			if ((int)msg_def(u)->md_reply == t && t != MSG_NONE)
+				want = 1;
+		ck_assert_msg(msg_is_reply(t) == want, "%s", t == MSG_NONE ?
+		    "(none)" : msg_type_name(t));
+	}
+	ck_assert_int_eq(msg_is_reply(MSG__COUNT), 0);
+}
+END_TEST
+
 static Suite *
 msg_suite(void)
 {
@@ -1092,12 +1302,14 @@ msg_suite(void)
 
 	tc = tcase_create("table");
 	tcase_add_test(tc, table_names);
+	tcase_add_test(tc, table_replies);
 	tcase_add_loop_test(tc, row_round_trip, MSG_NONE + 1, MSG__COUNT);
 	tcase_add_test(tc, send_over_conn);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("parse");
 	tcase_add_test(tc, parse_structure);
+	tcase_add_test(tc, parse_readers);
 	tcase_add_test(tc, parse_whitespace_ok);
 	tcase_add_test(tc, parse_utf8);
 	tcase_add_test(tc, parse_nul);
@@ -1122,6 +1334,7 @@ msg_suite(void)
 	tc = tcase_create("build");
 	tcase_add_test(tc, builder_refusals);
 	tcase_add_test(tc, builder_order);
+	tcase_add_test(tc, builder_text);
 	suite_add_tcase(s, tc);
 	return s;
 }

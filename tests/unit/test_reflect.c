@@ -625,6 +625,85 @@ START_TEST(sticky)
 }
 END_TEST
 
+/*
+ * Filters of one secret share their tables: interleaved streams keep their
+ * own state, and a stream outlives its tables' place in the cache (three
+ * secrets in turn replace the two kept) and a reset of another stream.
+ */
+START_TEST(shared_tables)
+{
+	static const char	 a[] = "sk-shared-AAAAAAAAAAAAAAAAAAAA";
+	static const char	 b[] = "sk-shared-BBBBBBBBBBBBBBBBBBBB";
+	static const char	 c[] = "sk-shared-CCCCCCCCCCCCCCCCCCCC";
+	struct reflect		*r1, *r2, *r3, *rb, *rc;
+	const void		*out;
+	size_t			 outlen, h = sizeof(a) / 2;
+
+	ck_assert_ptr_nonnull(r1 = reflect_new(a, sizeof(a) - 1));
+	ck_assert_ptr_nonnull(r2 = reflect_new(a, sizeof(a) - 1));
+	/* r1 holds back the first half of a; r2 sees the second half
+	 * alone, which is no secret. */
+	ck_assert_int_eq(reflect_feed(r1, a, h, &out, &outlen), 0);
+	ck_assert_uint_eq(reflect_holdback(r1), h);
+	ck_assert_int_eq(reflect_feed(r2, a + h, sizeof(a) - 1 - h, &out,
+	    &outlen), 0);
+	/* Other secrets replace a's tables in the cache meanwhile. */
+	ck_assert_ptr_nonnull(rb = reflect_new(b, sizeof(b) - 1));
+	ck_assert_ptr_nonnull(rc = reflect_new(c, sizeof(c) - 1));
+	ck_assert_int_eq(reflect_feed(rb, a, sizeof(a) - 1, &out, &outlen), 0);
+	ck_assert_int_eq(reflect_feed(rc, b, sizeof(b) - 1, &out, &outlen), 0);
+	reflect_reset(r2);
+	/* r1 ends a, split across the other streams' work. */
+	ck_assert_int_eq(reflect_feed(r1, a + h, sizeof(a) - 1 - h, &out,
+	    &outlen), -1);
+	ck_assert_int_eq(reflect_feed(r2, "hello", 5, &out, &outlen), 0);
+	ck_assert_int_eq(reflect_finish(r2, &out, &outlen), 0);
+	ck_assert_int_eq(reflect_feed(rc, c, sizeof(c) - 1, &out, &outlen),
+	    -1);
+	ck_assert_int_eq(reflect_feed(rb, b, sizeof(b) - 1, &out, &outlen),
+	    -1);
+	reflect_free(r1);
+	reflect_free(rb);
+	/* a again, from tables built anew or kept by r2. */
+	ck_assert_ptr_nonnull(r3 = reflect_new(a, sizeof(a) - 1));
+	reflect_free(r2);
+	ck_assert_int_eq(reflect_feed(r3, a, sizeof(a) - 1, &out, &outlen),
+	    -1);
+	reflect_free(r3);
+	reflect_free(rc);
+	ck_assert_int_eq(reflect_contains(b, sizeof(b) - 1, c, sizeof(c) - 1),
+	    0);
+	ck_assert_int_eq(reflect_contains(c, sizeof(c) - 1, c, sizeof(c) - 1),
+	    1);
+}
+END_TEST
+
+/*
+ * reflect_search() looks at nothing shorter than the shortest variant: the
+ * secret itself is found at its length, the text one byte shorter is not,
+ * and either way the filter is left reset for its stream.
+ */
+START_TEST(search_short)
+{
+	struct reflect	*r;
+	const void	*out;
+	size_t		 outlen;
+
+	ck_assert_ptr_nonnull(r = reflect_new(sec40, 40));
+	ck_assert_int_eq(reflect_feed(r, sec40, 20, &out, &outlen), 0);
+	ck_assert_int_eq(reflect_search(r, sec40, 39), 0);
+	ck_assert_uint_eq(reflect_holdback(r), 0);
+	ck_assert_int_eq(reflect_search(r, sec40, 40), 1);
+	ck_assert_int_eq(reflect_search(r, "k", 1), 0);
+	ck_assert_int_eq(reflect_feed(r, sec40, 40, &out, &outlen), -1);
+	reflect_free(r);
+	ck_assert_ptr_nonnull(r = reflect_new("k", 1));
+	ck_assert_int_eq(reflect_search(r, "k", 1), 1);
+	ck_assert_int_eq(reflect_search(r, "", 0), 0);
+	reflect_free(r);
+}
+END_TEST
+
 START_TEST(percent_parses)
 {
 	/* A '%' of the secret, literal or as %25. */
@@ -946,6 +1025,8 @@ reflect_suite(void)
 	tcase_add_test(tc, prefix_released_at_finish);
 	tcase_add_test(tc, holdback);
 	tcase_add_test(tc, sticky);
+	tcase_add_test(tc, shared_tables);
+	tcase_add_test(tc, search_short);
 	tcase_add_test(tc, pathological);
 	suite_add_tcase(s, tc);
 
