@@ -18,8 +18,9 @@ What it measures (DESIGN.md section 12), at each of --counts idle channels (defa
       with the same call sent directly on a keep-alive HTTPS connection to the same stand-in
       upstream, and the floor bench/hops measures on the same host at the start of the run;
   (f) with --smaps, where an idle broker's memory goes: every broker's /proc/PID/smaps
-      summed per class of mapping (each library's code, read-only data and relocations,
-      writable data; heap, stacks, other anonymous memory), per broker.
+      summed per class of mapping (each object's code, read-only data, RELRO (relocated,
+      then made read-only), writable data and .bss; heap, stack, other anonymous memory),
+      per broker.
   The TypeScript runtime's figure (pi-roundtable-sandbox 0.7.3: every broker inside one
   Bun process) is run beside it when --ts-peer CMD (or RTSB_TS_PEER) names a command that,
   given N, starts that runtime with N idle brokers and prints one JSON object with its
@@ -335,9 +336,21 @@ def hops_floor(calls):
 
 # ---------------------------------------------------------------- smaps
 
-def mapping_class(path, perms, prev_path):
+def broker_link():
+    """-Dbroker_link as the build resolved it (static, static-pie, dynamic)."""
+    try:
+        with open(os.path.join(rtsb.BUILD, "buildconf.h")) as f:
+            for line in f:
+                if line.startswith("#define RTSANDBOX_BROKER_LINK "):
+                    return line.split()[2].strip('"')
+    except OSError:
+        pass
+    return "unknown"
+
+
+def mapping_class(path, perms, prev_path, next_path, next_perms):
     """A mapping's class: (object, kind)."""
-    if path in ("[heap]", "[stack]", "[vdso]", "[vvar]", "[vsyscall]"):
+    if path in ("[heap]", "[stack]", "[vdso]", "[vvar]", "[vvar_vclock]", "[vsyscall]"):
         return (path, "")
     if path == "":
         # The .bss of the object mapped just before, or anonymous memory.
@@ -349,35 +362,40 @@ def mapping_class(path, perms, prev_path):
         kind = "text"
     elif "w" in perms:
         kind = "data"
+    elif next_path == path and "w" in next_perms:
+        # Read-only once relocated: made so just before its data.
+        kind = "relro"
     else:
-        kind = "ro/relro"
+        kind = "ro"
     return (name, kind)
 
 
 def smaps_classes(pid):
     """{class: {Rss, Pss, Private}} of one process, KiB."""
-    out = collections.defaultdict(lambda: collections.Counter())
-    cls = None
-    prev_path = None
+    maps = []       # [path, perms, {field: KiB}]
     try:
         with open("/proc/%d/smaps" % pid) as f:
             for line in f:
                 first = line.split(None, 1)[0]
                 if not first.endswith(":"):
                     parts = line.split(None, 5)
-                    path = parts[5].strip() if len(parts) > 5 else ""
-                    cls = mapping_class(path, parts[1], prev_path)
-                    prev_path = path if path else prev_path if cls[1] == "bss" else None
+                    maps.append([parts[5].strip() if len(parts) > 5 else "",
+                                 parts[1], collections.Counter()])
                     continue
                 key = first[:-1]
-                if key in ("Rss", "Pss", "Private_Clean", "Private_Dirty", "Anonymous"):
+                if maps and key in ("Rss", "Pss", "Private_Clean", "Private_Dirty",
+                                    "Anonymous"):
                     v = int(line.split()[1])
-                    if key.startswith("Private"):
-                        out[cls]["Private"] += v
-                    else:
-                        out[cls][key] += v
+                    maps[-1][2]["Private" if key.startswith("Private") else key] += v
     except OSError:
         pass
+    out = collections.defaultdict(lambda: collections.Counter())
+    prev_path = None
+    for i, (path, perms, v) in enumerate(maps):
+        nxt = maps[i + 1] if i + 1 < len(maps) else ("", "")
+        cls = mapping_class(path, perms, prev_path, nxt[0], nxt[1])
+        prev_path = path if path else prev_path if cls[1] == "bss" else None
+        out[cls].update(v)
     return out
 
 
@@ -448,8 +466,8 @@ def main():
         ap.error("--counts: ascending, distinct, at least 1")
     with open("/proc/loadavg") as f:
         load0 = " ".join(f.read().split()[:3])
-    B.say("rtsandbox scale benchmark: %d CPUs, load average %s, build %s, uid %d" % (
-        os.cpu_count(), load0, rtsb.BUILD, os.getuid()))
+    B.say("rtsandbox scale benchmark: %d CPUs, load average %s, build %s (broker linked "
+          "%s), uid %d" % (os.cpu_count(), load0, rtsb.BUILD, broker_link(), os.getuid()))
     t_start = time.monotonic()
     floor = hops_floor(opt.hops_calls)
     if floor:
@@ -541,7 +559,7 @@ def main():
     slopes = []
     for a, b in zip(rows, rows[1:]):
         slopes.append((a, b))
-    if len(rows) > 2:
+    if len(rows) > 3:
         slopes.append((rows[1], rows[-1]))
     for a, b in slopes:
         d = b["n"] - a["n"]

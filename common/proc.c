@@ -96,13 +96,18 @@ proc_close_from(int lowfd)
 
 /*
  * A broker runs once per channel and idles most of its life (DESIGN.md 12):
- * without glibc's per-thread cache, what it frees coalesces, and
- * malloc_trim(3) can give it back when it goes idle; with the cache, the
- * chunks start-up freed stay pinned all over its heap.
+ * its heap should hold only the pages its live allocations are on.  Without
+ * glibc's per-thread cache, what it frees coalesces and malloc_trim(3) can
+ * give it back; with a fixed mmap threshold, a buffer of 128 KiB or more
+ * (a pipe's read buffer) is always mapped and unmapped whole, not carved
+ * from the heap once a larger one was freed; with no top pad, neither a
+ * trim nor the heap's growth leaves free pages at its top.
  */
 static char *const proc_env_empty[] = { NULL };
 static char *const proc_env_broker[] = {
-	"GLIBC_TUNABLES=glibc.malloc.tcache_count=0", NULL
+	"GLIBC_TUNABLES=glibc.malloc.tcache_count=0"
+	    ":glibc.malloc.mmap_threshold=131072:glibc.malloc.top_pad=0",
+	NULL
 };
 
 char *const *
@@ -399,23 +404,35 @@ proc_drop_text(void)
 }
 
 /* How far below the caller's frame start-up may have used the stack. */
-#define PROC_STACK_DROP	(256 * 1024)
+#define PROC_STACK_DROP		(256 * 1024)
+/* At most what proc_drop_below()'s frame and madvise(2) below it use. */
+#define PROC_STACK_INUSE	512
+
+/*
+ * Not inlined: its frame is the deepest in use when madvise(2) runs, so the
+ * page the call needs is the one PROC_STACK_INUSE under here, whichever
+ * side of a page boundary the caller's frame ended on.
+ */
+static int __attribute__((noinline))
+proc_drop_below(uintptr_t page)
+{
+	volatile char	 here;
+	uintptr_t	 top, low;
+
+	top = ((uintptr_t)&here - PROC_STACK_INUSE) & ~(page - 1);
+	low = top - PROC_STACK_DROP;
+	/* Below the stack's mapping lies the gap before any other: what is
+	 * not mapped there is skipped, and reported as ENOMEM. */
+	if (madvise((void *)low, top - low, MADV_DONTNEED) == -1 &&
+	    errno != ENOMEM)
+		return -1;
+	return 0;
+}
 
 int
 proc_drop_stack(void)
 {
-	volatile char	 here;
-	uintptr_t	 page = (uintptr_t)sysconf(_SC_PAGESIZE), sp, low;
-
-	/* A page of margin under the caller's frame, for what it calls. */
-	sp = ((uintptr_t)&here & ~(page - 1)) - page;
-	low = sp - PROC_STACK_DROP;
-	/* Below the stack's mapping lies the gap before any other: what is
-	 * not mapped there is skipped, and reported as ENOMEM. */
-	if (madvise((void *)low, sp - low, MADV_DONTNEED) == -1 &&
-	    errno != ENOMEM)
-		return -1;
-	return 0;
+	return proc_drop_below((uintptr_t)sysconf(_SC_PAGESIZE));
 }
 
 uint64_t

@@ -46,8 +46,8 @@ pid_t	proc_spawn_sibling(const char *path, char *const argv[],
 	    char *const envp[], const int *fds, int nfds);
 
 /*
- * The environment a role is started with: empty, but for a broker's one
- * allocator setting (proc.c).
+ * The environment a role is started with: empty, but for a broker's
+ * allocator settings (proc.c).
  */
 char *const *proc_role_env(enum proc_role);
 

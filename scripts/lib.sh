@@ -17,7 +17,7 @@ need_root() {
 
 # Debian packages the build, the tests and the demo need (the last line:
 # the Debian package's build, lintian and systemd-sysusers).
-RTSB_PACKAGES="meson ninja-build pkg-config gcc clang libclang-rt-14-dev
+RTSB_PACKAGES="meson ninja-build pkg-config gcc libc6-dev patch clang libclang-rt-14-dev
  libevent-dev libcjson-dev libcap-dev libseccomp-dev libcurl4-openssl-dev
  libssl-dev zlib1g-dev libbrotli-dev libxml2-dev libunistring-dev check docker.io
  openssl python3 python3-brotli util-linux procps mandoc rsync nodejs

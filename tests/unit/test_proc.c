@@ -3,10 +3,15 @@
  * leave the resident set, and nothing of any kind is lost.
  * proc_drop_stack(): the stack below the caller goes, the caller's frame
  * stays.  proc_role_env(): every role's environment is empty but a
- * broker's one allocator setting.
+ * broker's allocator settings, which take effect in a process started
+ * with them: its small frees coalesce, a buffer of 128 KiB is mapped even
+ * after a larger one was freed, and a trim leaves no free top.
  */
+#include <sys/wait.h>
+
 #include <check.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +19,7 @@
 #include <unistd.h>
 
 #include "proc.h"
+#include "sandbox.h"
 
 /* 1 MiB of read-only data, every page of it in the file. */
 #define BIG	(1u << 20)
@@ -146,7 +152,7 @@ START_TEST(drop_stack_gives_back_below)
 	ck_assert_uint_eq(before, pages_spanned((void *)deep, DEEP));
 	ck_assert_int_eq(proc_drop_stack(), 0);
 	after = present_pages((void *)deep, DEEP);
-	/* A page of margin under the caller stays, maybe its neighbour. */
+	/* The page the drop itself runs on stays, maybe its neighbour. */
 	ck_assert_msg(after <= 2, "%zu of %zu pages still mapped", after,
 	    before);
 	for (i = 0; i < sizeof(mine); i++)
@@ -169,24 +175,101 @@ START_TEST(role_env)
 			ck_assert_ptr_null(env[0]);
 			continue;
 		}
-		ck_assert_str_eq(env[0],
-		    "GLIBC_TUNABLES=glibc.malloc.tcache_count=0");
+		ck_assert_str_eq(env[0], "GLIBC_TUNABLES="
+		    "glibc.malloc.tcache_count=0"
+		    ":glibc.malloc.mmap_threshold=131072"
+		    ":glibc.malloc.top_pad=0");
 		ck_assert_ptr_null(env[1]);
 	}
 }
 END_TEST
 
-int
-main(void)
+#define MALLOC_CHILD	"malloc-settings"
+
+/*
+ * In a process started with a broker's environment: the exit status has
+ * a bit set for each setting not in force.
+ */
+static int
+malloc_child(void)
 {
-	Suite	*s = suite_create("proc");
-	TCase	*tc = tcase_create("drop_text");
+	void	*small[16], *p;
+	size_t	 chunk;
+	int	 i, bad = 0;
+
+	/* Freed small chunks all land in the fast bins, none in a thread
+	 * cache that would count them as in use (it takes 7 of a size). */
+	for (i = 0; i < 16; i++)
+		if ((small[i] = malloc(48)) == NULL)
+			return 0xff;
+	chunk = malloc_usable_size(small[0]) + sizeof(size_t);
+	for (i = 0; i < 16; i += 2)
+		free(small[i]);
+	if (mallinfo2().fsmblks < 8 * chunk)
+		bad |= 1;
+	/* Freeing a mapped 1 MiB raises glibc's own threshold above it: a
+	 * fixed one still maps 128 KiB. */
+	if ((p = malloc(1u << 20)) == NULL)
+		return 0xff;
+	free(p);
+	(void)malloc_trim(0);
+	if ((p = malloc(128 * 1024)) == NULL)
+		return 0xff;
+	if (mallinfo2().hblks != 1)
+		bad |= 2;
+	free(p);
+	/* Grown by 64 KiB, the heap keeps less than a page free at its top
+	 * (glibc's default pad is 128 KiB). */
+	(void)malloc_trim(0);
+	if ((p = malloc(64 * 1024)) == NULL)
+		return 0xff;
+	if (mallinfo2().keepcost >= (size_t)sysconf(_SC_PAGESIZE))
+		bad |= 4;
+	free(p);
+	for (i = 1; i < 16; i += 2)
+		free(small[i]);
+	return bad;
+}
+
+START_TEST(broker_malloc_settings)
+{
+	char	*argv[] = { "test_proc", MALLOC_CHILD, NULL };
+	pid_t	 pid;
+	int	 status;
+
+#ifdef RTSANDBOX_ASAN
+	return;		/* AddressSanitizer's allocator is not glibc's */
+#endif
+	pid = fork();
+	ck_assert_int_ne(pid, -1);
+	if (pid == 0) {
+		execve("/proc/self/exe", argv, proc_role_env(PROC_BROKER));
+		_exit(0x7f);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_msg(WEXITSTATUS(status) == 0,
+	    "settings not in force: %#x (1 thread cache, 2 mmap threshold, "
+	    "4 top pad)", WEXITSTATUS(status));
+}
+END_TEST
+
+int
+main(int argc, char *argv[])
+{
+	Suite	*s;
+	TCase	*tc;
 	SRunner	*sr;
 	int	 failed;
 
+	if (argc == 2 && strcmp(argv[1], MALLOC_CHILD) == 0)
+		return malloc_child();
+	s = suite_create("proc");
+	tc = tcase_create("drop_text");
 	tcase_add_test(tc, drop_gives_back_and_keeps);
 	tcase_add_test(tc, drop_stack_gives_back_below);
 	tcase_add_test(tc, role_env);
+	tcase_add_test(tc, broker_malloc_settings);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
