@@ -18,7 +18,8 @@ complete(const struct config *cfg)
 
 	if (cfg->state_dir == NULL || cfg->control_socket == NULL ||
 	    cfg->image == NULL || cfg->upstream_url == NULL ||
-	    cfg->upstream_credential_file == NULL ||
+	    (cfg->upstream_credential_file == NULL) ==
+	    !cfg->upstream_credential_hook ||
 	    cfg->docker_socket == NULL || cfg->container_prefix == NULL ||
 	    cfg->label_channel == NULL || cfg->label_profile == NULL ||
 	    cfg->time_zone == NULL || cfg->default_thinking == NULL ||
