@@ -109,7 +109,7 @@
 	 * at most once a second while it grows */			\
 	X(EGR_COUNTERS,    "egr_counters",    R_EGR, R_SUP, 0, 0, NONE) \
 	/* a credential from the client's credential.get hook, for one	\
-	 * call of a peer: {peer, kind, server?} -> {ok, token?} */	\
+	 * call of a peer: {peer, kind, server?, turn_id?} -> {ok, token?} */ \
 	X(EGR_CRED,        "egr_cred",        R_EGR, R_SUP, 0, 0, EGR_CRED_IS) \
 	X(EGR_CRED_IS,     "egr_cred_is",     R_SUP, R_EGR, 0, 0, NONE) \
 	/* the controlled fetch of PROTOCOL.md 8: research jobs and the	\

@@ -724,7 +724,7 @@ egress_call_go(struct egress_call *ec, const char *url, const struct hdr *in,
  */
 static void
 egress_ask(struct egress_call *ec, const char *url, const struct hdr *in,
-    size_t n, const char *server)
+    size_t n, const char *server, const char *turn_id)
 {
 	struct egress_peer	*ep = ec->ec_peer;
 	struct egress		*eg = ep->ep_egress;
@@ -747,6 +747,10 @@ egress_ask(struct egress_call *ec, const char *url, const struct hdr *in,
 	msg_add_str(&mb, "kind", ec->ec_mcp ? "mcp" : "model");
 	if (server != NULL)
 		msg_add_str(&mb, "server", server);
+	/* the turn it was admitted for: the hook names that turn's speaker
+	 * or no one */
+	if (turn_id != NULL)
+		msg_add_str(&mb, "turn_id", turn_id);
 	if (msg_send(role_parent_conn(eg->eg_rp), &mb) == 0)
 		return;
  fail:
@@ -937,7 +941,7 @@ egress_call(struct egress_peer *ep, struct msg *m)
 	}
 	ec->ec_mcp = ea.ea_mcp;
 	if (ea.ea_mcp ? eg->eg_mcp_cred_hook : eg->eg_cred_hook) {
-		egress_ask(ec, url, in, n, server);
+		egress_ask(ec, url, in, n, server, turn_id);
 		return 0;
 	}
 	/* Current at this call, read again only when it changed (cred.h). */

@@ -1064,13 +1064,14 @@ turn_level_forget(const char *key)
 }
 
 struct ctl_client *
-turn_identity(const char *key, const char **profile, const char **id,
-    const char **name)
+turn_identity(const char *key, const char **turn_id, const char **profile,
+    const char **id, const char **name)
 {
 	struct turn	*t = turn_find(key);
 
 	if (t == NULL)
 		return NULL;
+	*turn_id = t->t_id;
 	*profile = t->t_profile;
 	*id = t->t_author_id;
 	*name = t->t_author_name;
