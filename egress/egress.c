@@ -89,8 +89,6 @@ xasprintf_opt(const char *fmt, ...)
 	return r == -1 ? NULL : p;
 }
 
-static void	egress_call_free(struct egress_call *);
-
 static void
 egress_peer_free(struct egress_peer *ep)
 {
@@ -204,7 +202,7 @@ egress_fits(const struct egress_peer *ep, size_t len)
 	    EGRESS_BODY_BYTES_MAX - eg->eg_pool_bytes;
 }
 
-static void
+void
 egress_call_free(struct egress_call *ec)
 {
 	TAILQ_REMOVE(&ec->ec_peer->ep_calls, ec, ec_entry);
@@ -286,7 +284,7 @@ egress_flush(struct egress_call *ec, struct msgb *end)
  * broker's own (PROTOCOL.md 3.2: "Any other failure → 502"); after the
  * head, the broker cuts the body.
  */
-static void
+void
 egress_end(struct egress_call *ec, int ok, int status, const char *why)
 {
 	struct msgb	 mb;
@@ -840,8 +838,8 @@ egress_call(struct egress_peer *ep, struct msg *m)
 	struct egress_admit	 ea;
 	const char		*kind, *path, *query = NULL, *server = NULL;
 	const char		*turn_id = NULL;
-	const char		**hn, **hv, *credfile, *url_base;
-	struct cred_cache	*cache;
+	const char		**hn, **hv, *credfile = NULL, *url_base;
+	struct cred_cache	*cache = NULL;
 	const uint8_t		*data;
 	size_t			 n, nv, len;
 	uint64_t		 id;
@@ -924,8 +922,9 @@ egress_call(struct egress_peer *ep, struct msg *m)
 		cache = &eg->eg_mcp_cred;
 		rc = snprintf(url, sizeof(url), "%s", url_base);
 	} else {
-		credfile = eg->eg_credential_file;
-		cache = &eg->eg_cred;
+		if (!eg->eg_cred_hook && egress_cred_file(ec, &credfile,
+		    &cache) == -1)
+			return 0;
 		rc = snprintf(url, sizeof(url), "%s%s%s%s",
 		    eg->eg_upstream_url, path, query ? "?" : "",
 		    query ? query : "");
@@ -1182,6 +1181,7 @@ egress_attach(struct egress *eg, struct msg *m)
 		    ep->ep_name);
 		egress_profile_release(eg, epr);
 		free(ep->ep_model);
+		free(ep->ep_channel);
 		free(ep->ep_name);
 		free(ep);
 		return 0;
@@ -1309,6 +1309,11 @@ egress_dispatch_supervisor(struct role_parent *rp, struct msg *m, void *arg)
 		if (role_parent_configured(rp) && !eg->eg_reloading)
 			return -1;
 		return egress_config_profile(eg, m);
+	case MSG_CONFIG_EGRESS_CRED:
+		if (!eg->eg_have_config ||
+		    (role_parent_configured(rp) && !eg->eg_reloading))
+			return -1;
+		return egress_config_cred(eg, m);
 	case MSG_EGR_RELOAD:
 		if (!role_parent_configured(rp) || eg->eg_reloading)
 			return -1;

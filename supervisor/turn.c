@@ -592,7 +592,8 @@ turn_bind(struct turn *t, const struct child *b)
 	msg_add_str(&mb, "thinking", t->t_thinking);
 	msg_add_uint(&mb, "max_calls", t->t_max_calls);
 	msg_add_uint(&mb, "deadline_ms", turn_ms_left(t));
-	/* the speaker of each call's audit record */
+	/* the speaker of each call's audit record, and whose credential
+	 * its model calls go with (upstream.credentials) */
 	msg_add_str(&mb, "speaker", t->t_author_id);
 	if ((eg = child_singleton(PROC_EGRESS)) == NULL ||
 	    child_request(eg, &mb, turn_bound, t) == -1) {
