@@ -564,38 +564,70 @@ hostcheck_cred_stat(const char *path, const struct stat *st, uid_t uid,
 	return HC_OK;
 }
 
+/* One credential file, opened as egress opens it (the last component
+ * never a link): its status, and why in text. */
+static enum hc_status
+hostcheck_cred_file(const char *path, uid_t uid, char *text, size_t len)
+{
+	struct stat	 st;
+	int		 fd, saved;
+
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
+	    O_CLOEXEC)) == -1) {
+		if (errno == ENOENT)
+			(void)snprintf(text, len, "%s does not exist: write "
+			    "the token there, mode 0600", path);
+		else if (errno == ELOOP)
+			(void)snprintf(text, len, "%s is a symbolic link, "
+			    "which egress does not follow", path);
+		else
+			(void)snprintf(text, len, "%s: %s", path,
+			    strerror(errno));
+		return HC_FAIL;
+	}
+	if (fstat(fd, &st) == -1) {
+		saved = errno;
+		close(fd);
+		(void)snprintf(text, len, "%s: %s", path, strerror(saved));
+		return HC_FAIL;
+	}
+	close(fd);
+	return hostcheck_cred_stat(path, &st, uid, text, len);
+}
+
 void
 hostcheck_credential(const char *name, const char *path, uid_t uid,
     hc_report_fn fn, void *arg)
 {
 	char		 text[HC_TEXT_MAX];
-	struct stat	 st;
 	enum hc_status	 s;
-	int		 fd;
 
-	/* Opened as egress opens it: the last component never a link. */
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
-	    O_CLOEXEC)) == -1) {
-		if (errno == ENOENT)
-			hc_report(fn, arg, HC_FAIL, name, "%s does not exist: "
-			    "write the token there, mode 0600", path);
-		else if (errno == ELOOP)
-			hc_report(fn, arg, HC_FAIL, name, "%s is a symbolic "
-			    "link, which egress does not follow", path);
-		else
-			hc_report(fn, arg, HC_FAIL, name, "%s: %s", path,
-			    strerror(errno));
-		return;
-	}
-	if (fstat(fd, &st) == -1) {
-		hc_report(fn, arg, HC_FAIL, name, "%s: %s", path,
-		    strerror(errno));
-		close(fd);
-		return;
-	}
-	close(fd);
-	s = hostcheck_cred_stat(path, &st, uid, text, sizeof(text));
+	s = hostcheck_cred_file(path, uid, text, sizeof(text));
 	hc_report(fn, arg, s, name, "%s", text);
+}
+
+void
+hostcheck_credential_list(const char *name, const struct hc_cred *v,
+    size_t n, uid_t uid, hc_report_fn fn, void *arg)
+{
+	char		 text[HC_TEXT_MAX], u[64];
+	enum hc_status	 s;
+	size_t		 i, ok = 0;
+
+	for (i = 0; i < n; i++) {
+		s = hostcheck_cred_file(v[i].hc_path, uid, text,
+		    sizeof(text));
+		if (s == HC_OK)
+			ok++;
+		else
+			hc_report(fn, arg, s, name, "%s: %s", v[i].hc_field,
+			    text);
+	}
+	if (ok > 0) {
+		(void)user_name(uid, u, sizeof(u));
+		hc_report(fn, arg, HC_OK, name, "%zu of %zu files owned by "
+		    "%s, without group or other bits", ok, n, u);
+	}
 }
 
 enum hc_status
@@ -695,6 +727,9 @@ hostcheck_run(const struct hostcheck_params *p, hc_report_fn fn, void *arg)
 	for (i = 0; i < 2 && p->hp_cred_names[i] != NULL; i++)
 		hostcheck_credential(p->hp_cred_names[i], p->hp_cred_paths[i],
 		    p->hp_uid, fn, arg);
+	if (p->hp_ncred_list > 0)
+		hostcheck_credential_list("upstream.credentials",
+		    p->hp_cred_list, p->hp_ncred_list, p->hp_uid, fn, arg);
 	hostcheck_control_socket(p->hp_control_socket, p->hp_uid, fn, arg);
 	hostcheck_socket_paths(p->hp_control_socket, p->hp_engine_socket,
 	    p->hp_segment_room, fn, arg);

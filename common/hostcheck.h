@@ -47,6 +47,12 @@ void		 hc_report(hc_report_fn, void *, enum hc_status,
 /* The well-known places of engine sockets that run as root. */
 extern const char *const	hc_root_engine_sockets[];
 
+/* One credential file among several: the field that names it, its path. */
+struct hc_cred {
+	const char	*hc_field;
+	const char	*hc_path;
+};
+
 struct hostcheck_params {
 	uid_t		 hp_uid;
 	gid_t		 hp_gid;
@@ -54,6 +60,9 @@ struct hostcheck_params {
 	/* "upstream.credential_file", path; NULL names end the list */
 	const char	*hp_cred_names[2];
 	const char	*hp_cred_paths[2];
+	/* upstream.credentials' files, under that name */
+	const struct hc_cred *hp_cred_list;
+	size_t		 hp_ncred_list;
 	const char	*hp_control_socket;
 	const char	*hp_engine_socket;
 	size_t		 hp_segment_room;	/* config_max_segment_len() */
@@ -89,6 +98,13 @@ void	hostcheck_state_dir_bot(const char *, uid_t, const char *group,
 	    gid_t, hc_report_fn, void *);
 void	hostcheck_credential(const char *name, const char *path, uid_t,
 	    hc_report_fn, void *);
+/*
+ * The same for each file of a list, under one name: a file that fails
+ * (or warns) is a line of its own that starts with its field; those that
+ * pass are one line together.
+ */
+void	hostcheck_credential_list(const char *name, const struct hc_cred *,
+	    size_t n, uid_t, hc_report_fn, void *);
 void	hostcheck_control_socket(const char *, uid_t, hc_report_fn, void *);
 void	hostcheck_socket_paths(const char *control, const char *engine,
 	    size_t segment_room, hc_report_fn, void *);

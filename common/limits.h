@@ -190,6 +190,14 @@ _Static_assert(BROKER_POLL_MS < WORKER_NEXT_TIMEOUT_MS,
  * throws; the turn goes on.
  */
 #define CRED_HOOK_MS			10000
+/*
+ * Not in PROTOCOL.md: upstream.credentials names a credential file for at
+ * most 1 000 channels and 1 000 speakers, and these files and
+ * credential_file lie in at most 4 directories: egress and the spawner
+ * may read each directory named when they start, one Landlock rule each.
+ */
+#define CRED_MAP_MAX			1000u
+#define CRED_DIRS_MAX			4u
 
 /*
  * 4. Bodies

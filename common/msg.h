@@ -35,13 +35,15 @@
 	X(CONFIG_EGRESS,   "config_egress",   R_SUP, R_EGR,  0, 0, NONE) \
 	X(CONFIG_EGRESS_MCP, "config_egress_mcp", R_SUP, R_EGR, 0, 0, NONE) \
 	X(CONFIG_EGRESS_PROFILE, "config_egress_profile", R_SUP, R_EGR, 0, 0, NONE) \
+	/* upstream.credentials: one channel's or speaker's file */	\
+	X(CONFIG_EGRESS_CRED, "config_egress_cred", R_SUP, R_EGR, 0, 0, NONE) \
 	X(CONFIG_BROKER,   "config_broker",   R_SUP, R_BRK,  1, 0, NONE) \
 	X(CONFIG_BROKER_MCP, "config_broker_mcp", R_SUP, R_BRK, 0, 0, NONE) \
 	/* a broker's or research job's pipe, the other end of its FD_EGRESS, \
 	 * with the policy egress holds that peer to */			\
 	X(EGRESS_ATTACH,   "egress_attach",   R_SUP, R_EGR,  1, 0, NONE) \
-	/* a reload: max_output_tokens, then config_egress_mcp and		\
-	 * _profile messages again, for the peers attached from then on */ \
+	/* a reload: max_output_tokens, then config_egress_mcp, _profile \
+	 * and _cred messages again, for the peers attached from then on */ \
 	X(EGR_RELOAD,      "egr_reload",      R_SUP, R_EGR,  0, 0, NONE) \
 	X(EGR_RELOADED,    "egr_reloaded",    R_SUP, R_EGR,  0, 0, NONE) \
 	X(CONFIG_DONE,     "config_done",     R_SUP, R_CHILD, 0, 0, NONE) \
@@ -109,7 +111,7 @@
 	 * at most once a second while it grows */			\
 	X(EGR_COUNTERS,    "egr_counters",    R_EGR, R_SUP, 0, 0, NONE) \
 	/* a credential from the client's credential.get hook, for one	\
-	 * call of a peer: {peer, kind, server?} -> {ok, token?} */	\
+	 * call of a peer: {peer, kind, server?, turn_id?} -> {ok, token?} */ \
 	X(EGR_CRED,        "egr_cred",        R_EGR, R_SUP, 0, 0, EGR_CRED_IS) \
 	X(EGR_CRED_IS,     "egr_cred_is",     R_SUP, R_EGR, 0, 0, NONE) \
 	/* the controlled fetch of PROTOCOL.md 8: research jobs and the	\

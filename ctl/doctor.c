@@ -366,6 +366,8 @@ doctor_run(const char *path)
 	struct config_errors	 errs;
 	struct config		*cfg;
 	struct doctor		 dr;
+	struct hc_cred		*creds;
+	size_t			 ncreds;
 	uid_t			 uid = getuid();
 	gid_t			 gid = getgid();
 
@@ -407,6 +409,11 @@ doctor_run(const char *path)
 	if (cfg->mcp_credential_file != NULL)
 		hostcheck_credential("mcp.credential_file",
 		    cfg->mcp_credential_file, uid, doctor_report, &dr);
+	if ((creds = config_hc_creds(cfg, &ncreds)) != NULL) {
+		hostcheck_credential_list("upstream.credentials", creds,
+		    ncreds, uid, doctor_report, &dr);
+		config_hc_creds_free(creds, ncreds);
+	}
 	hostcheck_control_socket(cfg->control_socket, uid, doctor_report, &dr);
 	hostcheck_socket_paths(cfg->control_socket, cfg->docker_socket,
 	    config_max_segment_len(cfg), doctor_report, &dr);

@@ -118,6 +118,19 @@ egress_config_seams(struct egress *eg, struct msg *m)
 }
 #endif
 
+/* upstream.credentials.fallback: absent is "default". */
+static int
+egress_get_fallback(struct msg *m, int *none)
+{
+	const char	*s;
+
+	if (msg_get_str_opt(m, "cred_fallback", 8, &s) == -1 ||
+	    (s != NULL && strcmp(s, "none") != 0))
+		return -1;
+	*none = s != NULL;
+	return 0;
+}
+
 int
 egress_config(struct egress *eg, struct msg *m)
 {
@@ -130,6 +143,7 @@ egress_config(struct egress *eg, struct msg *m)
 	    -1 ||
 	    egress_get_bool_opt(m, "credential_hook", &eg->eg_cred_hook) ==
 	    -1 ||
+	    egress_get_fallback(m, &eg->eg_creds.cm_fallback_none) == -1 ||
 	    msg_get_str_opt(m, "ca_file", PATH_BYTES_MAX, &ca) == -1 ||
 	    msg_get_str_opt(m, "mcp_credential_file", PATH_BYTES_MAX,
 	    &mcpcred) == -1 ||
@@ -144,13 +158,21 @@ egress_config(struct egress *eg, struct msg *m)
 	if (egress_config_seams(eg, m) == -1)
 		return -1;
 #endif
-	/* Each credential from exactly one place (or, for MCP, none). */
-	if (msg_end(m) == -1 || (cred == NULL) == !eg->eg_cred_hook ||
+	/*
+	 * Each credential from exactly one place (or, for MCP, none); the
+	 * model's files may be only by channel and speaker (fallback "none"),
+	 * and never with the hook.
+	 */
+	if (msg_end(m) == -1 || (cred != NULL && eg->eg_cred_hook) ||
+	    (cred == NULL && !eg->eg_cred_hook &&
+	    !eg->eg_creds.cm_fallback_none) ||
+	    (eg->eg_cred_hook && eg->eg_creds.cm_fallback_none) ||
 	    (mcpcred != NULL && eg->eg_mcp_cred_hook))
 		return -1;
+	if (cred != NULL && credmap_set_default(&eg->eg_creds, cred) == -1)
+		fatal("%s", __func__);
 	eg->eg_uid = uid;
 	eg->eg_upstream_url = xstrdup_opt(url);
-	eg->eg_credential_file = xstrdup_opt(cred);
 	eg->eg_ca_file = xstrdup_opt(ca);
 	eg->eg_mcp_credential_file = xstrdup_opt(mcpcred);
 	eg->eg_allow_http = allow_http;
@@ -241,6 +263,36 @@ egress_config_profile(struct egress *eg, struct msg *m)
 }
 
 /*
+ * upstream.credentials: the file of one channel or speaker.  Never with
+ * the hook, which names them to the client instead; the supervisor sends
+ * no key twice.
+ */
+int
+egress_config_cred(struct egress *eg, struct msg *m)
+{
+	const char		*scope, *key, *file;
+	enum credmap_scope	 sc;
+
+	_Static_assert(UTF8_BYTES_MAX(AUTHOR_FIELD_MAX) <=
+	    CHANNEL_KEY_BYTES_MAX, "a speaker id is a key");
+	/* channel keys and speaker ids: at most 256 chars each */
+	if (msg_get_str(m, "scope", 8, &scope) == -1 ||
+	    msg_get_str(m, "key", CHANNEL_KEY_BYTES_MAX, &key) == -1 ||
+	    msg_get_str(m, "file", PATH_BYTES_MAX, &file) == -1 ||
+	    msg_end(m) == -1 || eg->eg_cred_hook)
+		return -1;
+	if (strcmp(scope, "channel") == 0)
+		sc = CREDMAP_CHANNEL;
+	else if (strcmp(scope, "speaker") == 0)
+		sc = CREDMAP_SPEAKER;
+	else
+		return -1;
+	if (file[0] != '/' || credmap_add(&eg->eg_creds, sc, key, file) == -1)
+		return -1;
+	return 0;
+}
+
+/*
  * A reload: the servers and profiles that follow replace the current ones
  * for the peers attached from now on; each peer attached before keeps the
  * profile and the output bound it was attached with.
@@ -251,11 +303,22 @@ egress_reload(struct egress *eg, struct msg *m)
 	struct egress_profile	*epr;
 	uint64_t		 max;
 	size_t			 i;
+	int			 none;
 
 	if (msg_get_uint(m, "max_output_tokens", MAX_OUTPUT_TOKENS_MIN,
-	    MAX_OUTPUT_TOKENS_MAX, &max) == -1 || msg_end(m) == -1)
+	    MAX_OUTPUT_TOKENS_MAX, &max) == -1 ||
+	    egress_get_fallback(m, &none) == -1 || msg_end(m) == -1)
+		return -1;
+	/* credential_file stays as it was: "none" goes without it,
+	 * "default" with it (or with the hook). */
+	if (none ? eg->eg_creds.cm_has_default :
+	    !eg->eg_creds.cm_has_default && !eg->eg_cred_hook)
 		return -1;
 	eg->eg_max_output_tokens = max;
+	/* Calls in flight took their token already: the files by channel
+	 * and speaker that follow serve the calls admitted from now on. */
+	credmap_clear(&eg->eg_creds);
+	eg->eg_creds.cm_fallback_none = none;
 	for (i = 0; i < eg->eg_nmcp; i++)
 		egress_mcp_clear(&eg->eg_mcp[i]);
 	eg->eg_nmcp = 0;

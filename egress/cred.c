@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -226,7 +227,11 @@ cred_read(int dirfd, const char *path, uid_t owner, char *buf, size_t bufsz,
 void
 cred_cache_clear(struct cred_cache *cc)
 {
-	explicit_bzero(cc->cc_token, sizeof(cc->cc_token));
+	if (cc->cc_token != NULL) {
+		explicit_bzero(cc->cc_token, cc->cc_len + 1);
+		free(cc->cc_token);
+		cc->cc_token = NULL;
+	}
 	cc->cc_len = 0;
 	cc->cc_trusted = 0;
 }
@@ -259,7 +264,7 @@ cred_get(struct cred_cache *cc, int dirfd, const char *path, uid_t owner,
 
 	/* One system call when nothing changed; a failure is told by the
 	 * read that follows. */
-	if (cc->cc_trusted && bufsz > cc->cc_len &&
+	if (cc->cc_trusted && cc->cc_token != NULL && bufsz > cc->cc_len &&
 	    fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    cred_same(cc, &st, owner)) {
 		memcpy(buf, cc->cc_token, cc->cc_len);
@@ -277,9 +282,12 @@ cred_get(struct cred_cache *cc, int dirfd, const char *path, uid_t owner,
 	    &st);
 	cc->cc_reads++;
 	cred_cache_clear(cc);
-	if (e != CRED_OK || *lenp >= sizeof(cc->cc_token))
+	/* Without memory for it, the token is not kept: the next call
+	 * reads the file again. */
+	if (e != CRED_OK || (cc->cc_token = malloc(*lenp + 1)) == NULL)
 		return e;
 	memcpy(cc->cc_token, buf, *lenp);
+	cc->cc_token[*lenp] = '\0';
 	cc->cc_len = *lenp;
 	cc->cc_dev = st.st_dev;
 	cc->cc_ino = st.st_ino;

@@ -73,7 +73,7 @@ int		 cred_token_valid(const char *s, size_t len);
 #define CRED_SETTLE_NS	1000000000LL
 
 struct cred_cache {
-	char		 cc_token[CRED_FILE_MAX];
+	char		*cc_token;	/* cc_len bytes and a NUL, or NULL */
 	size_t		 cc_len;
 	int		 cc_trusted;	/* the fields below may stand for it */
 	dev_t		 cc_dev;
@@ -87,7 +87,9 @@ struct cred_cache {
 /*
  * As cred_read(), through the cache: the file is read only when it
  * changed, or when it is too new to tell.  The cache is wiped when a read
- * fails.
+ * fails.  A cache holds the token it kept and no more, so that one per
+ * file of many (upstream.credentials) costs little; cred_cache_clear()
+ * wipes and frees it.
  */
 enum cred_err	 cred_get(struct cred_cache *, int dirfd, const char *path,
 		    uid_t owner, char *buf, size_t bufsz, size_t *len,

@@ -90,8 +90,6 @@ xasprintf_opt(const char *fmt, ...)
 	return r == -1 ? NULL : p;
 }
 
-static void	egress_call_free(struct egress_call *);
-
 static void
 egress_peer_free(struct egress_peer *ep)
 {
@@ -205,7 +203,7 @@ egress_fits(const struct egress_peer *ep, size_t len)
 	    EGRESS_BODY_BYTES_MAX - eg->eg_pool_bytes;
 }
 
-static void
+void
 egress_call_free(struct egress_call *ec)
 {
 	TAILQ_REMOVE(&ec->ec_peer->ep_calls, ec, ec_entry);
@@ -311,7 +309,7 @@ egress_flush(struct egress_call *ec, struct msgb *end)
  * broker's own (PROTOCOL.md 3.2: "Any other failure → 502"); after the
  * head, the broker cuts the body.
  */
-static void
+void
 egress_end(struct egress_call *ec, int ok, int status, const char *why)
 {
 	struct msgb	 mb;
@@ -749,7 +747,7 @@ egress_call_go(struct egress_call *ec, const char *url, const struct hdr *in,
  */
 static void
 egress_ask(struct egress_call *ec, const char *url, const struct hdr *in,
-    size_t n, const char *server)
+    size_t n, const char *server, const char *turn_id)
 {
 	struct egress_peer	*ep = ec->ec_peer;
 	struct egress		*eg = ep->ep_egress;
@@ -772,6 +770,10 @@ egress_ask(struct egress_call *ec, const char *url, const struct hdr *in,
 	msg_add_str(&mb, "kind", ec->ec_mcp ? "mcp" : "model");
 	if (server != NULL)
 		msg_add_str(&mb, "server", server);
+	/* the turn it was admitted for: the hook names that turn's speaker
+	 * or no one */
+	if (turn_id != NULL)
+		msg_add_str(&mb, "turn_id", turn_id);
 	if (msg_send(role_parent_conn(eg->eg_rp), &mb) == 0)
 		return;
  fail:
@@ -862,8 +864,8 @@ egress_call(struct egress_peer *ep, struct msg *m)
 	struct egress_admit	 ea;
 	const char		*kind, *path, *query = NULL, *server = NULL;
 	const char		*turn_id = NULL;
-	const char		**hn, **hv, *credfile, *url_base;
-	struct cred_cache	*cache;
+	const char		**hn, **hv, *credfile = NULL, *url_base;
+	struct cred_cache	*cache = NULL;
 	const uint8_t		*data;
 	size_t			 n, nv, len;
 	uint64_t		 id;
@@ -946,8 +948,9 @@ egress_call(struct egress_peer *ep, struct msg *m)
 		cache = &eg->eg_mcp_cred;
 		rc = snprintf(url, sizeof(url), "%s", url_base);
 	} else {
-		credfile = eg->eg_credential_file;
-		cache = &eg->eg_cred;
+		if (!eg->eg_cred_hook && egress_cred_file(ec, &credfile,
+		    &cache) == -1)
+			return 0;
 		rc = snprintf(url, sizeof(url), "%s%s%s%s",
 		    eg->eg_upstream_url, path, query ? "?" : "",
 		    query ? query : "");
@@ -963,7 +966,7 @@ egress_call(struct egress_peer *ep, struct msg *m)
 	}
 	ec->ec_mcp = ea.ea_mcp;
 	if (ea.ea_mcp ? eg->eg_mcp_cred_hook : eg->eg_cred_hook) {
-		egress_ask(ec, url, in, n, server);
+		egress_ask(ec, url, in, n, server, turn_id);
 		return 0;
 	}
 	/* Current at this call, read again only when it changed (cred.h). */
@@ -1204,6 +1207,7 @@ egress_attach(struct egress *eg, struct msg *m)
 		    ep->ep_name);
 		egress_profile_release(eg, epr);
 		free(ep->ep_model);
+		free(ep->ep_channel);
 		free(ep->ep_name);
 		free(ep);
 		return 0;
@@ -1331,6 +1335,11 @@ egress_dispatch_supervisor(struct role_parent *rp, struct msg *m, void *arg)
 		if (role_parent_configured(rp) && !eg->eg_reloading)
 			return -1;
 		return egress_config_profile(eg, m);
+	case MSG_CONFIG_EGRESS_CRED:
+		if (!eg->eg_have_config ||
+		    (role_parent_configured(rp) && !eg->eg_reloading))
+			return -1;
+		return egress_config_cred(eg, m);
 	case MSG_EGR_RELOAD:
 		if (!role_parent_configured(rp) || eg->eg_reloading)
 			return -1;

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "cred.h"
+#include "credmap.h"
 #include "frame.h"
 #include "hdrs.h"
 #include "fetch.h"
@@ -139,15 +140,15 @@ struct egress_call {
 struct egress {
 	struct event_base		*eg_base;
 	char				*eg_upstream_url;
-	char				*eg_credential_file;
 	char				*eg_ca_file;
 	char				*eg_mcp_credential_file;
 	/* the credentials come from the client for each call instead */
 	int				 eg_cred_hook;
 	int				 eg_mcp_cred_hook;
 	uint64_t			 eg_ask_id;
-	struct cred_cache		 eg_cred;	/* what they held */
-	struct cred_cache		 eg_mcp_cred;
+	/* the model's files: credential_file, by channel, by speaker */
+	struct credmap			 eg_creds;
+	struct cred_cache		 eg_mcp_cred;	/* what it held */
 	int				 eg_allow_http;
 	uint64_t			 eg_max_output_tokens;
 	struct egress_mcp		 eg_mcp[MCP_SERVERS_MAX];
@@ -181,6 +182,11 @@ struct egress {
 
 /* egress.c */
 char		*xstrdup_opt(const char *);
+/* The end of a call (ok, or the status of a failure) goes to its peer;
+ * then the caller frees it. */
+void		 egress_end(struct egress_call *, int ok, int status,
+		    const char *why);
+void		 egress_call_free(struct egress_call *);
 void		 egress_send(struct egress_peer *, struct msgb *);
 /* A rule broken by a peer: logged, reported to the supervisor. */
 void		 egress_violation(struct egress_peer *, enum violation,
@@ -192,6 +198,7 @@ int		 egress_get_bool_opt(struct msg *, const char *, int *);
 int		 egress_config(struct egress *, struct msg *);
 int		 egress_config_mcp(struct egress *, struct msg *);
 int		 egress_config_profile(struct egress *, struct msg *);
+int		 egress_config_cred(struct egress *, struct msg *);
 int		 egress_reload(struct egress *, struct msg *);
 int		 egress_reloaded(struct egress *, struct msg *);
 struct egress_profile *egress_profile_find(const struct egress *,
@@ -201,6 +208,11 @@ const struct egress_mcp *egress_profile_mcp(const struct egress_profile *,
 /* A peer lets go of its profile. */
 void		 egress_profile_release(struct egress *,
 		    struct egress_profile *);
+
+/* callcred.c: the file of a model call (a file of eg_creds), or -1 when
+ * there is none and the call was answered 401 and freed. */
+int		 egress_cred_file(struct egress_call *, const char **path,
+		    struct cred_cache **);
 
 /* fetchreq.c: the controlled fetch for a research job or (ep NULL) the
  * supervisor. */

@@ -1,8 +1,8 @@
 /*
  * The configuration parser's own toolkit (cfgcheck.c), shared by config.c
- * and nothing else: the lexical pass, the "<field>: <rule>" lines, field
- * paths and the typed values.  Every function reports through a struct
- * cctx and never stops at the first problem.
+ * and credconf.c and nothing else: the lexical pass, the "<field>: <rule>"
+ * lines, field paths and the typed values.  Every function reports through
+ * a struct cctx and never stops at the first problem.
  */
 #ifndef RTSANDBOX_SUPERVISOR_CFGCHECK_H
 #define RTSANDBOX_SUPERVISOR_CFGCHECK_H
@@ -73,6 +73,23 @@ const char	*abs_path(struct cctx *, const struct cJSON *, const char *path,
 		    size_t max);
 /* No "//", no "." or ".." component, no trailing "/". */
 int		 canonical_path(const char *s);
+
+struct config;
+struct config_cred;
+
+/* credconf.c: upstream.credentials.  Parsed before credential_file's
+ * source is, checked after. */
+void		 config_parse_credentials(struct cctx *, struct config *,
+		    const struct cJSON *);
+void		 config_check_credentials(struct cctx *,
+		    const struct config *);
+/* -1 when a file of new is in a directory none of old's is in; why names
+ * its field. */
+int		 config_cred_reload_check(const struct config *old,
+		    const struct config *new, char *why, size_t whylen);
+void		 config_creds_free(struct config_cred *, size_t);
+int		 config_creds_same(const struct config_cred *, size_t,
+		    const struct config_cred *, size_t);
 
 /* strdup() that notes exhausted memory instead of failing. */
 static inline char *

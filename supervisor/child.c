@@ -567,8 +567,26 @@ child_send(struct child *c, struct msgb *mb)
 		    child_label(c));
 }
 
-/* Every server with its allowed tools, then every profile: egress holds
- * each broker to its own. */
+/* upstream.credentials: the file of each channel or speaker. */
+static void
+child_egress_creds(struct child *c, const char *scope,
+    const struct config_cred *v, size_t n)
+{
+	struct msgb	 mb;
+	size_t		 i;
+
+	for (i = 0; i < n; i++) {
+		msgb_init(&mb, MSG_CONFIG_EGRESS_CRED, 0);
+		msg_add_str(&mb, "scope", scope);
+		msg_add_str(&mb, "key", v[i].key);
+		msg_add_str(&mb, "file", v[i].file);
+		child_send(c, &mb);
+	}
+}
+
+/* Every server with its allowed tools, then every profile, then the
+ * credential files of channels and speakers: egress holds each broker to
+ * its own. */
 static void
 child_egress_tables(struct child *c, const struct config *conf)
 {
@@ -594,6 +612,10 @@ child_egress_tables(struct child *c, const struct config *conf)
 		    p->nmcp);
 		child_send(c, &mb);
 	}
+	child_egress_creds(c, "channel", conf->cred_channels,
+	    conf->ncred_channels);
+	child_egress_creds(c, "speaker", conf->cred_speakers,
+	    conf->ncred_speakers);
 }
 
 /*
@@ -613,6 +635,8 @@ child_egress_reload(void)
 		return;
 	msgb_init(&mb, MSG_EGR_RELOAD, 0);
 	msg_add_uint(&mb, "max_output_tokens", sv->sv_conf->max_output_tokens);
+	if (sv->sv_conf->cred_fallback_none)
+		msg_add_str(&mb, "cred_fallback", "none");
 	child_send(c, &mb);
 	child_egress_tables(c, sv->sv_conf);
 	msgb_init(&mb, MSG_EGR_RELOADED, 0);
@@ -664,6 +688,8 @@ child_send_config(struct child *c)
 			    conf->upstream_credential_file);
 		if (conf->upstream_credential_hook)
 			msg_add_bool(&mb, "credential_hook", 1);
+		if (conf->cred_fallback_none)
+			msg_add_str(&mb, "cred_fallback", "none");
 		if (conf->mcp_credential_hook)
 			msg_add_bool(&mb, "mcp_credential_hook", 1);
 		if (conf->upstream_ca_file != NULL)

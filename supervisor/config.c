@@ -328,9 +328,9 @@ url_value(struct cctx *c, const cJSON *it, const char *path, int mcp,
 	return u;
 }
 
-enum { UP_URL, UP_CRED, UP_HOOK, UP_CA, UP_N };
+enum { UP_URL, UP_CRED, UP_HOOK, UP_CA, UP_CREDS, UP_N };
 static const char *const up_names[UP_N] = {
-	"url", "credential_file", "credential", "ca_file"
+	"url", "credential_file", "credential", "ca_file", "credentials"
 };
 
 /*
@@ -387,8 +387,13 @@ parse_upstream(struct cctx *c, struct config *cfg, const cJSON *obj)
 	else
 		cfg->upstream_url = url_value(c, f[UP_URL], "upstream.url",
 		    0, 0);
-	cred_source(c, f[UP_CRED], f[UP_HOOK], "upstream", 1,
-	    &cfg->upstream_credential_file, &cfg->upstream_credential_hook);
+	config_parse_credentials(c, cfg, f[UP_CREDS]);
+	/* With upstream.credentials, the file may be left out (fallback
+	 * "none"): config_check_credentials() says when it may not. */
+	cred_source(c, f[UP_CRED], f[UP_HOOK], "upstream",
+	    !cfg->has_credentials, &cfg->upstream_credential_file,
+	    &cfg->upstream_credential_hook);
+	config_check_credentials(c, cfg);
 	if (f[UP_CA] != NULL && (s = abs_path(c, f[UP_CA], "upstream.ca_file",
 	    PATH_BYTES_MAX)) != NULL)
 		cfg->upstream_ca_file = xstrdup(c, s);
@@ -1195,6 +1200,8 @@ config_free(struct config *cfg)
 	free(cfg->profiles);
 	free(cfg->upstream_url);
 	free(cfg->upstream_credential_file);
+	config_creds_free(cfg->cred_channels, cfg->ncred_channels);
+	config_creds_free(cfg->cred_speakers, cfg->ncred_speakers);
 	free(cfg->upstream_ca_file);
 	for (i = 0; i < cfg->nmcp_servers; i++) {
 		free(cfg->mcp_servers[i].name);
@@ -1333,6 +1340,8 @@ config_reload_check(const struct config *o, const struct config *n,
 		f = "mcp.credential_file";
 	else if (o->upstream_credential_hook != n->upstream_credential_hook)
 		f = "upstream.credential";
+	else if (config_cred_reload_check(o, n, why, whylen) == -1)
+		return -1;
 	else if (o->mcp_credential_hook != n->mcp_credential_hook)
 		f = "mcp.credential";
 	else if (o->mcp_allow_http != n->mcp_allow_http)

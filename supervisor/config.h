@@ -33,6 +33,12 @@ struct config_mcp_server {
 	size_t		  ntools;
 };
 
+/* upstream.credentials: a channel key or speaker id, and its file. */
+struct config_cred {
+	char		 *key;
+	char		 *file;
+};
+
 struct config {
 	char			 *state_dir;
 	char			 *control_socket;
@@ -53,6 +59,15 @@ struct config {
 	char			 *mcp_credential_file;	/* NULL when absent */
 	/* credential "hook": asked of the client for each call instead */
 	int			  upstream_credential_hook;
+	/* upstream.credentials: files by channel and by speaker, each
+	 * sorted by key; with fallback "none" a call with neither is
+	 * refused instead of going with upstream_credential_file */
+	int			  has_credentials;
+	struct config_cred	 *cred_channels;
+	size_t			  ncred_channels;
+	struct config_cred	 *cred_speakers;
+	size_t			  ncred_speakers;
+	int			  cred_fallback_none;
 	int			  mcp_credential_hook;
 	int			  mcp_allow_http;
 	char			**tools;
@@ -141,6 +156,19 @@ const struct config_profile	*config_profile(const struct config *,
 				    const char *name);
 const struct config_mcp_server	*config_mcp_server(const struct config *,
 				    const char *name);
+
+/*
+ * The directories of the model's credential files (credential_file and
+ * upstream.credentials), each named by one file in it, into dirs (room
+ * for max): the count, or max + 1 when there are more.
+ */
+size_t		 config_cred_dirs(const struct config *, const char **dirs,
+		    size_t max);
+/* upstream.credentials' files with their fields, for host checks (n 0:
+ * none, or no memory). */
+struct hc_cred;
+struct hc_cred	*config_hc_creds(const struct config *, size_t *n);
+void		 config_hc_creds_free(struct hc_cred *, size_t n);
 
 /*
  * Longest channel segment whose broker socket path

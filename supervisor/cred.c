@@ -7,7 +7,10 @@
  * declared the hook and was initialized last.  The token goes to egress
  * for that call alone: it is never logged, kept or sent anywhere else.
  * A hook that fails, answers no usable token or does not answer within
- * CRED_HOOK_MS fails that call with a 502; the turn goes on.
+ * CRED_HOOK_MS fails that call with a 502; the turn goes on.  A call of a
+ * turn that is no longer the channel's by the time egress asks (it may
+ * end, and another begin, while the question is on its way) gets no
+ * token: the hook would name the next turn's speaker.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -96,7 +99,8 @@ cred_ask(struct child *eg, struct msg *m)
 	struct child		*c;
 	struct ctl_client	*client = NULL;
 	const char		*kind, *server = NULL, *profile = NULL;
-	const char		*sid = NULL, *sname = NULL;
+	const char		*sid = NULL, *sname = NULL, *turn_id = NULL;
+	const char		*current = NULL;
 	struct timeval		 tv = { CRED_HOOK_MS / 1000,
 	    (CRED_HOOK_MS % 1000) * 1000 };
 	uint64_t		 peer;
@@ -105,7 +109,8 @@ cred_ask(struct child *eg, struct msg *m)
 	if (msg_get_uint(m, "peer", 1, UINT64_C(1) << 53, &peer) == -1 ||
 	    msg_get_str(m, "kind", 8, &kind) == -1 ||
 	    msg_get_str_opt(m, "server", MCP_SERVER_NAME_MAX, &server) == -1 ||
-	    msg_end(m) == -1 ||
+	    msg_get_str_opt(m, "turn_id", UTF8_BYTES_MAX(SAFE_NAME_MAX),
+	    &turn_id) == -1 || msg_end(m) == -1 ||
 	    (strcmp(kind, "model") != 0 && strcmp(kind, "mcp") != 0))
 		return -1;
 	if ((cq = calloc(1, sizeof(*cq))) == NULL)
@@ -132,8 +137,16 @@ cred_ask(struct child *eg, struct msg *m)
 	if (c->c_role == PROC_RESEARCH)
 		client = research_client(c);
 	else {
-		client = turn_identity(c->c_channel, &profile, &sid, &sname);
+		client = turn_identity(c->c_channel, &current, &profile, &sid,
+		    &sname);
 		profile = c->c_profile;
+		if (turn_id != NULL && (current == NULL ||
+		    strcmp(current, turn_id) != 0)) {
+			log_warnx("%s: a credential for a call of turn %s, "
+			    "which has ended", cq->cq_who, turn_id);
+			cred_answer(cq, NULL);
+			return 0;
+		}
 	}
 	if (client == NULL || (ctl_client_hooks(client) &
 	    HOOK_CREDENTIAL_GET) == 0)

@@ -138,6 +138,7 @@ host_checks(const struct config *cfg)
 		p.hp_cred_names[i] = "mcp.credential_file";
 		p.hp_cred_paths[i++] = cfg->mcp_credential_file;
 	}
+	p.hp_cred_list = config_hc_creds(cfg, &p.hp_ncred_list);
 	p.hp_control_socket = cfg->control_socket;
 	p.hp_engine_socket = cfg->docker_socket;
 	p.hp_segment_room = config_max_segment_len(cfg);
@@ -145,6 +146,8 @@ host_checks(const struct config *cfg)
 	p.hp_bot_gid = cfg->bot_gid;
 	p.hp_empty_root_optional = cfg->empty_root_optional;
 	hostcheck_run(&p, check_report, &failed);
+	config_hc_creds_free((struct hc_cred *)p.hp_cred_list,
+	    p.hp_ncred_list);
 	return failed;
 }
 

@@ -31,7 +31,7 @@ supervisor_reload(void)
 {
 	struct config_errors	 errs;
 	struct config		*old = sv->sv_conf, *new;
-	char			 why[64];
+	char			 why[600];
 	size_t			 i;
 	int			 fd, same;
 

@@ -134,6 +134,10 @@ spawner_find_helpers(void)
 	return rc;
 }
 
+/* Egress's: its credential directories, the CA file, the MCP credential
+ * and the test CA. */
+_Static_assert(CRED_DIRS_MAX + 3 <= ROLE_MAXPATHS, "egress's paths");
+
 /* The -p paths of each role: what its Landlock ruleset allows. */
 static size_t
 spawner_paths(enum proc_role role, const char **paths, size_t max)
@@ -149,8 +153,11 @@ spawner_paths(enum proc_role role, const char **paths, size_t max)
 		paths[n++] = conf->docker_socket;
 		break;
 	case PROC_EGRESS:
-		if (conf->upstream_credential_file != NULL)
-			paths[n++] = conf->upstream_credential_file;
+		/* a file in each directory of the model's credentials */
+		n = config_cred_dirs(conf, paths, CRED_DIRS_MAX);
+		if (n > CRED_DIRS_MAX)
+			fatalx("%s: credential files in more than %u "
+			    "directories", __func__, CRED_DIRS_MAX);
 		if (conf->upstream_ca_file != NULL)
 			paths[n++] = conf->upstream_ca_file;
 		if (conf->mcp_credential_file != NULL)
@@ -495,7 +502,8 @@ spawner_sandbox(void)
 {
 	const struct config	*conf = sv->sv_conf;
 	struct sandbox_fs_rule	 rules[16];
-	size_t			 n = 0;
+	const char		*dirs[CRED_DIRS_MAX + 1];
+	size_t			 n = 0, i, nd;
 
 	if (sv->sv_helper_dir != NULL)
 		rules[n++] = (struct sandbox_fs_rule){ sv->sv_helper_dir,
@@ -512,10 +520,14 @@ spawner_sandbox(void)
 	 * by a rename */
 	rules[n++] = (struct sandbox_fs_rule){ sv->sv_conf_path,
 	    SB_FS_READ | SB_FS_PARENT };
-	/* directories, since a refresher replaces files by rename */
-	if (conf->upstream_credential_file != NULL)
-		rules[n++] = (struct sandbox_fs_rule){
-		    conf->upstream_credential_file, SB_FS_READ | SB_FS_PARENT };
+	/* directories, since a refresher replaces files by rename; those
+	 * of the model's credentials are the ones a reload may use */
+	if ((nd = config_cred_dirs(conf, dirs, CRED_DIRS_MAX)) > CRED_DIRS_MAX)
+		fatalx("%s: credential files in more than %u directories",
+		    __func__, CRED_DIRS_MAX);
+	for (i = 0; i < nd; i++)
+		rules[n++] = (struct sandbox_fs_rule){ dirs[i],
+		    SB_FS_READ | SB_FS_PARENT };
 	if (conf->upstream_ca_file != NULL)
 		rules[n++] = (struct sandbox_fs_rule){ conf->upstream_ca_file,
 		    SB_FS_READ | SB_FS_PARENT };

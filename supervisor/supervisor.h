@@ -244,9 +244,10 @@ void		 turn_container_gone(const char *key, const char *why);
 void		 turn_worker_ready(const char *key);
 int		 turn_busy(const char *key);
 /* The client that asked for the channel's running turn (or NULL), and the
- * turn's profile and speaker. */
-struct ctl_client *turn_identity(const char *key, const char **profile,
-		    const char **speaker_id, const char **speaker_name);
+ * turn's id, profile and speaker. */
+struct ctl_client *turn_identity(const char *key, const char **turn_id,
+		    const char **profile, const char **speaker_id,
+		    const char **speaker_name);
 void		 turn_abort(const char *key, const char *why);
 void		 turn_level_forget(const char *key);
 uint64_t	 chan_stop_brokers(void);

@@ -592,7 +592,8 @@ turn_bind(struct turn *t, const struct child *b)
 	msg_add_str(&mb, "thinking", t->t_thinking);
 	msg_add_uint(&mb, "max_calls", t->t_max_calls);
 	msg_add_uint(&mb, "deadline_ms", turn_ms_left(t));
-	/* the speaker of each call's audit record */
+	/* the speaker of each call's audit record, and whose credential
+	 * its model calls go with (upstream.credentials) */
 	msg_add_str(&mb, "speaker", t->t_author_id);
 	if ((eg = child_singleton(PROC_EGRESS)) == NULL ||
 	    child_request(eg, &mb, turn_bound, t) == -1) {
@@ -1064,13 +1065,14 @@ turn_level_forget(const char *key)
 }
 
 struct ctl_client *
-turn_identity(const char *key, const char **profile, const char **id,
-    const char **name)
+turn_identity(const char *key, const char **turn_id, const char **profile,
+    const char **id, const char **name)
 {
 	struct turn	*t = turn_find(key);
 
 	if (t == NULL)
 		return NULL;
+	*turn_id = t->t_id;
 	*profile = t->t_profile;
 	*id = t->t_author_id;
 	*name = t->t_author_name;

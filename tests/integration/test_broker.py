@@ -487,6 +487,10 @@ class BrokerCase(unittest.TestCase):
         cls.turn_counter = 0
 
     @classmethod
+    def configure(cls, c):
+        """A subclass's own changes to the configuration c."""
+
+    @classmethod
     def _teardown(cls):
         for what in ("ctl",):
             c = getattr(cls, what, None)

@@ -16,6 +16,7 @@
 
 #include "buildconf.h"
 #include "config.h"
+#include "hostcheck.h"
 
 #define ARENA_MAX	64
 
@@ -333,6 +334,245 @@ START_TEST(reload_applied)
 	ck_assert_str_eq(reload_of("budgets", "{\"max_calls\":3}", &same),
 	    "");
 	ck_assert_int_eq(same, 0);
+}
+END_TEST
+
+/*
+ * upstream.credentials
+ */
+
+#define TOKEN		"/etc/rtsandbox/upstream.token"
+
+/* upstream with credential_file TOKEN (file NULL: none) and credentials. */
+static char *
+up_creds(const char *file, const char *credentials)
+{
+	if (file == NULL)
+		return fmt("{\"credentials\":%s}", credentials);
+	return fmt("{\"credential_file\":\"%s\",\"credentials\":%s}", file,
+	    credentials);
+}
+
+/* {"<prefix>0":"<dir>/<prefix>0",...} with n entries. */
+static char *
+cred_map_n(const char *prefix, const char *dir, size_t n)
+{
+	char	*s, *p;
+	size_t	 i, sz = n * (2 * strlen(prefix) + strlen(dir) + 48) + 3;
+
+	s = malloc(sz);
+	ck_assert_ptr_nonnull(s);
+	p = s;
+	*p++ = '{';
+	for (i = 0; i < n; i++)
+		p += snprintf(p, sz - (size_t)(p - s),
+		    "%s\"%s%zu\":\"%s/%s%zu\"", i > 0 ? "," : "", prefix, i,
+		    dir, prefix, i);
+	*p++ = '}';
+	*p = '\0';
+	return keep(s);
+}
+
+START_TEST(credentials_parsed)
+{
+	struct config	*cfg;
+
+	cfg = accepted(MK(NULL));
+	ck_assert_int_eq(cfg->has_credentials, 0);
+	ck_assert_uint_eq(cfg->ncred_channels + cfg->ncred_speakers, 0);
+	config_free(cfg);
+	/* sorted by key, whatever the file's order */
+	cfg = accepted(MK("upstream", up_creds(TOKEN, "{\"speakers\":{"
+	    "\"bob\":\"/etc/rtsandbox/t/bob\","
+	    "\"alice\":\"/etc/rtsandbox/t/a\"},"
+	    "\"channels\":{\"discord:9\":\"/etc/rtsandbox/t/team\"}}")));
+	ck_assert_int_eq(cfg->has_credentials, 1);
+	ck_assert_int_eq(cfg->cred_fallback_none, 0);
+	ck_assert_uint_eq(cfg->ncred_speakers, 2);
+	ck_assert_str_eq(cfg->cred_speakers[0].key, "alice");
+	ck_assert_str_eq(cfg->cred_speakers[0].file, "/etc/rtsandbox/t/a");
+	ck_assert_str_eq(cfg->cred_speakers[1].key, "bob");
+	ck_assert_uint_eq(cfg->ncred_channels, 1);
+	ck_assert_str_eq(cfg->cred_channels[0].key, "discord:9");
+	ck_assert_str_eq(cfg->cred_channels[0].file, "/etc/rtsandbox/t/team");
+	ck_assert_str_eq(cfg->upstream_credential_file, TOKEN);
+	config_free(cfg);
+	cfg = accepted(MK("upstream", up_creds(NULL, "{\"fallback\":\"none\","
+	    "\"speakers\":{\"alice\":\"/t/a\"}}")));
+	ck_assert_int_eq(cfg->cred_fallback_none, 1);
+	ck_assert_ptr_null(cfg->upstream_credential_file);
+	ck_assert_uint_eq(E.nwarn, 0);
+	config_free(cfg);
+	/* nothing left to go with: a warning, not an error */
+	cfg = accepted(MK("upstream", up_creds(NULL,
+	    "{\"fallback\":\"none\"}")));
+	ck_assert(has_line(E.warnings, E.nwarn, "upstream.credentials",
+	    "every model call is refused"));
+	config_free(cfg);
+}
+END_TEST
+
+START_TEST(credentials_counts)
+{
+	struct config	*cfg;
+
+	cfg = accepted(MK("upstream", up_creds(TOKEN, fmt("{\"channels\":%s,"
+	    "\"speakers\":%s}", cred_map_n("c", "/etc/rtsandbox/t", 1000),
+	    cred_map_n("s", "/etc/rtsandbox/t", 1000)))));
+	ck_assert_uint_eq(cfg->ncred_channels, 1000);
+	ck_assert_uint_eq(cfg->ncred_speakers, 1000);
+	config_free(cfg);
+	refused(MK("upstream", up_creds(TOKEN, fmt("{\"channels\":%s}",
+	    cred_map_n("c", "/t", 1001)))), "upstream.credentials.channels",
+	    "must have at most 1000 entries");
+	refused(MK("upstream", up_creds(TOKEN, fmt("{\"speakers\":%s}",
+	    cred_map_n("s", "/t", 1001)))), "upstream.credentials.speakers",
+	    "must have at most 1000 entries");
+}
+END_TEST
+
+START_TEST(credentials_key_lengths)
+{
+	/* 256 chars, also counted as UTF-16: U+1F600 is two */
+	ok(MK("upstream", up_creds(TOKEN, fmt("{\"channels\":{\"%s\":\"/t\"}}",
+	    rep('k', 256)))));
+	refused(MK("upstream", up_creds(TOKEN, fmt("{\"channels\":{\"%s\":"
+	    "\"/t\"}}", rep('k', 257)))), NULL, "channel key must be 1 to "
+	    "256 chars");
+	ok(MK("upstream", up_creds(TOKEN, fmt("{\"channels\":{\"%s\":\"/t\"}}",
+	    join("\xf0\x9f\x98\x80", "", 128)))));
+	refused(MK("upstream", up_creds(TOKEN, fmt("{\"channels\":{\"%s\":"
+	    "\"/t\"}}", join("\xf0\x9f\x98\x80", "", 129)))), NULL,
+	    "channel key must be 1 to 256 chars");
+	ok(MK("upstream", up_creds(TOKEN, fmt("{\"speakers\":{\"%s\":\"/t\"}}",
+	    rep('i', 256)))));
+	refused(MK("upstream", up_creds(TOKEN, fmt("{\"speakers\":{\"%s\":"
+	    "\"/t\"}}", rep('i', 257)))), NULL, "speaker id must be 1 to "
+	    "256 chars");
+	ok(MK("upstream", up_creds(TOKEN, fmt("{\"speakers\":{\"%s\":\"/t\"}}",
+	    join("\xf0\x9f\x98\x80", "", 128)))));
+	refused(MK("upstream", up_creds(TOKEN, fmt("{\"speakers\":{\"%s\":"
+	    "\"/t\"}}", join("\xf0\x9f\x98\x80", "", 129)))), NULL,
+	    "speaker id must be 1 to 256 chars");
+	/* a path: as credential_file, at most 4096 bytes */
+	ok(MK("upstream", up_creds(TOKEN, fmt("{\"speakers\":{\"a\":\"/%s\"}}",
+	    rep('p', 4095)))));
+	refused(MK("upstream", up_creds(TOKEN, fmt("{\"speakers\":{\"a\":"
+	    "\"/%s\"}}", rep('p', 4096)))), "upstream.credentials.speakers.a",
+	    "must be at most 4096 bytes");
+}
+END_TEST
+
+START_TEST(credentials_directories)
+{
+	struct config	*cfg;
+	const char	*dirs[5];
+
+	/* credential_file's directory and three more */
+	cfg = accepted(MK("upstream", up_creds(TOKEN, "{\"channels\":{"
+	    "\"a\":\"/d1/a\",\"b\":\"/d2/b\"},\"speakers\":{\"c\":\"/d3/c\","
+	    "\"d\":\"/d1/d\",\"e\":\"/etc/rtsandbox/e\"}}")));
+	ck_assert_uint_eq(config_cred_dirs(cfg, dirs, 4), 4);
+	ck_assert_str_eq(dirs[0], TOKEN);
+	ck_assert_str_eq(dirs[1], "/d1/a");
+	ck_assert_str_eq(dirs[2], "/d2/b");
+	ck_assert_str_eq(dirs[3], "/d3/c");
+	config_free(cfg);
+	/* a fifth; a directory beneath another is one more too (a link on
+	 * the way may lead anywhere) */
+	refused(MK("upstream", up_creds(TOKEN, "{\"channels\":{"
+	    "\"a\":\"/d1/a\",\"b\":\"/d2/b\"},\"speakers\":{\"c\":\"/d3/c\","
+	    "\"d\":\"/d4/d\"}}")), "upstream.credentials",
+	    "must be in at most 4 directories");
+	refused(MK("upstream", up_creds(TOKEN, "{\"channels\":{"
+	    "\"a\":\"/d1/a\",\"b\":\"/d2/b\"},\"speakers\":{\"c\":\"/d3/c\","
+	    "\"d\":\"/etc/rtsandbox/x/d\"}}")), "upstream.credentials",
+	    "must be in at most 4 directories");
+	/* without credential_file, four of their own */
+	cfg = accepted(MK("upstream", up_creds(NULL, "{\"fallback\":\"none\","
+	    "\"channels\":{\"a\":\"/d1/a\",\"b\":\"/d2/b\"},\"speakers\":{"
+	    "\"c\":\"/d3/c\",\"d\":\"/d4/d\"}}")));
+	ck_assert_uint_eq(config_cred_dirs(cfg, dirs, 4), 4);
+	ck_assert_uint_eq(config_cred_dirs(cfg, dirs, 3), 4);
+	config_free(cfg);
+}
+END_TEST
+
+/* What a reload from old's upstream to new's says ("" when applied). */
+static const char *
+cred_reload(const char *old, const char *new)
+{
+	static char	 why[600];
+	struct config	*o, *n;
+
+	o = accepted(MK("upstream", old));
+	n = accepted(MK("upstream", new));
+	why[0] = '\0';
+	if (config_reload_check(o, n, why, sizeof(why)) == 0)
+		ck_assert_str_eq(why, "");
+	/* the files say nothing of the brokers */
+	ck_assert_int_eq(config_brokers_same(o, n), 1);
+	config_free(o);
+	config_free(n);
+	return why;
+}
+
+START_TEST(credentials_reload)
+{
+	const char	*plain = fmt("{\"credential_file\":\"%s\"}", TOKEN);
+
+	/* added, changed, removed: within the directories egress has */
+	ck_assert_str_eq(cred_reload(plain, up_creds(TOKEN, "{\"speakers\":{"
+	    "\"a\":\"/etc/rtsandbox/a\"}}")), "");
+	ck_assert_str_eq(cred_reload(up_creds(TOKEN, "{\"speakers\":{"
+	    "\"a\":\"/d1/a\"}}"), up_creds(TOKEN, "{\"speakers\":{"
+	    "\"a\":\"/d1/a2\",\"b\":\"/etc/rtsandbox/b\"},\"channels\":{"
+	    "\"c\":\"/d1/c\"}}")), "");
+	ck_assert_str_eq(cred_reload(up_creds(TOKEN, "{\"speakers\":{"
+	    "\"a\":\"/d1/a\"}}"), plain), "");
+	/* a directory egress was not started with */
+	ck_assert_str_eq(cred_reload(up_creds(TOKEN, "{\"speakers\":{"
+	    "\"a\":\"/d1/a\"}}"), up_creds(TOKEN, "{\"speakers\":{"
+	    "\"a\":\"/d1/a\",\"b\":\"/d2/b\"}}")),
+	    "the directory of upstream.credentials.speakers.b");
+	ck_assert_str_eq(cred_reload(plain, up_creds(TOKEN, "{\"channels\":{"
+	    "\"d:1\":\"/d2/c\"}}")),
+	    "the directory of upstream.credentials.channels[\"d:1\"]");
+	/* fallback "none" takes credential_file away: a restart */
+	ck_assert_str_eq(cred_reload(up_creds(TOKEN, "{\"speakers\":{"
+	    "\"a\":\"/etc/rtsandbox/a\"}}"), up_creds(NULL, "{\"fallback\":"
+	    "\"none\",\"speakers\":{\"a\":\"/etc/rtsandbox/a\"}}")),
+	    "upstream.credential_file");
+	ck_assert_str_eq(cred_reload(up_creds(NULL, "{\"fallback\":\"none\","
+	    "\"speakers\":{\"a\":\"/d1/a\"}}"), up_creds(NULL, "{\"fallback\":"
+	    "\"none\",\"channels\":{\"b\":\"/d1/b\"}}")), "");
+}
+END_TEST
+
+START_TEST(credentials_host_checks)
+{
+	struct config	*cfg;
+	struct hc_cred	*v;
+	size_t		 n;
+
+	cfg = accepted(MK(NULL));
+	ck_assert_ptr_null(config_hc_creds(cfg, &n));
+	ck_assert_uint_eq(n, 0);
+	config_free(cfg);
+	cfg = accepted(MK("upstream", up_creds(TOKEN, "{\"speakers\":{"
+	    "\"a b\":\"/t/s\"},\"channels\":{\"d:1\":\"/t/c\","
+	    "\"e\":\"/t/e\"}}")));
+	ck_assert_ptr_nonnull(v = config_hc_creds(cfg, &n));
+	ck_assert_uint_eq(n, 3);
+	ck_assert_str_eq(v[0].hc_field,
+	    "upstream.credentials.channels[\"d:1\"]");
+	ck_assert_str_eq(v[0].hc_path, "/t/c");
+	ck_assert_str_eq(v[1].hc_field, "upstream.credentials.channels.e");
+	ck_assert_str_eq(v[2].hc_field,
+	    "upstream.credentials.speakers[\"a b\"]");
+	ck_assert_str_eq(v[2].hc_path, "/t/s");
+	config_hc_creds_free(v, n);
+	config_free(cfg);
 }
 END_TEST
 
@@ -864,6 +1104,65 @@ static const struct rule_case rules[] = {
 	{ "mcp", "{\"servers\":[{\"name\":\"a\",\"url\":"
 	    "\"https://m.example/\",\"tools\":[]}]}", "mcp.credential_file",
 	    "is required when mcp.servers is not empty" },
+	/* upstream.credentials */
+	{ "upstream", CRED ",\"credentials\":{}}", NULL, NULL },
+	{ "upstream", CRED ",\"credentials\":[]}", "upstream.credentials",
+	    OBJ },
+	{ "upstream", CRED ",\"credentials\":{\"users\":{}}}",
+	    "upstream.credentials.users", UNKNOWN },
+	{ "upstream", CRED ",\"credentials\":{\"fallback\":\"none\","
+	    "\"fallback\":\"none\"}}", "upstream.credentials.fallback", DUP },
+	{ "upstream", CRED ",\"credentials\":{\"channels\":[\"/t\"]}}",
+	    "upstream.credentials.channels",
+	    "must be an object of channel keys to credential files" },
+	{ "upstream", CRED ",\"credentials\":{\"speakers\":\"/t\"}}",
+	    "upstream.credentials.speakers",
+	    "must be an object of speaker ids to credential files" },
+	{ "upstream", CRED ",\"credentials\":{\"speakers\":{\"a\":1}}}",
+	    "upstream.credentials.speakers.a", STR },
+	{ "upstream", CRED ",\"credentials\":{\"speakers\":{\"a\":\"t\"}}}",
+	    "upstream.credentials.speakers.a", ABS },
+	{ "upstream", CRED ",\"credentials\":{\"speakers\":{\"a\":"
+	    "\"/t\\u0007\"}}}", "upstream.credentials.speakers.a",
+	    "must not contain control characters" },
+	{ "upstream", CRED ",\"credentials\":{\"channels\":{\"\":\"/t\"}}}",
+	    "upstream.credentials.channels[\"\"]",
+	    "channel key must be 1 to 256 chars of valid UTF-8" },
+	{ "upstream", CRED ",\"credentials\":{\"speakers\":{\"\":\"/t\"}}}",
+	    "upstream.credentials.speakers[\"\"]",
+	    "speaker id must be 1 to 256 chars of valid UTF-8" },
+	{ "upstream", CRED ",\"credentials\":{\"speakers\":{\"b\":\"/t\","
+	    "\"a\":\"/u\",\"b\":\"/v\"}}}", "upstream.credentials.speakers.b",
+	    DUP },
+	{ "upstream", CRED ",\"credentials\":{\"channels\":{\"d:1\":\"/t\","
+	    "\"d:1\":\"/t\"}}}", "upstream.credentials.channels[\"d:1\"]",
+	    DUP },
+	/* the same key as a channel and a speaker is two entries */
+	{ "upstream", CRED ",\"credentials\":{\"channels\":{\"a\":\"/t\"},"
+	    "\"speakers\":{\"a\":\"/u\"}}}", NULL, NULL },
+	{ "upstream", CRED ",\"credentials\":{\"fallback\":\"default\"}}",
+	    NULL, NULL },
+	{ "upstream", CRED ",\"credentials\":{\"fallback\":\"channel\"}}",
+	    "upstream.credentials.fallback",
+	    "must be \"default\" or \"none\"" },
+	{ "upstream", CRED ",\"credentials\":{\"fallback\":null}}",
+	    "upstream.credentials.fallback", STR },
+	{ "upstream", "{\"credentials\":{\"fallback\":\"none\","
+	    "\"speakers\":{\"a\":\"/t\"}}}", NULL, NULL },
+	{ "upstream", CRED ",\"credentials\":{\"fallback\":\"none\","
+	    "\"speakers\":{\"a\":\"/t\"}}}", "upstream.credential_file",
+	    "is never used with upstream.credentials.fallback \"none\"" },
+	{ "upstream", "{\"credentials\":{\"speakers\":{\"a\":\"/t\"}}}",
+	    "upstream.credential_file", "is required for the speakers and "
+	    "channels without a file of their own" },
+	{ "upstream", "{\"credentials\":{\"fallback\":\"default\"}}",
+	    "upstream.credential_file", "is required for the speakers" },
+	{ "upstream", "{\"credential\":\"hook\",\"credentials\":{"
+	    "\"speakers\":{\"a\":\"/t\"}}}", "upstream.credentials",
+	    "cannot be used with upstream.credential \"hook\"" },
+	{ "upstream", "{\"credential\":\"hook\",\"credentials\":{"
+	    "\"fallback\":\"none\"}}", "upstream.credentials",
+	    "cannot be used with upstream.credential \"hook\"" },
 	{ "upstream", "{\"credential_file\":\"token\"}",
 	    "upstream.credential_file", ABS },
 	{ "upstream", "{\"credential_file\":[\"/t\"]}",
@@ -1536,6 +1835,16 @@ config_suite(void)
 	tcase_add_checked_fixture(tc, NULL, teardown);
 	tcase_add_test(tc, reload_fixed_fields);
 	tcase_add_test(tc, reload_applied);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("credentials");
+	tcase_add_checked_fixture(tc, NULL, teardown);
+	tcase_add_test(tc, credentials_parsed);
+	tcase_add_test(tc, credentials_counts);
+	tcase_add_test(tc, credentials_key_lengths);
+	tcase_add_test(tc, credentials_directories);
+	tcase_add_test(tc, credentials_reload);
+	tcase_add_test(tc, credentials_host_checks);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("load");

@@ -374,6 +374,31 @@ cache_setup(void)
 	memset(&cc, 0, sizeof(cc));
 }
 
+static void
+cache_teardown(void)
+{
+	cred_cache_clear(&cc);
+	ck_assert_ptr_null(cc.cc_token);
+	teardown();
+}
+
+/* What the cache keeps is the token and no more, and goes when cleared. */
+START_TEST(cache_holds_the_token)
+{
+	put("t", S("kept-token\r\n"), 0600);
+	settle();
+	gets("t", "kept-token", 1);
+	ck_assert_ptr_nonnull(cc.cc_token);
+	ck_assert_uint_eq(cc.cc_len, 10);
+	ck_assert_str_eq(cc.cc_token, "kept-token");
+	cred_cache_clear(&cc);
+	ck_assert_ptr_null(cc.cc_token);
+	ck_assert_uint_eq(cc.cc_len, 0);
+	ck_assert_int_eq(cc.cc_trusted, 0);
+	gets("t", "kept-token", 2);
+}
+END_TEST
+
 START_TEST(cache_reused)
 {
 	put("t", S("kept-token\n"), 0600);
@@ -484,7 +509,8 @@ cred_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("cache");
-	tcase_add_checked_fixture(tc, cache_setup, teardown);
+	tcase_add_checked_fixture(tc, cache_setup, cache_teardown);
+	tcase_add_test(tc, cache_holds_the_token);
 	tcase_add_test(tc, cache_reused);
 	tcase_add_test(tc, cache_rewritten_in_place);
 	tcase_add_test(tc, cache_new_file_read_each_time);

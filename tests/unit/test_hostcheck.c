@@ -340,6 +340,65 @@ START_TEST(credential_files)
 }
 END_TEST
 
+/* A file of mode at tmp/name holding text (NULL: none made). */
+static void
+cred_file(const char *name, const char *text, mode_t mode, char *p,
+    size_t len)
+{
+	FILE	*f;
+
+	(void)snprintf(p, len, "%s/%s", tmp, name);
+	if (text == NULL)
+		return;
+	ck_assert_ptr_nonnull(f = fopen(p, "w"));
+	fputs(text, f);
+	fclose(f);
+	ck_assert_int_eq(chmod(p, mode), 0);
+}
+
+/* Every file of upstream.credentials: one line for those that pass, one
+ * naming its field for each that does not. */
+START_TEST(credential_lists)
+{
+	char		 a[160], b[160], c[160], d[160];
+	struct hc_cred	 v[4];
+
+	cred_file("a", "ta\n", 0600, a, sizeof(a));
+	cred_file("b", "tb\n", 0600, b, sizeof(b));
+	cred_file("c", "tc\n", 0640, c, sizeof(c));
+	cred_file("d", NULL, 0, d, sizeof(d));
+	v[0] = (struct hc_cred){ "upstream.credentials.speakers.a", a };
+	v[1] = (struct hc_cred){ "upstream.credentials.speakers.b", b };
+	hostcheck_credential_list("upstream.credentials", v, 2, getuid(),
+	    keep, NULL);
+	ck_assert_int_eq(nreports, 1);
+	ck_assert_int_eq(last.hr_status, HC_OK);
+	ck_assert_str_eq(last.hr_name, "upstream.credentials");
+	ck_assert_ptr_nonnull(strstr(last.hr_text, "2 of 2 files"));
+	nreports = 0;
+	v[2] = (struct hc_cred){ "upstream.credentials.channels.c", c };
+	v[3] = (struct hc_cred){ "upstream.credentials.channels[\"d:1\"]",
+	    d };
+	hostcheck_credential_list("upstream.credentials", v + 2, 2, getuid(),
+	    keep, NULL);
+	ck_assert_int_eq(nreports, 2);
+	ck_assert_int_eq(last.hr_status, HC_FAIL);
+	ck_assert_ptr_eq(strstr(last.hr_text,
+	    "upstream.credentials.channels[\"d:1\"]: "), last.hr_text);
+	ck_assert_ptr_nonnull(strstr(last.hr_text, "does not exist"));
+	nreports = 0;
+	hostcheck_credential_list("upstream.credentials", v, 4, getuid(),
+	    keep, NULL);
+	ck_assert_int_eq(nreports, 3);
+	ck_assert_int_eq(last.hr_status, HC_OK);
+	ck_assert_ptr_nonnull(strstr(last.hr_text, "2 of 4 files"));
+	nreports = 0;
+	hostcheck_credential_list("upstream.credentials", v, 0, getuid(),
+	    keep, NULL);
+	ck_assert_int_eq(nreports, 0);
+}
+END_TEST
+
 START_TEST(control_socket_dirs)
 {
 	char	 p[160];
@@ -425,6 +484,7 @@ END_TEST
 START_TEST(run_all)
 {
 	struct hostcheck_params	 p;
+	struct hc_cred		 v[2];
 	char			 state[160], cred[160], ctl[160];
 	FILE			*f;
 
@@ -451,6 +511,14 @@ START_TEST(run_all)
 	hostcheck_run(&p, keep, NULL);
 	ck_assert_int_eq(nreports, 9);
 	ck_assert_str_eq(last.hr_name, "socket paths");
+	/* and upstream.credentials' files, after the others */
+	nreports = 0;
+	v[0] = (struct hc_cred){ "upstream.credentials.speakers.a", cred };
+	v[1] = (struct hc_cred){ "upstream.credentials.speakers.b", state };
+	p.hp_cred_list = v;
+	p.hp_ncred_list = 2;
+	hostcheck_run(&p, keep, NULL);
+	ck_assert_int_eq(nreports, 11);
 }
 END_TEST
 
@@ -474,6 +542,7 @@ hostcheck_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, state_dir_files);
 	tcase_add_test(tc, credential_files);
+	tcase_add_test(tc, credential_lists);
 	tcase_add_test(tc, control_socket_dirs);
 	tcase_add_test(tc, kernel_probes);
 	tcase_add_loop_test(tc, empty_root_refused, 0, 2);
