@@ -176,9 +176,12 @@ later(evutil_socket_t fd, short what, void *arg)
 }
 
 static void
-call_back(cJSON *result, const char *error, void *arg)
+call_back(cJSON *result, enum ctl_call_end end, void *arg)
 {
-	CHECK((result == NULL) != (error == NULL));
+	/* a result exactly when the client answered one */
+	CHECK((result != NULL) == (end == CTL_CALL_ANSWERED));
+	CHECK(end == CTL_CALL_ANSWERED || end == CTL_CALL_ERROR ||
+	    end == CTL_CALL_LEFT);
 	calls_back++;
 }
 
