@@ -712,7 +712,7 @@ class Setup:
 
     def __init__(self, image, max_calls=1000, turn_ms=600000, start_ms=30000,
                  default_delay_ms=5, tag="bench", docker_proxy=False, runtime=None,
-                 debug=True):
+                 debug=True, configure=None):
         # The sleeper is the tests' image: a fresh machine has it only once they ran.
         if image == SLEEPER_IMAGE:
             why = rtsb.ensure_sleeper()
@@ -739,6 +739,8 @@ class Setup:
                 c["docker"]["runtime"] = runtime
             c["timeouts"] = {"start_ms": start_ms, "turn_ms": turn_ms}
             c["budgets"] = {"max_calls": max_calls}
+            if configure is not None:
+                configure(c)
         # debug=False: the daemon logs as an operator's would (no -d), so that system
         # calls are counted as they are made in service.
         self.daemon = rtsb.Daemon(config=conf, debug=debug)

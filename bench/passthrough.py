@@ -27,6 +27,9 @@ What it measures (DESIGN.md section 12; PROTOCOL.md section 3):
       system call costs 10-20 us, and one that stays put from run to run far better than
       times do (it still moves with the load: a busier host makes each wake-up carry more);
   (h) the same per small call, over --syscall-calls calls.
+  (i) with --hook: what the credential hook adds to a small call, the same small calls
+      interleaved on a second daemon whose upstream.credential is "hook", a control client
+      of this process answering each credential.get, against the daemon above;
   The floor under (e): bench/hops (built with the tree) times the same two hops with
       nothing in them, a Unix connection per call into one process, a socket pair to a
       second, a keep-alive TCP connection from there to an upstream, all blocking on
@@ -48,7 +51,7 @@ their baselines and targets.
 Run (as the service user, which is in group docker; a few minutes at most):
     cd /tmp && setpriv --reuid=rtsandbox --regid=rtsandbox --init-groups \\
         env RTSANDBOX_BUILD=/work/main/build /usr/bin/python3 /work/main/bench/passthrough.py
-Options: --mib 48 --reps 5 --requests 300 --channels 20 --no-curl --skip-pss
+Options: --mib 48 --reps 5 --requests 300 --channels 20 --no-curl --skip-pss --hook
 --syscalls auto|strace|perf|off --syscall-calls 200
 """
 
@@ -411,6 +414,80 @@ def phase_latency(setup, fw, args, res):
             B.say("      " + line)
 
 
+class TokenClient:
+    """A control client that answers every credential.get with a token, in a thread of
+    its own: the bot's oauthToken() of PiSandboxRuntime 0.7.3."""
+
+    def __init__(self, setup):
+        self.c = setup.client(hooks=("credential.get",))
+        self.c.sock.settimeout(None)
+        self.asked = 0
+        self.t = threading.Thread(target=self.run, daemon=True)
+        self.t.start()
+
+    def run(self):
+        try:
+            while True:
+                m = self.c.read_message()
+                if m.get("method") == "credential.get":
+                    self.asked += 1
+                    self.c.send_raw(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {
+                        "token": "sk-bench-hook"}}).encode() + b"\n")
+        except (OSError, ValueError, ConnectionError):
+            return
+
+    def close(self):
+        self.c.close()
+
+
+def phase_hook(setup, fw, args, res):
+    n = args.requests
+    body = json.dumps(SMALL).encode()
+
+    def hooked(c):
+        c["upstream"].pop("credential_file", None)
+        c["upstream"]["credential"] = "hook"
+    setup2 = B.Setup(B.SLEEPER_IMAGE, tag="pth", debug=False, configure=hooked)
+    tc = fw2 = None
+    try:
+        tc = TokenClient(setup2)
+        fw2 = FakeWorker(setup2, "bench:hook")
+        fw2.begin()
+        fw.begin()
+        for _ in range(20):
+            B.unix_request(fw.sock, "POST", "/anthropic/v1/messages", body)
+            B.unix_request(fw2.sock, "POST", "/anthropic/v1/messages", body)
+        fl, hl = [], []
+        for _ in range(n):
+            t0 = time.monotonic_ns()
+            r = B.unix_request(fw.sock, "POST", "/anthropic/v1/messages", body)
+            t1 = time.monotonic_ns()
+            r2 = B.unix_request(fw2.sock, "POST", "/anthropic/v1/messages", body)
+            t2 = time.monotonic_ns()
+            if r.status != 200 or r2.status != 200:
+                raise RuntimeError("small call: %d / %d %r" % (r.status, r2.status,
+                                                               r2.body[:200]))
+            fl.append((t1 - t0) / 1e3)
+            hl.append((t2 - t1) / 1e3)
+        if setup2.fu.last()["token"] != "sk-bench-hook":
+            raise RuntimeError("the hook's token did not reach the upstream")
+        fw2.end()
+        fw.end()
+        res["hook_p50"], res["hook_p99"] = B.pct(hl, 50), B.pct(hl, 99)
+        res["file_p50"], res["file_p99"] = B.pct(fl, 50), B.pct(fl, 99)
+        B.say("  (i) %d small calls each, interleaved: credential from the file p50 %.0f / p99 "
+              "%.0f us, from the client's credential.get hook p50 %.0f / p99 %.0f us: the "
+              "hook adds %.0f us p50 (%d hook calls answered)" % (
+                  n, res["file_p50"], res["file_p99"], res["hook_p50"], res["hook_p99"],
+                  res["hook_p50"] - res["file_p50"], tc.asked))
+    finally:
+        if fw2 is not None:
+            fw2.close()
+        if tc is not None:
+            tc.close()
+        setup2.close()
+
+
 def start_idle(setup, client, channel):
     rid = client.request("channel.start", {"channel": channel, "profile": "default"})
     B.announce_ready(setup.socket_path(channel), timeout=60)
@@ -502,6 +579,8 @@ def main():
     ap.add_argument("--channels", type=int, default=20, help="idle channels for (f)")
     ap.add_argument("--no-curl", dest="curl", action="store_false")
     ap.add_argument("--skip-pss", action="store_true")
+    ap.add_argument("--hook", action="store_true",
+                    help="(i): what the credential.get hook adds to a small call")
     ap.add_argument("--syscalls", choices=("auto", "strace", "perf", "off"), default="auto",
                     help="count system calls of broker and egress in one extra stream run "
                     "and --syscall-calls small calls (auto: perf when usable, else strace)")
@@ -529,6 +608,8 @@ def main():
         fw.begin()
         phase_latency(setup, fw, args, res)
         fw.end()
+        if args.hook:
+            phase_hook(setup, fw, args, res)
         if not args.skip_pss:
             phase_pss(setup, fw, args, res)
         fw.close()
@@ -593,6 +674,10 @@ def main():
          "egress %.0f, broker %.0f" % (res["cpu_call_us"]["egress"],
                                       res["cpu_call_us"]["broker"]), "-"),
     ]
+    if "hook_p50" in res:
+        rows.append(("  credential hook, small call p50 (us)", "%.0f" % res["hook_p50"],
+                     "%.0f from the file" % res["file_p50"],
+                     "+%.0f us" % (res["hook_p50"] - res["file_p50"]), "-"))
     if "sc_call" in res:
         rows += [
             ("syscalls per small call", "%.1f" % res["sc_call"],
