@@ -2634,49 +2634,5 @@ class TurnSemantics(BrokerCase):
 
 
 
-def broker_link():
-    """How the build links the broker: -Dbroker_link as meson.build
-    resolved it, from buildconf.h."""
-    with open(os.path.join(rtsb.BUILD, "buildconf.h")) as f:
-        for line in f:
-            if line.startswith("#define RTSANDBOX_BROKER_LINK "):
-                return line.split()[2].strip('"')
-    raise AssertionError("no RTSANDBOX_BROKER_LINK in buildconf.h")
-
-
-class Image(BrokerCase):
-    """What the kernel made of a running broker's image: nothing writable
-    and executable, a stack that is not executable, and, linked
-    statically, no file mapped but its own (no dynamic linker, no shared
-    library) and its RELRO read-only."""
-
-    CHANNEL = "brk-image"
-
-    def test_mappings(self):
-        self.start_channel()
-        pid = self.broker_pid()
-        exe = os.readlink("/proc/%d/exe" % pid)
-        files, stack, perms_of = set(), None, []
-        with open("/proc/%d/maps" % pid) as f:
-            for line in f:
-                parts = line.split(None, 5)
-                perms = parts[1]
-                path = parts[5].strip() if len(parts) > 5 else ""
-                self.assertFalse("w" in perms and "x" in perms, line)
-                if path == "[stack]":
-                    stack = perms
-                elif path.startswith("/"):
-                    files.add(path)
-                if path == exe:
-                    perms_of.append(perms[:3])
-        self.assertEqual(stack, "rw-p")
-        if broker_link() == "dynamic":
-            return
-        self.assertEqual(files, {exe})
-        # read-only headers and rodata, code, RELRO read-only, then data
-        self.assertEqual(perms_of[-3:], ["r--", "r--", "rw-"], perms_of)
-        self.assertIn("r-x", perms_of)
-
-
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -1,8 +1,9 @@
 """What only root can see: rtsandboxd refuses uid 0 and gid 0 and says how
 to run it instead; and, run as the service user, none of its processes is
-dumpable, the spawner holds only what it should, and daemon.stats still has
+dumpable, the spawner holds only what it should, daemon.stats still has
 every process's memory where /proc hides them (the unit's
-ProtectProc=invisible)."""
+ProtectProc=invisible), and a running broker's image is what the kernel
+was asked for (its /proc/PID/maps are root's once it is not dumpable)."""
 
 import os
 import pwd
@@ -17,6 +18,7 @@ import rtsb  # noqa: E402
 from rtsb import Client, Daemon  # noqa: E402
 
 SERVICE_USER = "rtsandbox"
+PREFIX = "rtsbroot%d" % os.getpid()
 
 
 class RefuseRoot(unittest.TestCase):
@@ -41,6 +43,16 @@ class RefuseRoot(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("FAIL  user: uid 0, gid 0", r.stdout)
         self.assertIn("run this as the service user", r.stdout)
+
+
+def broker_link():
+    """How the build links the broker: -Dbroker_link as meson.build
+    resolved it, from buildconf.h."""
+    with open(os.path.join(rtsb.BUILD, "buildconf.h")) as f:
+        for line in f:
+            if line.startswith("#define RTSANDBOX_BROKER_LINK "):
+                return line.split()[2].strip('"')
+    raise AssertionError("no RTSANDBOX_BROKER_LINK in buildconf.h")
 
 
 def status_fields(pid):
@@ -71,7 +83,8 @@ class AsServiceUser(unittest.TestCase):
                 "sh", "-c", "mount -t proc -o hidepid=invisible proc /proc "
                 "&& exec setpriv --reuid=%d --regid=%d --init-groups "
                 "--inh-caps=-all -- \"$@\"" % (pw.pw_uid, pw.pw_gid), "sh"]
-        self.d = Daemon(wrap=wrap)
+        self.d = Daemon(wrap=wrap, config=lambda c: c.update(
+            docker={"container_prefix": PREFIX}))
         self.addCleanup(self.d.cleanup)
         self.addCleanup(self.d.stop)
         for top, dirs, files in os.walk(self.d.root):
@@ -96,6 +109,45 @@ class AsServiceUser(unittest.TestCase):
                              str(self.uid))
             # root's, not the process's user's: not dumpable
             self.assertEqual(os.stat("/proc/%d/fd" % pid).st_uid, 0, pid)
+
+    def test_broker_image_mappings(self):
+        """Nothing writable and executable, a stack that is not
+        executable, and, linked statically, no file mapped but its own (no
+        dynamic linker, no shared library) and its RELRO read-only."""
+        if rtsb.docker_skip_reason("rtsandbox-worker:latest"):
+            self.skipTest(rtsb.docker_skip_reason("rtsandbox-worker:latest"))
+        self.addCleanup(rtsb.remove_containers, PREFIX)
+        with Client(self.d.socket) as c:
+            c.sock.settimeout(90)
+            self.assertEqual(c.call("channel.start", {
+                "channel": "img:1", "profile": "default"}), {})
+            pid = [p["pid"] for p in c.call("daemon.stats")["processes"]
+                   if p["role"] == "broker"][0]
+            try:
+                exe = os.readlink("/proc/%d/exe" % pid)
+                files, stack, perms_of = set(), None, []
+                with open("/proc/%d/maps" % pid) as f:
+                    for line in f:
+                        parts = line.split(None, 5)
+                        perms = parts[1]
+                        path = parts[5].strip() if len(parts) > 5 else ""
+                        self.assertFalse("w" in perms and "x" in perms,
+                                         line)
+                        if path == "[stack]":
+                            stack = perms
+                        elif path.startswith("/"):
+                            files.add(path)
+                        if path == exe:
+                            perms_of.append(perms[:3])
+            finally:
+                c.call("channel.stop", {"channel": "img:1"})
+        self.assertEqual(stack, "rw-p")
+        if broker_link() == "dynamic":
+            return
+        self.assertEqual(files, {exe})
+        # read-only headers and rodata, code, RELRO read-only, then data
+        self.assertEqual(perms_of[-3:], ["r--", "r--", "rw-"], perms_of)
+        self.assertIn("r-x", perms_of)
 
     def spawner(self, procs):
         pids = {p["pid"] for p in procs}
