@@ -196,6 +196,17 @@ audit_redact(const char *secret, size_t slen, const char *text, size_t len,
 			(void)audit_put(out, outlen, &o, p, n);
 	}
 	reflect_free(rf);
+	/*
+	 * A marker and the bytes beside it can spell the secret again
+	 * ("]]]]" after "[redacted]" for a secret of brackets): then
+	 * nothing is said.
+	 */
+	if (memmem(out, o, secret, slen) != NULL) {
+		o = 0;
+		out[0] = '\0';
+		(void)audit_put(out, outlen, &o, redacted,
+		    sizeof(redacted) - 1);
+	}
 	return (long)o;
 }
 

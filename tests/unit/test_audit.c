@@ -143,6 +143,10 @@ START_TEST(redact_encodings)
 	ck_assert_int_eq(audit_redact(secret, strlen(secret), "fine", 4, 1,
 	    out, sizeof(out)), 4);
 	ck_assert_str_eq(out, "fine");
+	/* a marker beside what is left spells the secret: nothing said */
+	ck_assert_int_eq(audit_redact("]]]]]]]]", 8, "]]]]]]]]]]]]]]]", 15, 1,
+	    out, sizeof(out)), 10);
+	ck_assert_str_eq(out, "[redacted]");
 	/* no credential read: copied */
 	ck_assert_int_eq(audit_redact("", 0, "fine", 4, 1, out, sizeof(out)),
 	    4);
