@@ -1722,6 +1722,12 @@ up_call_start(struct up_call *c)
 	if ((c->uc_timer = evtimer_new(up->up_base, up_call_timeout, c)) ==
 	    NULL)
 		fatalx("%s: evtimer_new", __func__);
+	/*
+	 * The loop's cached time is from before this call's body was read
+	 * and checked, which can take seconds for the largest: the
+	 * deadline counts from now.
+	 */
+	event_base_update_cache_time(up->up_base);
 	tv.tv_sec = c->uc_connect_ms / 1000;
 	tv.tv_usec = (c->uc_connect_ms % 1000) * 1000;
 	if (evtimer_add(c->uc_timer, &tv) == -1)

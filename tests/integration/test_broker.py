@@ -864,6 +864,9 @@ class Budget(BrokerCase):
 
 class WorkerRoutes(BrokerCase):
     CHANNEL = "brk-worker"
+    # The largest results are read, parsed and checked in a turn, under a
+    # sanitizer with another suite beside it: more than 30 s.
+    TURN_MS = 120000
 
     def setUp(self):
         super().setUp()
