@@ -65,6 +65,8 @@ _Static_assert(MODEL_NODES_MAX >= MODEL_MESSAGES_MAX * MODEL_BLOCKS_MAX * 8u,
 #define BLOCKS_MESSAGE		0x3f
 /* "system and nested content accept only text and image". */
 #define BLOCKS_NESTED		(BLOCK_TEXT | BLOCK_IMAGE)
+/* A system message amid the conversation: text only. */
+#define BLOCKS_SYSTEM_MESSAGE	BLOCK_TEXT
 
 struct rebuild {
 	const struct rebuild_params	*rb_params;
@@ -710,6 +712,15 @@ rebuild_block(struct rebuild *rb, cJSON *b, int mask, size_t *nimages,
 	for (i = 0; i < nitems(types); i++)
 		if (strcmp(t->valuestring, types[i].name) == 0)
 			break;
+	/*
+	 * In a system message, the API's own words: Claude Code reads
+	 * "Input tag 'tool_addition'" and resends its tools whole.
+	 */
+	if ((i == nitems(types) || (types[i].bit & mask) == 0) &&
+	    mask == BLOCKS_SYSTEM_MESSAGE)
+		return fail(rb, "Input tag '%.*s' found using 'type' does not "
+		    "match any of the expected tags: 'text'",
+		    echo_len(t->valuestring), t->valuestring);
 	if (i == nitems(types) || (types[i].bit & mask) == 0)
 		return fail(rb, "Content block type \"%.*s\" is not accepted",
 		    echo_len(t->valuestring), t->valuestring);
@@ -791,10 +802,63 @@ rebuild_content(struct rebuild *rb, cJSON *from, const char *key, int mask,
 	return 0;
 }
 
+static int	effort_capped(struct rebuild *, cJSON *, int, enum effort *);
+
+/*
+ * clear_at, kept as sent when it is a tag the API could define: 1 to
+ * SYSTEM_CLEAR_AT_MAX bytes of lower-case letters, digits and '_'
+ * ("next_user_message").
+ */
+static int
+rebuild_clear_at(struct rebuild *rb, cJSON *m, cJSON *nm)
+{
+	cJSON		*c;
+	size_t		 n;
+	const char	*p;
+
+	if ((c = get(m, "clear_at")) == NULL)
+		return 0;
+	if (!cJSON_IsString(c))
+		return fail_at(rb, "clear_at", "Input should be a valid string");
+	for (p = c->valuestring, n = 0; *p != '\0'; p++, n++)
+		if (n == SYSTEM_CLEAR_AT_MAX || !((*p >= 'a' && *p <= 'z') ||
+		    (*p >= '0' && *p <= '9') || *p == '_'))
+			break;
+	if (n == 0 || *p != '\0')
+		return fail_at(rb, "clear_at", "Input should be a tag of 1 to "
+		    "64 lower-case letters, digits and '_'");
+	move(nm, "clear_at", m, c);
+	return 0;
+}
+
+/*
+ * A system message amid the conversation (Claude Code sends the turn's
+ * environment so): rebuilt as role, content of text only, clear_at, and
+ * output_config.effort capped at the level as the top-level effort is.
+ * Nothing else of it is kept.
+ */
+static int
+rebuild_system_message(struct rebuild *rb, cJSON *m, cJSON *nm)
+{
+	cJSON		*noc;
+	enum effort	 want;
+	int		 r;
+
+	if (rebuild_content(rb, m, "content", BLOCKS_SYSTEM_MESSAGE, nm) ==
+	    -1 || rebuild_clear_at(rb, m, nm) == -1)
+		return -1;
+	if ((r = effort_capped(rb, m, 0, &want)) <= 0)
+		return r;
+	if (add(rb, nm, "output_config", noc = cJSON_CreateObject()) == -1)
+		return -1;
+	return add_str(rb, noc, "effort", effort_names[want]);
+}
+
 static int
 rebuild_message(struct rebuild *rb, cJSON *m, cJSON *list)
 {
 	cJSON	*role, *nm;
+	int	 sys;
 
 	if (!cJSON_IsObject(m))
 		return fail(rb, "Input should be a valid dictionary");
@@ -802,8 +866,9 @@ rebuild_message(struct rebuild *rb, cJSON *m, cJSON *list)
 		return fail_at(rb, "role", "Field required");
 	if (!cJSON_IsString(role))
 		return fail_at(rb, "role", "Input should be a valid string");
+	sys = strcmp(role->valuestring, "system") == 0;
 	if (strcmp(role->valuestring, "user") != 0 &&
-	    strcmp(role->valuestring, "assistant") != 0)
+	    strcmp(role->valuestring, "assistant") != 0 && !sys)
 		return fail(rb, "Unexpected role \"%.*s\": the input message "
 		    "role must be \"user\" or \"assistant\"",
 		    echo_len(role->valuestring), role->valuestring);
@@ -813,6 +878,8 @@ rebuild_message(struct rebuild *rb, cJSON *m, cJSON *list)
 		return oom(rb);
 	cJSON_AddItemToArray(list, nm);
 	move(nm, "role", m, role);
+	if (sys)
+		return rebuild_system_message(rb, m, nm);
 	return rebuild_content(rb, m, "content", BLOCKS_MESSAGE, nm);
 }
 
@@ -1095,16 +1162,21 @@ rebuild_thinking(struct rebuild *rb, cJSON *root, cJSON *out,
 	return r;
 }
 
-/* output_config.effort lowered to the ceiling, or set for adaptive. */
+/*
+ * from.output_config.effort lowered to the ceiling, or the ceiling for
+ * adaptive thinking at low and medium: 1 with *want set, 0 for none, -1
+ * refused.
+ */
 static int
-rebuild_effort(struct rebuild *rb, cJSON *root, cJSON *out, int adaptive)
+effort_capped(struct rebuild *rb, cJSON *from, int adaptive,
+    enum effort *want)
 {
-	cJSON		*oc, *e, *noc;
-	enum effort	 ceil = ceilings[rb->rb_params->level].effort, want;
+	cJSON		*oc, *e;
+	enum effort	 ceil = ceilings[rb->rb_params->level].effort;
 	size_t		 i;
 
 	e = NULL;
-	if ((oc = get(root, "output_config")) != NULL) {
+	if ((oc = get(from, "output_config")) != NULL) {
 		if (!cJSON_IsObject(oc))
 			return fail_at(rb, "output_config",
 			    "Input should be a valid dictionary");
@@ -1118,12 +1190,26 @@ rebuild_effort(struct rebuild *rb, cJSON *root, cJSON *out, int adaptive)
 			return fail_at(rb, "output_config.effort", "Input "
 			    "should be 'low', 'medium', 'high', 'xhigh' or "
 			    "'max'");
-		want = (enum effort)i < ceil ? (enum effort)i : ceil;
-	} else if (adaptive && (rb->rb_params->level == LEVEL_LOW ||
-	    rb->rb_params->level == LEVEL_MEDIUM))
-		want = ceil;
-	else
-		return 0;
+		*want = (enum effort)i < ceil ? (enum effort)i : ceil;
+		return 1;
+	}
+	if (adaptive && (rb->rb_params->level == LEVEL_LOW ||
+	    rb->rb_params->level == LEVEL_MEDIUM)) {
+		*want = ceil;
+		return 1;
+	}
+	return 0;
+}
+
+static int
+rebuild_effort(struct rebuild *rb, cJSON *root, cJSON *out, int adaptive)
+{
+	cJSON		*noc;
+	enum effort	 want;
+	int		 r;
+
+	if ((r = effort_capped(rb, root, adaptive, &want)) <= 0)
+		return r;
 	if (add(rb, out, "output_config", noc = cJSON_CreateObject()) == -1)
 		return -1;
 	return add_str(rb, noc, "effort", effort_names[want]);

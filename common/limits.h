@@ -241,6 +241,11 @@ _Static_assert(BROKER_POLL_MS < WORKER_NEXT_TIMEOUT_MS,
 #define TOOL_USE_NAME_MAX		128u
 /* "tools: at most 128". */
 #define MODEL_TOOLS_MAX			128u
+/*
+ * rtsandbox-protocol(7), contract 0.7.15: a mid-conversation system
+ * message keeps "clear_at", a tag of 1 to 64 bytes [a-z0-9_].
+ */
+#define SYSTEM_CLEAR_AT_MAX		64u
 /* "enabled needs an integer budget ≥ 1 024". */
 #define THINKING_BUDGET_MIN		1024u
 /* Ceilings: "low | low | 2 048". */

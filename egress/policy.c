@@ -244,6 +244,8 @@ static const char *const block_fields[] = {
 #define BLOCKS_MESSAGE		0x3f
 /* "system and nested content accept only text and image". */
 #define BLOCKS_NESTED		(BLOCK_TEXT | BLOCK_IMAGE)
+/* A system message amid the conversation: text only. */
+#define BLOCKS_SYSTEM_MESSAGE	BLOCK_TEXT
 
 static const struct block_type {
 	const char	*bt_name;
@@ -441,7 +443,8 @@ check_block(struct list_ctx *lc, const struct fields *f, const char *path,
 		return stop(lc->lc_vd, VIOLATION_FIELD, "%s is a \"%s\" block, "
 		    "which the rebuild does not write %s", path, type,
 		    lc->lc_mask == BLOCKS_NESTED ? "here (text and image only)" :
-		    "");
+		    lc->lc_mask == BLOCKS_SYSTEM_MESSAGE ? "in a system message "
+		    "(text only)" : "");
 	}
 	if (f->f_unknown)
 		return stop(lc->lc_vd, VIOLATION_FIELD, "%s.%s is not written "
@@ -549,22 +552,62 @@ check_content(struct verdict *vd, const char *body, size_t len, size_t off,
 	return 0;
 }
 
-/* One message: role user or assistant, content; nothing else. */
+/*
+ * One message: role user or assistant with content and nothing else, or
+ * role system with content of text only, and the clear_at tag and the
+ * output_config.effort under the ceiling the rebuild keeps of it.
+ */
 struct messages_ctx {
-	struct verdict	*mc_vd;
-	const char	*mc_body;
-	size_t		 mc_len;
-	size_t		 mc_n;
+	struct verdict			*mc_vd;
+	const char			*mc_body;
+	size_t				 mc_len;
+	size_t				 mc_n;
+	const struct policy_model	*mc_pm;
 };
+
+static enum violation	check_effort(const char *, size_t, int, size_t, int,
+			    const struct policy_model *, char *, size_t);
+
+/* A system message's clear_at and output_config, as the rebuild keeps. */
+static int
+check_system_message(struct messages_ctx *mc, const struct fields *f,
+    const char *path)
+{
+	struct verdict	*vd = mc->mc_vd;
+	enum violation	 v;
+	char		 tag[SYSTEM_CLEAR_AT_MAX + 2], why[160];
+	size_t		 i;
+
+	if (f->f_seen & 4u) {
+		if (read_str(mc->mc_body, mc->mc_len, f->f_off[2], tag,
+		    sizeof(tag)) == -1 || tag[0] == '\0' ||
+		    strlen(tag) > SYSTEM_CLEAR_AT_MAX)
+			return stop(vd, VIOLATION_FIELD, "%s.clear_at is not a "
+			    "tag the rebuild keeps", path);
+		for (i = 0; tag[i] != '\0'; i++)
+			if (!((tag[i] >= 'a' && tag[i] <= 'z') ||
+			    (tag[i] >= '0' && tag[i] <= '9') || tag[i] == '_'))
+				return stop(vd, VIOLATION_FIELD, "%s.clear_at is "
+				    "not a tag the rebuild keeps", path);
+	}
+	if (!(f->f_seen & 8u))
+		return 0;
+	if ((v = check_effort(mc->mc_body, mc->mc_len, 1, f->f_off[3], 0,
+	    mc->mc_pm, why, sizeof(why))) != VIOLATION_NONE)
+		return stop(vd, v, "%s: %s", path, why);
+	return 0;
+}
 
 static int
 message_elem(struct jw *w, void *arg, int depth)
 {
-	static const char *const names[] = { "role", "content" };
+	static const char *const names[] = { "role", "content", "clear_at",
+	    "output_config" };
 	struct messages_ctx	*mc = arg;
 	struct fields		 f;
 	char			 path[PATH_MAX_POLICY], p[PATH_MAX_POLICY];
 	char			 role[16];
+	int			 sys;
 
 	if (jw_node(w) == -1)
 		return -1;
@@ -588,26 +631,34 @@ message_elem(struct jw *w, void *arg, int depth)
 		    "by the rebuild", path, f.f_unknown_name);
 	if (!(f.f_seen & 1u) || read_str(mc->mc_body, mc->mc_len, f.f_off[0],
 	    role, sizeof(role)) == -1 || (strcmp(role, "user") != 0 &&
-	    strcmp(role, "assistant") != 0))
-		return stop(mc->mc_vd, VIOLATION_FIELD, "%s.role is not user or "
-		    "assistant", path);
+	    strcmp(role, "assistant") != 0 && strcmp(role, "system") != 0))
+		return stop(mc->mc_vd, VIOLATION_FIELD, "%s.role is not user, "
+		    "assistant or system", path);
+	sys = strcmp(role, "system") == 0;
+	if (!sys && (f.f_seen & (4u | 8u)))
+		return stop(mc->mc_vd, VIOLATION_FIELD, "%s.%s is kept by the "
+		    "rebuild in a system message only", path,
+		    (f.f_seen & 4u) ? "clear_at" : "output_config");
 	if (!(f.f_seen & 2u))
 		return stop(mc->mc_vd, VIOLATION_FIELD, "%s has no content",
 		    path);
+	if (sys && check_system_message(mc, &f, path) == -1)
+		return -1;
 	path_key(p, sizeof(p), path, "content");
 	return check_content(mc->mc_vd, mc->mc_body, mc->mc_len, f.f_off[1],
-	    p, BLOCKS_MESSAGE, depth + 1);
+	    p, sys ? BLOCKS_SYSTEM_MESSAGE : BLOCKS_MESSAGE, depth + 1);
 }
 
 static enum violation
-check_messages(const char *body, size_t len, size_t off, char *why,
-    size_t whylen)
+check_messages(const char *body, size_t len, size_t off,
+    const struct policy_model *pm, char *why, size_t whylen)
 {
 	struct verdict		 vd = { VIOLATION_NONE, why, whylen };
 	struct messages_ctx	 mc;
 	struct jw		 w;
 
 	memset(&mc, 0, sizeof(mc));
+	mc.mc_pm = pm;
 	mc.mc_vd = &vd;
 	mc.mc_body = body;
 	mc.mc_len = len;
@@ -927,7 +978,7 @@ policy_model_check(const char *body, size_t len,
 		return v;
 	if (!(f.f_seen & (1u << MF_MESSAGES)))
 		return refuse(VIOLATION_FIELD, why, whylen, "no messages");
-	if ((v = check_messages(body, len, f.f_off[MF_MESSAGES], why,
+	if ((v = check_messages(body, len, f.f_off[MF_MESSAGES], pm, why,
 	    whylen)) != VIOLATION_NONE)
 		return v;
 	if ((f.f_seen & (1u << MF_SYSTEM)) &&

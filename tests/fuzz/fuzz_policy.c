@@ -17,6 +17,7 @@
  *   body is read by cJSON (the strict body_parse() of common/bodies.c);
  *   its skeleton, everything egress rules on (model, max_tokens, thinking,
  *   output_config, the count of tools and their type, each message's role,
+ *   clear_at and output_config,
  *   each block's type and keys, each source's type and media type,
  *   cache_control, is_error, nested content) kept as it is and every
  *   payload (text, ids, names, base64 data, inputs, schemas) replaced by a
@@ -369,6 +370,9 @@ could_have_written(const cJSON *b, const struct policy_model *pm)
 	for (x = x->child, y = y->child; x != NULL; x = x->next, y = y->next) {
 		same_keys(x, y, "message");
 		same_value(get(x, "role"), get(y, "role"), "role");
+		same_value(get(x, "clear_at"), get(y, "clear_at"), "clear_at");
+		same_value(get(x, "output_config"), get(y, "output_config"),
+		    "a message's output_config");
 		same_content(get(x, "content"), get(y, "content"), "message");
 	}
 	cJSON_Delete(o);

@@ -160,6 +160,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t			 l, m;
 	int			 ct;
 
+	memset(&p, 0, sizeof(p));	/* free_body 0: the input is libFuzzer's */
 	p.model = MODEL;
 	for (l = LEVEL_LOW; l <= LEVEL_XHIGH; l++)
 		for (ct = 0; ct <= 1; ct++)

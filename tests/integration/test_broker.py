@@ -1229,12 +1229,13 @@ class ModelCalls(BrokerCase):
         with self.in_turn() as (w, tr, turn):
             r = w.model({"max_tokens": 10, "messages": [
                 {"role": "user", "content": "a"},
-                {"role": "system", "content": "b"}]})
+                {"role": "developer", "content": "b"}]})
             self.assertAnswer(r, 400)
             self.assertEqual(r.json(), {"type": "error", "error": {
                 "type": "invalid_request_error",
-                "message": 'messages.1: Unexpected role "system": the input '
-                           'message role must be "user" or "assistant"'}})
+                "message": 'messages.1: Unexpected role "developer": the '
+                           'input message role must be "user" or '
+                           '"assistant"'}})
             for body in ([1], "text", {"messages": "x"},
                          {"messages": [{"role": "user", "content": [
                              {"type": "document", "source": {}}]}]},
@@ -1252,6 +1253,50 @@ class ModelCalls(BrokerCase):
             self.assertEqual(r.json()["error"]["type"],
                              "invalid_request_error")
         self.assertNothingUpstream()
+
+    def test_claude_code_system_messages(self):
+        """Claude Code 2.1.284's requests (tests/fixtures/claude-code): a
+        mid-conversation system message with the turn's environment is
+        rebuilt and reaches the upstream, clear_at kept, its effort capped
+        at the turn's level like the top-level one, nothing else of it
+        kept; late MCP tools in one are refused with the API's 400 and
+        nothing upstream, and the resend with the tools whole passes."""
+        fx = os.path.join(HERE, "..", "fixtures", "claude-code")
+        with open(os.path.join(fx, "environment.json")) as f:
+            env = json.load(f)
+        with open(os.path.join(fx, "late-mcp-tools.json")) as f:
+            late = json.load(f)
+        env["messages"][1]["smuggled"] = "dropped"
+        with self.in_turn(thinking="low") as (w, tr, turn):
+            r = w.model(env)
+            self.assertAnswer(r, 200)
+            up = self.fu.last()["json"]
+            sent = env["messages"]
+            self.assertEqual(up["messages"][0], sent[0])
+            self.assertEqual(up["messages"][1], {
+                "role": "system", "content": sent[1]["content"],
+                "clear_at": "next_user_message",
+                "output_config": {"effort": "low"}})
+            self.assertEqual(up["messages"][2:], sent[2:])
+            self.assertEqual(up["output_config"], {"effort": "low"})
+            self.assertEqual(up["system"], env["system"])
+            self.assertEqual(up["tools"], env["tools"])
+            self.assertNotIn("metadata", up)
+            n = len(self.fu.requests())
+
+            r = w.model(late["request"])
+            self.assertAnswer(r, 400)
+            e = r.json()
+            self.assertEqual(e["error"]["type"], "invalid_request_error")
+            self.assertEqual(
+                e["error"]["message"], late["refused_at"] +
+                ": Input tag 'tool_addition' found using 'type' does not "
+                "match any of the expected tags: 'text'")
+            self.assertEqual(len(self.fu.requests()), n)
+            r = w.model(late["resend"])
+            self.assertAnswer(r, 200)
+            self.assertEqual(self.fu.last()["json"]["tools"],
+                             late["resend"]["tools"])
 
     def test_chunked_request_body(self):
         """The in-container forwarder drops content-length: bodies come

@@ -462,7 +462,7 @@ START_TEST(model_messages)
 	MODEL_NO(MSGS("{}"), VIOLATION_FIELD);
 	MODEL_NO(MSGS("\"hi\""), VIOLATION_FIELD);
 	MODEL_NO(MSGS("[\"hi\"]"), VIOLATION_FIELD);
-	MODEL_NO(MSGS("[{\"role\":\"system\",\"content\":\"x\"}]"),
+	MODEL_NO(MSGS("[{\"role\":\"developer\",\"content\":\"x\"}]"),
 	    VIOLATION_FIELD);
 	MODEL_NO(MSGS("[{\"role\":\"User\",\"content\":\"x\"}]"),
 	    VIOLATION_FIELD);
@@ -494,6 +494,70 @@ START_TEST(model_messages)
 	MODEL_NO(b.b_s, VIOLATION_BODY);
 	ck_assert_ptr_nonnull(strstr(why, "2000 messages"));
 	bfree(&b);
+}
+END_TEST
+
+/*
+ * A system message amid the conversation: text only, the clear_at tag,
+ * an effort under the ceiling; what the rebuild never writes is refused.
+ */
+START_TEST(model_system_messages)
+{
+	struct buf	 b = { 0 };
+	char		 tag[SYSTEM_CLEAR_AT_MAX + 2];
+
+	MODEL_OK(MSGS("[{\"role\":\"user\",\"content\":\"x\"},"
+	    "{\"role\":\"system\",\"content\":[{\"type\":\"text\",\"text\":"
+	    "\"env\",\"cache_control\":{\"type\":\"ephemeral\"}}],"
+	    "\"clear_at\":\"next_user_message\",\"output_config\":"
+	    "{\"effort\":\"low\"}},{\"role\":\"system\",\"content\":\"r\"}]"));
+	/* over the low ceiling */
+	MODEL_NO(MSGS("[{\"role\":\"system\",\"content\":\"x\","
+	    "\"output_config\":{\"effort\":\"medium\"}}]"), VIOLATION_EFFORT);
+	ck_assert_ptr_nonnull(strstr(why, "messages.0: effort medium over"));
+	MODEL_NO(MSGS("[{\"role\":\"system\",\"content\":\"x\","
+	    "\"output_config\":{}}]"), VIOLATION_EFFORT);
+	MODEL_NO(MSGS("[{\"role\":\"system\",\"content\":\"x\","
+	    "\"output_config\":{\"effort\":\"low\",\"x\":1}}]"),
+	    VIOLATION_EFFORT);
+	/* a tool change, an image: text only */
+	MODEL_NO(MSGS("[{\"role\":\"system\",\"content\":[{\"type\":"
+	    "\"tool_addition\",\"tool\":{}}]}]"), VIOLATION_FIELD);
+	MODEL_NO(MSGS("[{\"role\":\"system\",\"content\":[" IMG "]}]"),
+	    VIOLATION_FIELD);
+	ck_assert_ptr_nonnull(strstr(why, "in a system message"));
+	MODEL_NO(MSGS("[{\"role\":\"system\",\"content\":\"x\","
+	    "\"name\":\"a\"}]"), VIOLATION_FIELD);
+	/* only a system message has them */
+	MODEL_NO(MSGS("[{\"role\":\"user\",\"content\":\"x\","
+	    "\"clear_at\":\"a\"}]"), VIOLATION_FIELD);
+	MODEL_NO(MSGS("[{\"role\":\"assistant\",\"content\":\"x\","
+	    "\"output_config\":{\"effort\":\"low\"}}]"), VIOLATION_FIELD);
+	/* clear_at: 64 bytes of [a-z0-9_], and one past */
+	memset(tag, 'z', SYSTEM_CLEAR_AT_MAX);
+	tag[SYSTEM_CLEAR_AT_MAX] = '\0';
+	bputs(&b, "{\"model\":\"claude-test\",\"max_tokens\":16384,"
+	    "\"messages\":[{\"role\":\"system\",\"content\":\"x\","
+	    "\"clear_at\":\"");
+	bputs(&b, tag);
+	bputs(&b, "\"}]}");
+	MODEL_OK(b.b_s);
+	bfree(&b);
+	tag[SYSTEM_CLEAR_AT_MAX] = 'z';
+	tag[SYSTEM_CLEAR_AT_MAX + 1] = '\0';
+	bputs(&b, "{\"model\":\"claude-test\",\"max_tokens\":16384,"
+	    "\"messages\":[{\"role\":\"system\",\"content\":\"x\","
+	    "\"clear_at\":\"");
+	bputs(&b, tag);
+	bputs(&b, "\"}]}");
+	MODEL_NO(b.b_s, VIOLATION_FIELD);
+	bfree(&b);
+	MODEL_NO(MSGS("[{\"role\":\"system\",\"content\":\"x\","
+	    "\"clear_at\":\"\"}]"), VIOLATION_FIELD);
+	MODEL_NO(MSGS("[{\"role\":\"system\",\"content\":\"x\","
+	    "\"clear_at\":\"A\"}]"), VIOLATION_FIELD);
+	MODEL_NO(MSGS("[{\"role\":\"system\",\"content\":\"x\","
+	    "\"clear_at\":1}]"), VIOLATION_FIELD);
 }
 END_TEST
 
@@ -1335,6 +1399,7 @@ policy_suite(void)
 
 	tc = tcase_create("content");
 	tcase_add_test(tc, model_messages);
+	tcase_add_test(tc, model_system_messages);
 	tcase_add_test(tc, model_blocks_written);
 	tcase_add_test(tc, model_blocks_refused);
 	tcase_add_test(tc, model_sources);

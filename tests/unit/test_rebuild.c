@@ -121,6 +121,7 @@ params(enum rebuild_level level, uint64_t max_output, int count_tokens)
 {
 	struct rebuild_params	 p;
 
+	memset(&p, 0, sizeof(p));
 	p.model = MODEL;
 	p.level = level;
 	p.max_output_tokens = max_output;
@@ -556,8 +557,8 @@ START_TEST(roles)
 	refuse("{\"messages\":[{\"role\":\"user\",\"content\":\"a\"},"
 	    "{\"role\":\"assistant\",\"content\":\"b\"},"
 	    "{\"role\":\"user\",\"content\":\"c\"},"
-	    "{\"role\":\"system\",\"content\":\"d\"}]}", NULL);
-	ck_assert_str_eq(err, "messages.3: Unexpected role \"system\": the "
+	    "{\"role\":\"developer\",\"content\":\"d\"}]}", NULL);
+	ck_assert_str_eq(err, "messages.3: Unexpected role \"developer\": the "
 	    "input message role must be \"user\" or \"assistant\"");
 	refuse("{\"messages\":[{\"role\":\"tool\",\"content\":\"d\"}]}", NULL);
 	ck_assert_str_eq(err, "messages.0: Unexpected role \"tool\": the "
@@ -578,6 +579,116 @@ START_TEST(roles)
 	    "messages.0.content");
 	refuse("{\"messages\":[\"hi\"]}", "messages.0");
 	refuse("{\"messages\":[null]}", "messages.0");
+}
+END_TEST
+
+/*
+ * A system message amid the conversation, as Claude Code 2.1.284 sends
+ * the turn's environment: rebuilt with text only, clear_at kept, its
+ * effort capped at the level; other keys dropped.
+ */
+START_TEST(system_messages)
+{
+	struct rebuild_params	 low = params(LEVEL_LOW, 0, 0);
+	struct rebuild_params	 count = params(LEVEL_LOW, 0, 1);
+	struct buf		 b = { 0 };
+	char			 tag[SYSTEM_CLEAR_AT_MAX + 2];
+	static const char *const tools[] = { "tool_addition",
+	    "tool_removal", "tool_definition", "image", "tool_use",
+	    "thinking" };
+	size_t			 i;
+
+	expect_p("{\"messages\":[{\"role\":\"user\",\"content\":\"roll\"},"
+	    "{\"role\":\"system\",\"content\":[{\"type\":\"text\","
+	    "\"text\":\"# Environment\\nToday's date is 2026-10-03.\","
+	    "\"cache_control\":{\"type\":\"ephemeral\"}}],"
+	    "\"output_config\":{\"effort\":\"max\"},"
+	    "\"clear_at\":\"next_user_message\",\"smuggled\":\"dropped\"},"
+	    "{\"role\":\"system\",\"content\":\"a reminder\"}]}", &low,
+	    "{\"model\":\"" MODEL "\",\"messages\":[{\"role\":\"user\","
+	    "\"content\":\"roll\"},{\"role\":\"system\",\"content\":"
+	    "[{\"type\":\"text\",\"text\":\"# Environment\\nToday's date is "
+	    "2026-10-03.\",\"cache_control\":{\"type\":\"ephemeral\"}}],"
+	    "\"clear_at\":\"next_user_message\",\"output_config\":"
+	    "{\"effort\":\"low\"}},{\"role\":\"system\",\"content\":"
+	    "\"a reminder\"}],\"max_tokens\":16384}");
+	/* under the ceiling it stays; at high, max is lowered to high */
+	expect("{\"messages\":[{\"role\":\"system\",\"content\":\"e\","
+	    "\"output_config\":{\"effort\":\"low\",\"x\":1}}]}",
+	    "{\"model\":\"" MODEL "\",\"messages\":[{\"role\":\"system\","
+	    "\"content\":\"e\",\"output_config\":{\"effort\":\"low\"}}],"
+	    "\"max_tokens\":16384}");
+	expect("{\"messages\":[{\"role\":\"system\",\"content\":\"e\","
+	    "\"output_config\":{\"effort\":\"max\"}}]}",
+	    "{\"model\":\"" MODEL "\",\"messages\":[{\"role\":\"system\","
+	    "\"content\":\"e\",\"output_config\":{\"effort\":\"high\"}}],"
+	    "\"max_tokens\":16384}");
+	/* no effort asked, none set; count_tokens keeps the capped one */
+	expect("{\"messages\":[{\"role\":\"system\",\"content\":\"e\","
+	    "\"output_config\":{}}]}",
+	    "{\"model\":\"" MODEL "\",\"messages\":[{\"role\":\"system\","
+	    "\"content\":\"e\"}],\"max_tokens\":16384}");
+	expect_p("{\"messages\":[{\"role\":\"system\",\"content\":\"e\","
+	    "\"output_config\":{\"effort\":\"xhigh\"}}]}", &count,
+	    "{\"model\":\"" MODEL "\",\"messages\":[{\"role\":\"system\","
+	    "\"content\":\"e\",\"output_config\":{\"effort\":\"low\"}}]}");
+
+	/* a tool change, or any block but text: the API's words */
+	for (i = 0; i < sizeof(tools) / sizeof(tools[0]); i++) {
+		free(b.b_s);
+		memset(&b, 0, sizeof(b));
+		bprintf(&b, "{\"messages\":[{\"role\":\"user\",\"content\":"
+		    "\"hi\"},{\"role\":\"system\",\"content\":[{\"type\":"
+		    "\"%s\",\"tool\":{\"name\":\"late_tool\"}}]}]}", tools[i]);
+		refuse(b.b_s, NULL);
+		free(b.b_s);
+		memset(&b, 0, sizeof(b));
+		bprintf(&b, "messages.1.content.0: Input tag '%s' found using "
+		    "'type' does not match any of the expected tags: 'text'",
+		    tools[i]);
+		ck_assert_str_eq(err, b.b_s);
+	}
+	free(b.b_s);
+	refuse("{\"messages\":[{\"role\":\"system\",\"content\":[{\"type\":"
+	    "\"text\",\"text\":\"a\"},{\"type\":\"text\"}]}]}",
+	    "messages.0.content.1.text: Field required");
+	refuse("{\"messages\":[{\"role\":\"system\"}]}",
+	    "messages.0.content: Field required");
+	refuse("{\"messages\":[{\"role\":\"system\",\"content\":\"e\","
+	    "\"output_config\":\"max\"}]}",
+	    "messages.0.output_config: Input should be a valid dictionary");
+	refuse("{\"messages\":[{\"role\":\"system\",\"content\":\"e\","
+	    "\"output_config\":{\"effort\":\"huge\"}}]}",
+	    "messages.0.output_config.effort: Input should be 'low'");
+
+	/* clear_at: a tag of 1 to 64 bytes, at the limit and one past it */
+	memset(tag, 'a', SYSTEM_CLEAR_AT_MAX);
+	tag[SYSTEM_CLEAR_AT_MAX] = '\0';
+	memset(&b, 0, sizeof(b));
+	bprintf(&b, "{\"model\":\"" MODEL "\",\"messages\":[{\"role\":"
+	    "\"system\",\"content\":\"e\",\"clear_at\":\"%s\"}],"
+	    "\"max_tokens\":16384}", tag);
+	expect(b.b_s, b.b_s);
+	free(b.b_s);
+	tag[SYSTEM_CLEAR_AT_MAX] = 'a';
+	tag[SYSTEM_CLEAR_AT_MAX + 1] = '\0';
+	memset(&b, 0, sizeof(b));
+	bprintf(&b, "{\"messages\":[{\"role\":\"system\",\"content\":\"e\","
+	    "\"clear_at\":\"%s\"}]}", tag);
+	refuse(b.b_s, "messages.0.clear_at: Input should be a tag of 1 to 64");
+	free(b.b_s);
+	refuse("{\"messages\":[{\"role\":\"system\",\"content\":\"e\","
+	    "\"clear_at\":\"\"}]}", "messages.0.clear_at");
+	refuse("{\"messages\":[{\"role\":\"system\",\"content\":\"e\","
+	    "\"clear_at\":\"Next\"}]}", "messages.0.clear_at");
+	refuse("{\"messages\":[{\"role\":\"system\",\"content\":\"e\","
+	    "\"clear_at\":7}]}", "messages.0.clear_at: Input should be a "
+	    "valid string");
+	/* only a system message keeps them */
+	expect("{\"messages\":[{\"role\":\"user\",\"content\":\"e\","
+	    "\"clear_at\":\"x\",\"output_config\":{\"effort\":\"low\"}}]}",
+	    "{\"model\":\"" MODEL "\",\"messages\":[{\"role\":\"user\","
+	    "\"content\":\"e\"}],\"max_tokens\":16384}");
 }
 END_TEST
 
@@ -2052,8 +2163,8 @@ START_TEST(count_tokens_fields)
 	expect_p("{" MSGS "}", &P_COUNT, "{\"model\":\"" MODEL "\"," MSGS_OUT
 	    "}");
 	/* The same refusals apply. */
-	refuse_p("{\"messages\":[{\"role\":\"system\",\"content\":\"x\"}]}",
-	    strlen("{\"messages\":[{\"role\":\"system\",\"content\":\"x\"}]}"),
+	refuse_p("{\"messages\":[{\"role\":\"tool\",\"content\":\"x\"}]}",
+	    strlen("{\"messages\":[{\"role\":\"tool\",\"content\":\"x\"}]}"),
 	    &P_COUNT, "messages.0: Unexpected role");
 	refuse_p("{" MSGS ",\"thinking\":{\"type\":\"enabled\","
 	    "\"budget_tokens\":1023}}", strlen("{" MSGS ",\"thinking\":"
@@ -2151,7 +2262,7 @@ END_TEST
 START_TEST(error_truncated)
 {
 	static const char	 sys[] = "{\"messages\":[{\"role\":"
-	    "\"system\",\"content\":\"x\"}]}";
+	    "\"tool\",\"content\":\"x\"}]}";
 	static const char	 acute[] = "{\"messages\":[{\"role\":\""
 	    "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
 	    "\xc3\xa9\xc3\xa9\",\"content\":\"x\"}]}";
@@ -2451,6 +2562,7 @@ rebuild_suite(void)
 
 	tc = tcase_create("messages");
 	tcase_add_test(tc, roles);
+	tcase_add_test(tc, system_messages);
 	tcase_add_test(tc, role_echo_bounded);
 	tcase_add_test(tc, messages_field);
 	tcase_add_test(tc, messages_limit);
