@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
+#include <event2/event.h>
 
 #include "buildconf.h"
 #include "control.h"
@@ -110,16 +111,68 @@ method_initialize(struct ctl_req *cr, cJSON *params)
 }
 
 /*
- * Reading a process's memory is two /proc files read by the spawner, tens
- * of microseconds each: a thousand brokers read on every daemon.stats
- * would take longer than the call may.  A broker's or research job's
- * figures are kept STATS_MEM_TTL_MS, and each call reads at most
- * STATS_MEM_READS of those gone stale (the oldest come round first, as
- * each one read is fresh again); one never read yet has none.  The
+ * Reading a process's memory is a round trip to the spawner, which reads
+ * the file the process handed over: tens of microseconds to a
+ * millisecond each, so a thousand brokers cannot be read on every
+ * daemon.stats.  A broker's or research job's figures are kept: a call
+ * reads at most STATS_MEM_READS of those never read yet, and each call
+ * starts a timer that refreshes STATS_MEM_TICK_READS of the stalest every
+ * STATS_MEM_TICK_MS, each at most every STATS_MEM_TTL_MS, and stops when
+ * none is older (a daemon nobody asks wakes for nothing).  The
  * supervisor and the singletons are read every time.
  */
 #define STATS_MEM_TTL_MS	10000
-#define STATS_MEM_READS		32
+#define STATS_MEM_READS		4
+#define STATS_MEM_TICK_MS	100
+#define STATS_MEM_TICK_READS	4
+
+static struct event	*stats_timer;
+
+/* A broker's or research job's figures are kept; a singleton's read. */
+static int
+stats_cached(const struct child *c)
+{
+	return !c->c_singleton;
+}
+
+static void
+stats_refresh(evutil_socket_t fd, short ev, void *arg)
+{
+	struct timeval	 tv = { 0, STATS_MEM_TICK_MS * 1000 };
+	struct child	*c, *oldest;
+	uint64_t	 now = proc_now_ms();
+	unsigned	 n;
+
+	for (n = 0; n < STATS_MEM_TICK_READS; n++) {
+		oldest = NULL;
+		TAILQ_FOREACH(c, &children, c_entry)
+			if (stats_cached(c) && c->c_pid > 0 &&
+			    (oldest == NULL || c->c_mem_ms < oldest->c_mem_ms))
+				oldest = c;
+		if (oldest == NULL || (oldest->c_mem_ms != 0 &&
+		    now - oldest->c_mem_ms < STATS_MEM_TTL_MS))
+			return;		/* all fresh: stop */
+		spawner_memory(oldest->c_pid, &oldest->c_rss_kib,
+		    &oldest->c_pss_kib);
+		oldest->c_mem_ms = now;
+	}
+	if (evtimer_add(stats_timer, &tv) == -1)
+		log_warnx("%s: evtimer_add", __func__);
+}
+
+/* A client asked: the refresh runs until every figure is fresh. */
+static void
+stats_asked(void)
+{
+	struct timeval	 tv = { 0, STATS_MEM_TICK_MS * 1000 };
+
+	if (stats_timer == NULL && (stats_timer = evtimer_new(sv->sv_base,
+	    stats_refresh, NULL)) == NULL)
+		fatalx("%s: evtimer_new", __func__);
+	if (!evtimer_pending(stats_timer, NULL) &&
+	    evtimer_add(stats_timer, &tv) == -1)
+		log_warnx("%s: evtimer_add", __func__);
+}
 
 static void
 stats_memory(cJSON *p, pid_t pid, struct child *c, unsigned *reads,
@@ -130,11 +183,10 @@ stats_memory(cJSON *p, pid_t pid, struct child *c, unsigned *reads,
 	if (pid == getpid()) {
 		rss = proc_rss_kib(pid);
 		pss = proc_pss_kib(pid);
-	} else if (c == NULL || c->c_singleton)
+	} else if (c == NULL || !stats_cached(c))
 		spawner_memory(pid, &rss, &pss);
 	else {
-		if ((c->c_mem_ms == 0 || now - c->c_mem_ms >=
-		    STATS_MEM_TTL_MS) && *reads < STATS_MEM_READS) {
+		if (c->c_mem_ms == 0 && *reads < STATS_MEM_READS) {
 			(*reads)++;
 			spawner_memory(pid, &c->c_rss_kib, &c->c_pss_kib);
 			c->c_mem_ms = now;
@@ -182,6 +234,7 @@ daemon_stats(void)
 	unsigned		 i, reads = 0;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
+	stats_asked();
 	if ((res = cJSON_CreateObject()) == NULL ||
 	    (procs = cJSON_AddArrayToObject(res, "processes")) == NULL ||
 	    (cnt = cJSON_AddObjectToObject(res, "counters")) == NULL)
