@@ -1,6 +1,8 @@
+#include <stdio.h>
 #include <string.h>
 
 #include "limits.h"
+#include "log.h"
 #include "violation.h"
 
 static const char *const violation_names[VIOLATION__COUNT] = {
@@ -47,4 +49,22 @@ refusal_count(struct refusals *rf, uint64_t now_ms, uint64_t *log_n)
 		rf->rf_in_window = 0;
 	}
 	return ++rf->rf_in_window > PEER_REFUSALS_MAX;
+}
+
+int
+refusal_note(struct refusals *rf, uint64_t now_ms, const char *who,
+    const char *what, char *why, size_t whylen)
+{
+	uint64_t	 logn;
+
+	if (refusal_count(rf, now_ms, &logn) == 1) {
+		snprintf(why, whylen, "more than %u refused frames within "
+		    "%d ms, the last %s", PEER_REFUSALS_MAX,
+		    PEER_REFUSAL_WINDOW_MS, what);
+		return 1;
+	}
+	if (logn > 0)
+		log_info("%s: %s refused (%llu refusals since the last "
+		    "report)", who, what, (unsigned long long)logn);
+	return 0;
 }

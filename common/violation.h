@@ -88,6 +88,14 @@ struct refusals {
  */
 int		 refusal_count(struct refusals *, uint64_t now_ms,
 		    uint64_t *log_n);
+/*
+ * The same for peer who's refusal of what: logs the line when one is due;
+ * returns 1 once past the allowance, with why saying so for the
+ * violation, else 0.
+ */
+int		 refusal_note(struct refusals *, uint64_t now_ms,
+		    const char *who, const char *what, char *why,
+		    size_t whylen);
 
 /* "model"; "none" for VIOLATION_NONE and anything out of range. */
 const char	*violation_name(enum violation);

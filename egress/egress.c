@@ -464,19 +464,13 @@ egress_violation(struct egress_peer *ep, enum violation v, const char *why)
 static int
 egress_refused(struct egress_peer *ep, enum violation rule, const char *what)
 {
-	uint64_t	 logn;
-	char		 why[200];
+	char	 why[200];
 
-	if (refusal_count(&ep->ep_refusals, proc_now_ms(), &logn) == 1) {
-		snprintf(why, sizeof(why), "more than %u refused frames "
-		    "within %d ms, the last %s", PEER_REFUSALS_MAX,
-		    PEER_REFUSAL_WINDOW_MS, what);
+	if (refusal_note(&ep->ep_refusals, proc_now_ms(), ep->ep_name, what,
+	    why, sizeof(why)) == 1) {
 		egress_violation(ep, rule, why);
 		return -1;
 	}
-	if (logn > 0)
-		log_info("%s: %s refused (%llu refusals since the last "
-		    "report)", ep->ep_name, what, (unsigned long long)logn);
 	return 0;
 }
 

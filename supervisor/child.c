@@ -200,19 +200,13 @@ child_violation(struct child *c, enum violation rule, const char *why)
 int
 child_refused(struct child *c, enum violation rule, const char *what)
 {
-	uint64_t	 logn;
-	char		 why[200];
+	char	 why[200];
 
-	if (refusal_count(&c->c_refusals, proc_now_ms(), &logn) == 1) {
-		snprintf(why, sizeof(why), "more than %u refused frames "
-		    "within %d ms, the last %s", PEER_REFUSALS_MAX,
-		    PEER_REFUSAL_WINDOW_MS, what);
+	if (refusal_note(&c->c_refusals, proc_now_ms(), child_label(c), what,
+	    why, sizeof(why)) == 1) {
 		child_violation(c, rule, why);
 		return -1;
 	}
-	if (logn > 0)
-		log_info("%s: %s refused (%llu refusals since the last "
-		    "report)", child_label(c), what, (unsigned long long)logn);
 	return 0;
 }
 
