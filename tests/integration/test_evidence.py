@@ -80,7 +80,9 @@ class CallRecords(Journaled):
         with self.in_turn() as (w, tr, turn):
             r = w.model(CALL)
             self.assertAnswer(r, 200)
-            up = self.fu.last()
+            # the stand-in counts what it sent after sending it: the
+            # record is read once its answer is done
+            up = self.fu.wait_for(len(self.fu.requests()), done=True)[-1]
             e = self.record(turn=turn["turnId"])
         self.assertEqual(e.get("RTSANDBOX_CHANNEL"), self.CHANNEL)
         self.assertEqual(e.get("RTSANDBOX_SPEAKER"), "u-1")

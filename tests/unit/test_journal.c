@@ -125,7 +125,7 @@ START_TEST(decode_refuses)
 		{ "A=1", 3 },			/* no final newline */
 		{ "a=1\n", 4 },			/* a bad name */
 		{ "=1\n", 3 },
-		{ "A\n\x05\0\0\0\0\0\0\0abc\n", 16 },	/* length past */
+		{ "A\n\x05\0\0\0\0\0\0\0abc\n", 14 },	/* length past */
 		{ "A\n\x03\0\0\0\0\0\0\0abcX", 15 },	/* no newline after */
 		{ "A\n\x03\0\0", 5 },		/* a short length */
 		{ "A\n\xff\xff\xff\xff\xff\xff\xff\xff", 10 },
