@@ -126,6 +126,8 @@ struct broker {
 	size_t			 br_turn_len;
 	int			 br_turn_delivered;
 	int			 br_turn_cancelled;
+	int			 br_turn_private;	/* its memory is */
+	struct body_ready	 br_caps;	/* the worker's last ready */
 
 	/* scopes */
 	struct scope		*br_scope;	/* bound turn or window */
@@ -305,11 +307,50 @@ sup_event(struct broker *br, const char *kind, const char *route, int status,
 
 /* Worker routes (PROTOCOL.md 3.1) */
 
+/*
+ * A worker may be given a private turn, or a tool answer only one
+ * principal may read, when it declared both capabilities at its last
+ * /worker/ready; one that declared a private history needs them for any
+ * turn (rtsandbox-protocol(7), contract 0.9).
+ */
+static int
+worker_private_ok(const struct broker *br)
+{
+	return br->br_caps.br_private_to && br->br_caps.br_reader_records;
+}
+
+static void	poll_timeout(struct http_conn *, void *);
+
+/* The worker's image is too old for what the turn needs: the supervisor
+ * fails the turn, naming the image; nothing of it reaches the worker. */
+static void
+worker_stale(struct broker *br, const char *need)
+{
+	log_info("turn %s: the worker does not declare privateTo and "
+	    "readerRecords, which %s needs", br->br_turn_id, need);
+	br->br_turn_cancelled = 1;
+	sup_event(br, "worker_stale", need, 409, br->br_turn_id);
+}
+
 static void
 turn_deliver(struct broker *br, struct http_conn *c)
 {
 	struct msgb	 mb;
 
+	if (!worker_private_ok(br) && (br->br_turn_private ||
+	    br->br_caps.br_private_history)) {
+		worker_stale(br, br->br_turn_private ? "private memory" :
+		    "a private history");
+		/* the poll waits on, as with no turn */
+		if (http_conn_set_timer(c, BROKER_POLL_MS, poll_timeout) ==
+		    -1) {
+			respond_text(c, 503, BROKER_BUSY);
+			return;
+		}
+		br->br_poll = c;
+		conn_state(c)->cs_role = CONN_POLL;
+		return;
+	}
 	br->br_turn_delivered = 1;
 	/* Delivered once: the answer takes the text, not a copy of it, for
 	 * a worker that reads slowly. */
@@ -461,26 +502,65 @@ worker_result(struct broker *br, struct http_conn *c)
 }
 
 static void
+ready_use(struct broker *br, struct http_conn *c, const char *body,
+    size_t len)
+{
+	struct body_ready	 caps;
+	char			 err[128];
+
+	if (body_check_ready(body, len, &caps, err, sizeof(err)) != BODY_OK) {
+		log_info("ready refused: %s", err);
+		respond_text(c, 400, "Invalid ready");
+		return;
+	}
+	br->br_caps = caps;
+	/*
+	 * The supervisor hears of the first, and of one that comes while
+	 * the turn handed over is unanswered: the worker started again and
+	 * will never answer it.  One posted after every turn, as the
+	 * reference worker does, tells it nothing.
+	 */
+	if (!br->br_ready) {
+		log_info("worker ready");
+		sup_event(br, "worker_ready", "/worker/ready", 200, NULL);
+	} else if (br->br_turn_id != NULL && br->br_turn_delivered)
+		sup_event(br, "worker_ready", "/worker/ready", 200, NULL);
+	br->br_ready = 1;
+	window_rearm(br);
+	respond_text(c, 200, "Ready");
+}
+
+static void
+ready_body(struct http_conn *c, const char *body, size_t len, void *arg)
+{
+	struct broker	*br = arg;
+
+	ready_use(br, c, body, len);
+	hold_done(br->br_hold, c);
+}
+
+static void
+ready_body_err(struct http_conn *c, enum http_body_err e, void *arg)
+{
+	struct broker	*br = arg;
+
+	hold_done(br->br_hold, c);
+	if (e == HTTP_BODY_TOO_LARGE || e == HTTP_BODY_INVALID)
+		respond_text(c, 400, "Invalid ready");
+	else if (e == HTTP_BODY_NOMEM)
+		respond_text(c, 503, BROKER_BUSY);
+}
+
+static void
 worker_route(struct broker *br, struct http_conn *c,
     const struct http_head *h)
 {
 	const char	*m = h->h_method, *p = h->h_path;
 
 	if (strcmp(p, "/worker/ready") == 0 && strcmp(m, "POST") == 0) {
-		/*
-		 * The supervisor hears of the first, and of one that comes
-		 * while the turn handed over is unanswered: the worker started
-		 * again and will never answer it.  One posted after every
-		 * turn, as the reference worker does, tells it nothing.
-		 */
-		if (!br->br_ready) {
-			log_info("worker ready");
-			sup_event(br, "worker_ready", p, 200, NULL);
-		} else if (br->br_turn_id != NULL && br->br_turn_delivered)
-			sup_event(br, "worker_ready", p, 200, NULL);
-		br->br_ready = 1;
-		window_rearm(br);
-		respond_text(c, 200, "Ready");
+		if (hold_read_body(br->br_hold, c, WORKER_READY_BODY_MAX,
+		    ready_body, ready_body_err) == -1)
+			http_conn_kill(c);
 	} else if (strcmp(p, "/worker/next") == 0 && strcmp(m, "GET") == 0)
 		worker_next(br, c);
 	else if (strcmp(p, "/worker/result") == 0 && strcmp(m, "POST") == 0)
@@ -1340,18 +1420,28 @@ broker_submit(struct broker *br, struct msg *m)
 	const char	*turn_id;
 	const uint8_t	*data;
 	size_t		 len;
+	int		 private;
 
 	if (msg_get_str(m, "turn_id", UTF8_BYTES_MAX(SAFE_NAME_MAX),
-	    &turn_id) == -1 || msg_get_data(m, &data, &len) == -1 ||
-	    msg_end(m) == -1 || br->br_turn_id != NULL)
+	    &turn_id) == -1 || msg_get_bool(m, "private", &private) == -1 ||
+	    msg_get_data(m, &data, &len) == -1 || msg_end(m) == -1 ||
+	    br->br_turn_id != NULL)
 		return -1;
 	br->br_turn_id = xstrdup(turn_id);
+	br->br_turn_private = private;
 	if ((br->br_turn_json = malloc(len)) == NULL)
 		fatal("%s", __func__);
 	memcpy(br->br_turn_json, data, len);
 	br->br_turn_len = len;
 	br->br_turn_delivered = 0;
 	br->br_turn_cancelled = 0;
+	/* Known stale now: the turn fails at once, not when polled. */
+	if (br->br_ready && !worker_private_ok(br) && (private ||
+	    br->br_caps.br_private_history)) {
+		worker_stale(br, private ? "private memory" :
+		    "a private history");
+		return 0;
+	}
 	if (br->br_poll != NULL) {
 		struct http_conn	*c = br->br_poll;
 
@@ -1388,13 +1478,24 @@ broker_tool_answer(struct broker *br, struct msg *m)
 	struct call	*cl;
 	const uint8_t	*data;
 	size_t		 len;
-	int		 ok;
+	int		 ok, private;
 
 	if (msg_get_bool(m, "ok", &ok) == -1 ||
+	    msg_get_bool(m, "private", &private) == -1 ||
 	    msg_get_data(m, &data, &len) == -1 || msg_end(m) == -1)
 		return -1;
 	if ((cl = call_find(br, m->m_id)) == NULL || cl->cl_kind != CALL_TOOL)
 		return -1;
+	/* An answer only one principal may read, never to a worker that
+	 * cannot keep it so: refused without a byte of it. */
+	if (private && !worker_private_ok(br)) {
+		if (cl->cl_conn != NULL)
+			respond_text(cl->cl_conn, 409, "Worker image is stale");
+		if (br->br_turn_id != NULL)
+			worker_stale(br, "a private tool answer");
+		call_free(cl);
+		return 0;
+	}
 	if (cl->cl_conn != NULL) {
 		if (ok)
 			respond_json(cl->cl_conn, 200, (const char *)data, len);

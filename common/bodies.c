@@ -778,14 +778,30 @@ body_check_result(const char *body, size_t len, const char *pending_turn_id,
 	    result, err, errlen));
 }
 
+/* A principal: a string of 1 to PRINCIPAL_ID_MAX chars. */
+static enum body_err
+body_check_principal(const cJSON *it, const char *what, char *err,
+    size_t errlen)
+{
+	enum body_err	 e;
+
+	if ((e = body_check_text(it, what, PRINCIPAL_ID_MAX, err, errlen)) !=
+	    BODY_OK)
+		return e;
+	if (it->valuestring[0] == '\0')
+		return body_fail(err, errlen, BODY_BAD, "%s is empty", what);
+	return BODY_OK;
+}
+
 enum body_err
 body_check_turn(const cJSON *turn, char *err, size_t errlen)
 {
 	static const char *const	 keys[] = {
-		"turnId", "author", "text", "memory", "images", "thinking",
-		NULL
+		"turnId", "author", "text", "memory", "memoryVisibility",
+		"images", "thinking", NULL
 	};
-	static const char *const	 author_keys[] = { "id", "name", NULL };
+	static const char *const	 author_keys[] = { "id", "name",
+		"principalId", NULL };
 	const cJSON			*it;
 	enum body_err			 e;
 
@@ -797,7 +813,7 @@ body_check_turn(const cJSON *turn, char *err, size_t errlen)
 	if (!body_only_keys(turn, keys))
 		return body_fail(err, errlen, BODY_BAD,
 		    "turn has a field other than turnId, author, text, memory, "
-		    "images and thinking");
+		    "memoryVisibility, images and thinking");
 
 	it = cJSON_GetObjectItemCaseSensitive(turn, "turnId");
 	if (it == NULL)
@@ -819,13 +835,23 @@ body_check_turn(const cJSON *turn, char *err, size_t errlen)
 		return e;
 	if (!body_only_keys(it, author_keys))
 		return body_fail(err, errlen, BODY_BAD,
-		    "author has a field other than id and name");
+		    "author has a field other than id, name and principalId");
 	if ((e = body_check_text(cJSON_GetObjectItemCaseSensitive(it, "id"),
 	    "author.id", AUTHOR_FIELD_MAX, err, errlen)) != BODY_OK)
 		return e;
 	if ((e = body_check_text(cJSON_GetObjectItemCaseSensitive(it, "name"),
 	    "author.name", AUTHOR_FIELD_MAX, err, errlen)) != BODY_OK)
 		return e;
+	if (cJSON_GetObjectItemCaseSensitive(it, "principalId") != NULL &&
+	    (e = body_check_principal(cJSON_GetObjectItemCaseSensitive(it,
+	    "principalId"), "author.principalId", err, errlen)) != BODY_OK)
+		return e;
+	it = cJSON_GetObjectItemCaseSensitive(turn, "memoryVisibility");
+	if (it != NULL && (!cJSON_IsString(it) || it->valuestring == NULL ||
+	    (strcmp(it->valuestring, "shared") != 0 &&
+	    strcmp(it->valuestring, "private") != 0)))
+		return body_fail(err, errlen, BODY_BAD,
+		    "memoryVisibility is not shared or private");
 
 	if ((e = body_check_text(cJSON_GetObjectItemCaseSensitive(turn,
 	    "text"), "text", TURN_TEXT_MAX, err, errlen)) != BODY_OK)
@@ -871,11 +897,18 @@ body_build_turn(const struct body_turn *bt, enum body_err *errp, char *err,
 	    cJSON_AddStringToObject(author, "name", bt->bt_author_name) ==
 	    NULL)
 		goto done;
+	/* Only when given: a 0.7.3 caller's turn is the same to the byte. */
+	if (bt->bt_principal_id != NULL && cJSON_AddStringToObject(author,
+	    "principalId", bt->bt_principal_id) == NULL)
+		goto done;
 	if (bt->bt_text != NULL &&
 	    cJSON_AddStringToObject(turn, "text", bt->bt_text) == NULL)
 		goto done;
 	if (cJSON_AddStringToObject(turn, "memory", bt->bt_memory != NULL ?
 	    bt->bt_memory : "") == NULL)
+		goto done;
+	if (bt->bt_memory_visibility != NULL && cJSON_AddStringToObject(turn,
+	    "memoryVisibility", bt->bt_memory_visibility) == NULL)
 		goto done;
 	/*
 	 * A reference prints the caller's images without copying up to
@@ -909,7 +942,7 @@ enum body_err
 body_check_tool_answer_json(const cJSON *answer, char *err, size_t errlen)
 {
 	static const char *const	 keys[] = {
-		"ok", "text", "error", "image", NULL
+		"ok", "text", "error", "image", "privateTo", NULL
 	};
 	const cJSON			*it;
 	enum body_err			 e;
@@ -921,8 +954,12 @@ body_check_tool_answer_json(const cJSON *answer, char *err, size_t errlen)
 		return e;
 	if (!body_only_keys(answer, keys))
 		return body_fail(err, errlen, BODY_BAD,
-		    "tool answer has a field other than ok, text, error and "
-		    "image");
+		    "tool answer has a field other than ok, text, error, "
+		    "image and privateTo");
+	if ((it = cJSON_GetObjectItemCaseSensitive(answer, "privateTo")) !=
+	    NULL && (e = body_check_principal(it, "tool answer privateTo",
+	    err, errlen)) != BODY_OK)
+		return e;
 	if (!cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(answer, "ok")))
 		return body_fail(err, errlen, BODY_BAD,
 		    "tool answer ok is not a boolean");
@@ -940,6 +977,70 @@ body_check_tool_answer_json(const cJSON *answer, char *err, size_t errlen)
 		return e;
 	body_ok(err, errlen);
 	return BODY_OK;
+}
+
+/* One optional boolean of o; -1 when present and not a boolean. */
+static int
+body_opt_bool(const cJSON *o, const char *key, int *v)
+{
+	const cJSON	*it = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	*v = 0;
+	if (it == NULL)
+		return 0;
+	if (!cJSON_IsBool(it))
+		return -1;
+	*v = cJSON_IsTrue(it);
+	return 0;
+}
+
+enum body_err
+body_check_ready(const char *body, size_t len, struct body_ready *r,
+    char *err, size_t errlen)
+{
+	const cJSON	*caps;
+	cJSON		*root;
+	enum body_err	 e;
+
+	memset(r, 0, sizeof(*r));
+	if (len == 0) {
+		body_ok(err, errlen);
+		return BODY_OK;
+	}
+	if (len > WORKER_READY_BODY_MAX)
+		return body_fail(err, errlen, BODY_BAD, "ready body over %u "
+		    "bytes", WORKER_READY_BODY_MAX);
+	if ((e = body_parse(body, len, &root, err, errlen)) != BODY_OK)
+		return e;
+	e = BODY_BAD;
+	if (!cJSON_IsObject(root)) {
+		body_fail(err, errlen, e, "ready body is not an object");
+		goto done;
+	}
+	caps = cJSON_GetObjectItemCaseSensitive(root, "capabilities");
+	if (caps != NULL && !cJSON_IsObject(caps)) {
+		body_fail(err, errlen, e, "capabilities is not an object");
+		goto done;
+	}
+	if (caps != NULL && (body_opt_bool(caps, "privateTo",
+	    &r->br_private_to) == -1 || body_opt_bool(caps, "readerRecords",
+	    &r->br_reader_records) == -1)) {
+		body_fail(err, errlen, e, "capabilities.privateTo and "
+		    "capabilities.readerRecords are booleans");
+		goto done;
+	}
+	if (body_opt_bool(root, "privateHistory", &r->br_private_history) ==
+	    -1) {
+		body_fail(err, errlen, e, "privateHistory is not a boolean");
+		goto done;
+	}
+	e = BODY_OK;
+	body_ok(err, errlen);
+ done:
+	cJSON_Delete(root);
+	if (e != BODY_OK)
+		memset(r, 0, sizeof(*r));
+	return e;
 }
 
 enum body_err

@@ -132,6 +132,8 @@ struct body_turn {
 	const char	*bt_memory;	/* NULL: "" */
 	const cJSON	*bt_images;	/* NULL: [] */
 	const char	*bt_thinking;
+	const char	*bt_principal_id;	/* NULL: absent */
+	const char	*bt_memory_visibility;	/* NULL: absent */
 };
 
 /*
@@ -146,7 +148,8 @@ char		*body_build_turn(const struct body_turn *bt,
 /*
  * The host's tool answer (3.3): an object of exactly ok (boolean, required)
  * and, each optional, text (string, <=1 000 000 chars), error (string,
- * <=10 000 chars), image (one image, 4.3).  Anything else is BODY_BAD or
+ * <=10 000 chars), image (one image, 4.3) and privateTo (the principal who
+ * alone may read the exchange, 1 to 256 chars; contract 0.9).  Anything else is BODY_BAD or
  * BODY_INVALID_JSON, which the broker answers with 502.
  */
 enum body_err	body_check_tool_answer(const char *body, size_t len,
@@ -154,6 +157,21 @@ enum body_err	body_check_tool_answer(const char *body, size_t len,
 /* The same over a parsed tree, such as a JSON-RPC result. */
 enum body_err	body_check_tool_answer_json(const cJSON *answer, char *err,
 		    size_t errlen);
+
+/*
+ * What a worker declares at POST /worker/ready (rtsandbox-protocol(7),
+ * contract 0.9): {"capabilities": {"privateTo": bool, "readerRecords":
+ * bool}, "privateHistory": bool}, each optional; other keys are a newer
+ * worker's and ignored.  An empty body declares nothing, as a 0.7.3
+ * worker's.  At most WORKER_READY_BODY_MAX bytes.
+ */
+struct body_ready {
+	int	 br_private_to;
+	int	 br_reader_records;
+	int	 br_private_history;
+};
+enum body_err	body_check_ready(const char *body, size_t len,
+		    struct body_ready *, char *err, size_t errlen);
 
 /* 3.3: status texts of POST /tools/<name>, both 400. */
 #define BODY_INVALID_INPUT	"Invalid input"

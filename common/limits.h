@@ -204,6 +204,13 @@ _Static_assert(BROKER_POLL_MS < WORKER_NEXT_TIMEOUT_MS,
  */
 /* 4.1: "author": {"id": ≤256 chars, "name": ≤256 chars}. */
 #define AUTHOR_FIELD_MAX		256u
+/*
+ * rtsandbox-protocol(7), contract 0.9: "author.principalId" of 1 to 256
+ * chars, "privateTo" of a tool answer the same.
+ */
+#define PRINCIPAL_ID_MAX		256u
+/* The same: the body of POST /worker/ready, at most 16 384 bytes. */
+#define WORKER_READY_BODY_MAX		16384u
 /* 4.1: "text": ≤100 000 chars. */
 #define TURN_TEXT_MAX			100000u
 /* 4.1: "memory": ≤100 000 chars (may be ""); DESIGN.md 6 says the same. */

@@ -497,7 +497,9 @@ chan_broker_msg(struct child *c, struct msg *m, void *arg)
 				ch->ch_worker_wait = NULL;
 				chan_op_done(op, cJSON_CreateObject(), NULL);
 			}
-		} else if (strcmp(kind, "model_call") == 0 ||
+		} else if (strcmp(kind, "worker_stale") == 0)
+			turns.ch_worker_stale(ch->ch_key, c, turn_id, route);
+		else if (strcmp(kind, "model_call") == 0 ||
 		    strcmp(kind, "mcp_call") == 0)
 			turns.ch_call(ch->ch_key, c, turn_id);
 		return 0;

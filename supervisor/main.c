@@ -283,6 +283,7 @@ static const struct chan_hooks turn_hooks = {
 	.ch_broker_gone = turn_broker_gone,
 	.ch_broker_msg = turn_broker_msg,
 	.ch_worker_ready = turn_worker_ready,
+	.ch_worker_stale = turn_worker_stale,
 	.ch_container_gone = turn_container_gone,
 	.ch_call = turn_call,
 };

@@ -220,6 +220,9 @@ struct chan_hooks {
 	int	(*ch_broker_msg)(const char *key, struct child *,
 		    struct msg *);
 	void	(*ch_worker_ready)(const char *key);
+	/* the worker declared too little for what turn_id needs */
+	void	(*ch_worker_stale)(const char *key, struct child *,
+		    const char *turn_id, const char *need);
 	void	(*ch_container_gone)(const char *key, const char *why);
 	/* a model or MCP call the broker made in turn turn_id (or NULL) */
 	void	(*ch_call)(const char *key, struct child *,
@@ -242,6 +245,8 @@ void		 turn_egress_gone(void);
 void		 turn_container_gone(const char *key, const char *why);
 /* The channel's worker announced itself (POST /worker/ready). */
 void		 turn_worker_ready(const char *key);
+void		 turn_worker_stale(const char *key, struct child *,
+		    const char *turn_id, const char *need);
 int		 turn_busy(const char *key);
 /* The client that asked for the channel's running turn (or NULL), and the
  * turn's id, profile and speaker. */

@@ -66,6 +66,8 @@ struct turn {
 	char			 t_thinking[8];
 	char			*t_author_id;
 	char			*t_author_name;
+	char			*t_principal_id;	/* NULL: not given */
+	char			*t_visibility;	/* NULL: not given (private) */
 	char			*t_text;
 	char			*t_memory;	/* NULL: from the hook or "" */
 	cJSON			*t_images;
@@ -185,6 +187,8 @@ turn_free(struct turn *t)
 	free(t->t_json);
 	free(t->t_author_id);
 	free(t->t_author_name);
+	free(t->t_principal_id);
+	free(t->t_visibility);
 	free(t);
 }
 
@@ -409,8 +413,10 @@ turn_build(struct turn *t)
 	bt.bt_turn_id = t->t_id;
 	bt.bt_author_id = t->t_author_id;
 	bt.bt_author_name = t->t_author_name;
+	bt.bt_principal_id = t->t_principal_id;
 	bt.bt_text = t->t_text;
 	bt.bt_memory = t->t_memory;
+	bt.bt_memory_visibility = t->t_visibility;
 	bt.bt_images = t->t_images;
 	bt.bt_thinking = t->t_thinking;
 	if ((json = body_build_turn(&bt, &be, err, sizeof(err))) == NULL) {
@@ -558,6 +564,10 @@ turn_deliver(struct turn *t)
 	msg_add_uint(&bind, "max_calls", t->t_max_calls);
 	msgb_init(&submit, MSG_BRK_SUBMIT, 0);
 	msg_add_str(&submit, "turn_id", t->t_id);
+	/* memoryVisibility: "private" unless the caller said "shared" */
+	msg_add_bool(&submit, "private", t->t_memory != NULL &&
+	    t->t_memory[0] != '\0' && (t->t_visibility == NULL ||
+	    strcmp(t->t_visibility, "shared") != 0));
 	msg_add_data(&submit, t->t_json, strlen(t->t_json));
 	/* One write: the broker reads both in one go. */
 	if (child_send_msgv(b, mbs, 2) == -1) {
@@ -723,7 +733,7 @@ turn_result(struct turn *t, struct child *b, const uint8_t *data,
 }
 
 static void
-turn_tool_answer(struct turn_tool *tt, int ok, const char *json)
+turn_tool_answer(struct turn_tool *tt, int ok, int private, const char *json)
 {
 	struct turn	*t = tt->tt_turn;
 	struct child	*b;
@@ -732,6 +742,8 @@ turn_tool_answer(struct turn_tool *tt, int ok, const char *json)
 	if ((b = chan_broker(t->t_key)) != NULL) {
 		msgb_init(&mb, MSG_BRK_TOOL_ANSWER, tt->tt_id);
 		msg_add_bool(&mb, "ok", ok);
+		/* privateTo: only for a worker that declared it can keep it */
+		msg_add_bool(&mb, "private", private);
 		msg_add_data(&mb, json, strlen(json));
 		child_send_msg(b, &mb);
 	}
@@ -757,18 +769,19 @@ turn_tool_done(cJSON *result, enum ctl_call_end end, void *arg)
 		log_warnx("channel %s: turn %s: the tool.call hook for %s "
 		    "failed: %s", tt->tt_turn->t_key, tt->tt_turn->t_id,
 		    tt->tt_name, ctl_call_end_to_string(end));
-		turn_tool_answer(tt, 0, "{}");
+		turn_tool_answer(tt, 0, 0, "{}");
 		return;
 	}
 	if (body_check_tool_answer_json(result, err, sizeof(err)) != BODY_OK) {
 		log_warnx("channel %s: tool answer refused: %s",
 		    tt->tt_turn->t_key, err);
-		turn_tool_answer(tt, 0, "{}");
+		turn_tool_answer(tt, 0, 0, "{}");
 		return;
 	}
 	if ((json = body_print(result)) == NULL)
 		fatalx("%s: out of memory", __func__);
-	turn_tool_answer(tt, 1, json);
+	turn_tool_answer(tt, 1, cJSON_GetObjectItemCaseSensitive(result,
+	    "privateTo") != NULL, json);
 	free(json);
 }
 
@@ -836,7 +849,7 @@ turn_tool_call(struct turn *t, struct child *b, uint64_t id,
 	if (t->t_client == NULL ||
 	    (ctl_client_hooks(t->t_client) & HOOK_TOOL_CALL) == 0) {
 		cJSON_Delete(input);
-		turn_tool_answer(tt, 0, "{}");
+		turn_tool_answer(tt, 0, 0, "{}");
 		return 0;
 	}
 	turn_progress(t, "tool_call");
@@ -856,7 +869,7 @@ turn_tool_call(struct turn *t, struct child *b, uint64_t id,
 	tt->tt_call = ctl_client_call(t->t_client, "tool.call", p,
 	    turn_tool_done, tt);
 	if (tt->tt_call == NULL)
-		turn_tool_answer(tt, 0, "{}");
+		turn_tool_answer(tt, 0, 0, "{}");
 	return 0;
 }
 
@@ -921,6 +934,7 @@ turn_broker_msg(const char *key, struct child *c, struct msg *m)
 		    "submitted turn") == 0) {
 			msgb_init(&mb, MSG_BRK_TOOL_ANSWER, m->m_id);
 			msg_add_bool(&mb, "ok", 0);
+			msg_add_bool(&mb, "private", 0);
 			msg_add_data(&mb, "{}", 2);
 			child_send_msg(c, &mb);
 		}
@@ -932,6 +946,41 @@ turn_broker_msg(const char *key, struct child *c, struct msg *m)
 
 /* channel.stop, channel.fresh and daemon.stop_brokers end a running turn
  * as cancelled; the caller takes care of the container. */
+/*
+ * The broker found the worker's image too old for the turn: it did not
+ * declare privateTo and readerRecords at /worker/ready, and the turn's
+ * memory, a tool's answer or the worker's own history is private.  The
+ * turn fails with the image named; the container stays, for the turns it
+ * can run.
+ */
+void
+turn_worker_stale(const char *key, struct child *b, const char *turn_id,
+    const char *need)
+{
+	static const char *const needs[] = { "private memory",
+	    "a private history", "a private tool answer" };
+	struct turn		*t = turn_find(key);
+	char			 msg[512];
+	size_t			 i;
+
+	/* the broker's word, held to what a broker says */
+	for (i = 0; i < sizeof(needs) / sizeof(needs[0]); i++)
+		if (strcmp(need, needs[i]) == 0)
+			break;
+	if (i == sizeof(needs) / sizeof(needs[0]))
+		need = "the turn";
+	if (turn_id == NULL || !turn_is(t, turn_id)) {
+		(void)child_refused(b, VIOLATION_FRAME, "a stale worker of no "
+		    "submitted turn");
+		return;
+	}
+	snprintf(msg, sizeof(msg), "The worker image %s is stale: it does "
+	    "not declare the capabilities privateTo and readerRecords, which "
+	    "%s needs; rebuild it", sv->sv_conf->image, need);
+	log_warnx("channel %s: turn %s: %s", t->t_key, t->t_id, msg);
+	turn_end(t, turn_failure("stale_image", msg, NULL), 0);
+}
+
 void
 turn_abort(const char *key, const char *why)
 {
@@ -1211,7 +1260,8 @@ void
 method_turn_run(struct ctl_req *req, cJSON *params)
 {
 	static const char *const allowed[] = { "channel", "profile", "turnId",
-	    "author", "text", "images", "memory", "thinking", NULL };
+	    "author", "text", "images", "memory", "memoryVisibility",
+	    "thinking", NULL };
 	const char		*key, *profile, *thinking, *memory, *previous;
 	const char		*judged;
 	const cJSON		*author, *images;
@@ -1264,6 +1314,9 @@ method_turn_run(struct ctl_req *req, cJSON *params)
 	    NULL;
 	bt.bt_author_name = cJSON_IsObject(author) ? ctl_str_param(author,
 	    "name") : NULL;
+	bt.bt_principal_id = cJSON_IsObject(author) ? ctl_str_param(author,
+	    "principalId") : NULL;
+	bt.bt_memory_visibility = ctl_str_param(params, "memoryVisibility");
 	bt.bt_text = ctl_str_param(params, "text");
 	bt.bt_memory = memory;
 	bt.bt_images = images;
@@ -1272,10 +1325,14 @@ method_turn_run(struct ctl_req *req, cJSON *params)
 	    bt.bt_author_name == NULL || bt.bt_text == NULL ||
 	    (images != NULL && !cJSON_IsArray(images)) ||
 	    (cJSON_GetObjectItemCaseSensitive(params, "memory") != NULL &&
-	    memory == NULL)) {
+	    memory == NULL) ||
+	    (cJSON_GetObjectItemCaseSensitive(params, "memoryVisibility") !=
+	    NULL && bt.bt_memory_visibility == NULL) ||
+	    (cJSON_IsObject(author) && cJSON_GetObjectItemCaseSensitive(author,
+	    "principalId") != NULL && bt.bt_principal_id == NULL)) {
 		ctl_reply(req, turn_failure("invalid", "turnId, author{id,name} "
-		    "and text are required strings; images an array; memory a "
-		    "string", NULL));
+		    "and text are required strings; images an array; memory, "
+		    "memoryVisibility and author.principalId strings", NULL));
 		return;
 	}
 	/* Every bound is checked now, before anything starts. */
@@ -1295,6 +1352,10 @@ method_turn_run(struct ctl_req *req, cJSON *params)
 	    (t->t_author_name = strdup(bt.bt_author_name)) == NULL ||
 	    (t->t_text = strdup(bt.bt_text)) == NULL ||
 	    (memory != NULL && (t->t_memory = strdup(memory)) == NULL) ||
+	    (bt.bt_principal_id != NULL && (t->t_principal_id =
+	    strdup(bt.bt_principal_id)) == NULL) ||
+	    (bt.bt_memory_visibility != NULL && (t->t_visibility =
+	    strdup(bt.bt_memory_visibility)) == NULL) ||
 	    (images != NULL && (t->t_images = cJSON_Duplicate(images,
 	    1)) == NULL))
 		fatal("%s", __func__);

@@ -149,6 +149,15 @@ discover(const struct agent_config *cfg)
 	whttp_response_free(&resp);
 }
 
+/*
+ * What this worker keeps (rtsandbox-protocol(7), contract 0.9): nothing
+ * of one turn reaches another, so an exchange only one principal may
+ * read stays theirs (privateTo), nobody else ever reads a turn's memory
+ * (readerRecords), and there is no history to replay.
+ */
+static const char	 ready_body[] = "{\"capabilities\":{\"privateTo\":true,"
+    "\"readerRecords\":true},\"privateHistory\":false}";
+
 static int
 announce(const struct agent_config *cfg)
 {
@@ -156,8 +165,8 @@ announce(const struct agent_config *cfg)
 	enum whttp_err		 e;
 	int			 status;
 
-	e = call(cfg, "POST", "/worker/ready", NULL, 0, READY_TIMEOUT_MS,
-	    SMALL_BODY_MAX, &resp);
+	e = call(cfg, "POST", "/worker/ready", ready_body,
+	    sizeof(ready_body) - 1, READY_TIMEOUT_MS, SMALL_BODY_MAX, &resp);
 	status = resp.ws_status;
 	whttp_response_free(&resp);
 	if (e != WHTTP_OK) {

@@ -450,6 +450,30 @@ ref_only(const cJSON *obj, const char *a, const char *b, const char *c,
 	return 1;
 }
 
+/* Every key of obj is one of the n keys. */
+static int
+ref_keys(const cJSON *obj, const char *const *keys, size_t n)
+{
+	const cJSON	*it;
+	size_t		 i;
+
+	for (it = obj->child; it != NULL; it = it->next) {
+		for (i = 0; i < n; i++)
+			if (strcmp(it->string, keys[i]) == 0)
+				break;
+		if (i == n)
+			return 0;
+	}
+	return 1;
+}
+
+/* Contract 0.9: a principal is 1 to 256 chars. */
+static int
+ref_principal(const cJSON *it)
+{
+	return ref_text(it, 256) && it->valuestring[0] != '\0';
+}
+
 /* Decoded size of valid base64 within [min, max], else -1. */
 static long long
 ref_b64(const cJSON *it, size_t min, size_t max)
@@ -559,9 +583,13 @@ ref_result(const cJSON *root, const char *pending)
 static int
 ref_answer(const cJSON *a)
 {
+	static const char *const keys[] = { "ok", "text", "error", "image",
+	    "privateTo" };
 	const cJSON	*it;
 
-	if (!cJSON_IsObject(a) || !ref_only(a, "ok", "text", "error", "image"))
+	if (!cJSON_IsObject(a) || !ref_keys(a, keys, 5))
+		return 0;
+	if ((it = ref_get(a, "privateTo")) != NULL && !ref_principal(it))
 		return 0;
 	if (!cJSON_IsBool(ref_get(a, "ok")))
 		return 0;
@@ -577,18 +605,30 @@ ref_answer(const cJSON *a)
 static int
 ref_turn(const cJSON *t)
 {
+	static const char *const keys[] = { "turnId", "author", "text",
+	    "memory", "images", "thinking", "memoryVisibility" };
+	static const char *const author_keys[] = { "id", "name",
+	    "principalId" };
 	const cJSON	*it, *au;
 
-	if (!cJSON_IsObject(t) || ref_count(t) != 6)
+	if (!cJSON_IsObject(t) || !ref_keys(t, keys, 7) ||
+	    ref_count(t) != 6u + (ref_get(t, "memoryVisibility") != NULL))
+		return 0;
+	it = ref_get(t, "memoryVisibility");
+	if (it != NULL && !(cJSON_IsString(it) && (strcmp(it->valuestring,
+	    "shared") == 0 || strcmp(it->valuestring, "private") == 0)))
 		return 0;
 	it = ref_get(t, "turnId");
 	if (!cJSON_IsString(it) || !valid_safe_name(it->valuestring,
 	    strlen(it->valuestring)))
 		return 0;
 	au = ref_get(t, "author");
-	if (!cJSON_IsObject(au) || ref_count(au) != 2 ||
+	if (!cJSON_IsObject(au) || !ref_keys(au, author_keys, 3) ||
+	    ref_count(au) != 2u + (ref_get(au, "principalId") != NULL) ||
 	    !ref_text(ref_get(au, "id"), 256) ||
 	    !ref_text(ref_get(au, "name"), 256))
+		return 0;
+	if ((it = ref_get(au, "principalId")) != NULL && !ref_principal(it))
 		return 0;
 	if (!ref_text(ref_get(t, "text"), 100000) ||
 	    !ref_text(ref_get(t, "memory"), 100000))
@@ -682,6 +722,56 @@ fuzz_answer(const char *s, size_t size, const cJSON *root)
 	CHECK(body_check_tool_answer_json(root, NULL, 0) == e);
 }
 
+/* An optional boolean. */
+static int
+ref_opt_bool(const cJSON *o, const char *key)
+{
+	const cJSON	*it = ref_get(o, key);
+
+	return it == NULL || cJSON_IsBool(it);
+}
+
+static void
+fuzz_ready(const char *s, size_t size, const cJSON *root)
+{
+	struct body_ready	 r;
+	const cJSON		*caps;
+	enum body_err		 e;
+	char			 err[128];
+	int			 want;
+
+	e = body_check_ready(s, size, &r, err, sizeof(err));
+	if (size == 0)
+		want = 1;
+	else if (root == NULL || size > WORKER_READY_BODY_MAX) {
+		CHECK(e != BODY_OK);
+		CHECK(r.br_private_to == 0 && r.br_reader_records == 0 &&
+		    r.br_private_history == 0);
+		return;
+	} else {
+		caps = cJSON_IsObject(root) ? ref_get(root, "capabilities") :
+		    NULL;
+		want = cJSON_IsObject(root) && (caps == NULL ||
+		    (cJSON_IsObject(caps) && ref_opt_bool(caps, "privateTo") &&
+		    ref_opt_bool(caps, "readerRecords"))) &&
+		    ref_opt_bool(root, "privateHistory");
+	}
+	CHECK((e == BODY_OK) == want);
+	CHECK((e == BODY_OK) == (err[0] == '\0'));
+	if (!want) {
+		CHECK(r.br_private_to == 0 && r.br_reader_records == 0 &&
+		    r.br_private_history == 0);
+		return;
+	}
+	caps = size > 0 ? ref_get(root, "capabilities") : NULL;
+	CHECK(r.br_private_to == (caps != NULL &&
+	    cJSON_IsTrue(ref_get(caps, "privateTo"))));
+	CHECK(r.br_reader_records == (caps != NULL &&
+	    cJSON_IsTrue(ref_get(caps, "readerRecords"))));
+	CHECK(r.br_private_history == (size > 0 &&
+	    cJSON_IsTrue(ref_get(root, "privateHistory"))));
+}
+
 static void
 fuzz_tool_input(const char *s, size_t size, const cJSON *root)
 {
@@ -750,6 +840,12 @@ fuzz_rebuild(const cJSON *root)
 	if (root == NULL || body_check_turn(root, NULL, 0) != BODY_OK)
 		return;
 	au = ref_get(root, "author");
+	memset(&bt, 0, sizeof(bt));
+	if (ref_get(au, "principalId") != NULL)
+		bt.bt_principal_id = ref_get(au, "principalId")->valuestring;
+	if (ref_get(root, "memoryVisibility") != NULL)
+		bt.bt_memory_visibility = ref_get(root,
+		    "memoryVisibility")->valuestring;
 	bt.bt_turn_id = ref_get(root, "turnId")->valuestring;
 	bt.bt_author_id = ref_get(au, "id")->valuestring;
 	bt.bt_author_name = ref_get(au, "name")->valuestring;
@@ -789,6 +885,7 @@ fuzz_build(const uint8_t *data, size_t size)
 		} else
 			p = NULL;
 	}
+	memset(&bt, 0, sizeof(bt));
 	bt.bt_turn_id = f[0];
 	bt.bt_author_id = f[1];
 	bt.bt_author_name = f[2];
@@ -851,6 +948,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    cJSON_IsString(tid = ref_get(root, "turnId")))
 		fuzz_result(s, size, root, tid->valuestring);
 	fuzz_answer(s, size, root);
+	fuzz_ready(s, size, root);
 	fuzz_tool_input(s, size, root);
 	fuzz_trees(root);
 	fuzz_rebuild(root);

@@ -211,6 +211,7 @@ sup_frame(struct frame_conn *fc, struct frame *f, void *arg)
 		    msg_get_data(&m, &data, &len) == 0 && len > 0);
 		msgb_init(&mb, MSG_BRK_TOOL_ANSWER, m.m_id);
 		msg_add_bool(&mb, "ok", (scene & SCENE_TOOL_OK) != 0);
+		msg_add_bool(&mb, "private", 0);
 		if (scene & SCENE_TOOL_OK)
 			msg_add_data(&mb, ok, sizeof(ok) - 1);
 		else
@@ -536,6 +537,7 @@ set_scene(uint8_t b)
 	    levels[SCENE_LEVEL(b)]);
 	msgb_init(&mb, MSG_BRK_SUBMIT, 0);
 	msg_add_str(&mb, "turn_id", turn_id);
+	msg_add_bool(&mb, "private", 0);
 	msg_add_data(&mb, turn, (size_t)n);
 	send_msg(sup, &mb);
 	if (b & SCENE_CANCEL) {

@@ -307,8 +307,13 @@ class Worker:
         return read_response(self.send(method, target, body, headers, raw),
                              timeout, limit)
 
-    def ready(self):
-        return self.req("POST", "/worker/ready", timeout=10)
+    # What today's workers declare (rtsandbox-protocol(7), contract 0.9);
+    # ready(None) posts nothing, as a 0.7.3 worker does.
+    CAPABILITIES = {"capabilities": {"privateTo": True,
+                                     "readerRecords": True}}
+
+    def ready(self, body=CAPABILITIES):
+        return self.req("POST", "/worker/ready", body, timeout=10)
 
     def next(self, timeout=50):
         return self.req("GET", "/worker/next", timeout=timeout)
@@ -629,6 +634,19 @@ class BrokerCase(unittest.TestCase):
         return self.role_pid("broker", os.path.basename(os.path.dirname(
             os.path.dirname(self.sock_path(key or self.CHANNEL)))))
 
+    def wait_poll_free(self, w):
+        """After a held poll's client left, until a new poll may wait."""
+        for _ in range(50):
+            s = w.send("GET", "/worker/next")
+            ready, _, _ = select.select([s], [], [], 0.3)
+            if not ready:
+                s.close()
+                time.sleep(0.2)     # the broker sees that poll leave
+                return
+            read_response(s, 5)
+            time.sleep(0.05)
+        self.fail("a poll still waits")
+
     def assertAnswer(self, r, status, text=None):
         self.assertTrue(r.head_complete, r)
         self.assertEqual(r.status, status, r)
@@ -877,19 +895,6 @@ class WorkerRoutes(BrokerCase):
         self.assertAnswer(r, 200, "Ready")
         self.assertTrue(r.header("content-type").startswith("text/plain"))
 
-    def wait_poll_free(self, w):
-        """After a held poll's client left, until a new poll may wait."""
-        for _ in range(50):
-            s = w.send("GET", "/worker/next")
-            ready, _, _ = select.select([s], [], [], 0.3)
-            if not ready:
-                s.close()
-                time.sleep(0.2)     # the broker sees that poll leave
-                return
-            read_response(s, 5)
-            time.sleep(0.05)
-        self.fail("a poll still waits")
-
     def test_second_waiting_poll_429(self):
         w = self.worker()
         self.wait_poll_free(w)
@@ -1106,6 +1111,180 @@ class WorkerRoutes(BrokerCase):
         self.assertAnswer(w.result(turn["turnId"], {"ok": False,
                                                     "error": "again"}),
                           409, "No matching turn")
+
+
+# ------------------------------------------------- contract 0.9: privacy
+
+class Capabilities(BrokerCase):
+    """rtsandbox-protocol(7), contract 0.9: principals, memoryVisibility,
+    privateTo, and what a worker declares at /worker/ready.  A private
+    turn, a private tool answer or a private history never reaches a
+    worker that did not declare privateTo and readerRecords: the turn
+    fails as stale_image, naming the image; a 0.7.3 worker still runs
+    every public turn, byte for byte."""
+    CHANNEL = "brk-caps"
+
+    def setUp(self):
+        super().setUp()
+        self.start_channel()
+
+    def stale(self, tr, need):
+        res = tr.wait()
+        self.assertEqual((res["ok"], res["reason"]), (False, "stale_image"),
+                         res)
+        self.assertEqual(res["message"], "The worker image %s is stale: it "
+                         "does not declare the capabilities privateTo and "
+                         "readerRecords, which %s needs; rebuild it" %
+                         (SLEEPER, need))
+        self.assertEqual(self.fu.requests(), [])
+
+    def test_legacy_worker_runs_public_turns_unchanged(self):
+        w = self.worker()
+        self.assertAnswer(w.ready(None), 200, "Ready")
+        tr = self.begin_turn(memory="")
+        turn = self.next_turn(w, tr)
+        # the 0.7.3 turn, no key more
+        self.assertEqual(turn, {"turnId": tr.params["turnId"],
+                                "author": {"id": "u-1", "name": "Ann"},
+                                "text": "hello there", "memory": "",
+                                "images": [], "thinking": "low"})
+        self.assertAnswer(w.result(turn["turnId"], {
+            "ok": True, "text": "x", "files": []}), 200, "Accepted")
+        self.assertTrue(tr.wait()["ok"])
+        # shared memory is no one's secret
+        self.assertAnswer(w.ready(None), 200, "Ready")
+        tr = self.begin_turn(memory="party-wide facts",
+                             memoryVisibility="shared",
+                             author={"id": "u-1", "name": "Ann",
+                                     "principalId": "p" * 256})
+        turn = self.next_turn(w, tr)
+        self.assertEqual(turn["memoryVisibility"], "shared")
+        self.assertEqual(turn["author"]["principalId"], "p" * 256)
+        r = w.req("POST", "/tools/lookup", {"input": {}})
+        self.assertAnswer(r, 200)
+        self.assertAnswer(w.result(turn["turnId"], {
+            "ok": True, "text": "x", "files": []}), 200, "Accepted")
+        self.assertTrue(tr.wait()["ok"])
+
+    def test_private_turn_never_reaches_a_stale_worker(self):
+        w = self.worker()
+        for body in (None, {}, {"capabilities": {"privateTo": True}},
+                     {"capabilities": {"readerRecords": True}}):
+            with self.subTest(ready=body):
+                self.assertAnswer(w.ready(body), 200, "Ready")
+                poll = w.send("GET", "/worker/next")
+                try:
+                    tr = self.begin_turn(memory="PRIVATE PROMPT")
+                    self.stale(tr, "private memory")
+                    # the poll waits on: nothing was handed over
+                    self.assertEqual(select.select([poll], [], [], 0.5)[0],
+                                     [])
+                finally:
+                    poll.close()
+                self.wait_poll_free(w)
+
+    def test_private_history_needs_the_capabilities(self):
+        w = self.worker()
+        self.assertAnswer(w.ready({"privateHistory": True}), 200, "Ready")
+        tr = self.begin_turn(memory="")
+        self.stale(tr, "a private history")
+        self.wait_poll_free(w)
+        self.assertAnswer(w.ready(dict(Worker.CAPABILITIES,
+                                       privateHistory=True)), 200, "Ready")
+        tr = self.begin_turn(memory="PRIVATE PROMPT")
+        turn = self.next_turn(w, tr)
+        self.assertNotIn("memoryVisibility", turn)
+        self.assertAnswer(w.result(turn["turnId"], {
+            "ok": True, "text": "x", "files": []}), 200, "Accepted")
+        self.assertTrue(tr.wait()["ok"])
+
+    def test_private_tool_answer(self):
+        def hook(params):
+            return {"ok": True, "text": "SECRET", "privateTo": "ann"}
+        w = self.worker()
+        for caps in ({}, {"privateTo": True}, {"readerRecords": True}):
+            with self.subTest(capabilities=caps):
+                self.assertAnswer(w.ready({"capabilities": caps}), 200)
+                tr = self.begin_turn(hook=hook, memory="")
+                self.next_turn(w, tr)
+                r = w.req("POST", "/tools/lookup", {"input": {}})
+                self.assertAnswer(r, 409, "Worker image is stale")
+                self.assertNotIn(b"SECRET", r.body)
+                self.stale(tr, "a private tool answer")
+                self.wait_poll_free(w)
+        self.assertAnswer(w.ready(), 200)
+        tr = self.begin_turn(hook=hook, memory="")
+        turn = self.next_turn(w, tr)
+        r = w.req("POST", "/tools/lookup", {"input": {}})
+        self.assertAnswer(r, 200)
+        self.assertEqual(r.json(), {"ok": True, "text": "SECRET",
+                                    "privateTo": "ann"})
+        self.assertAnswer(w.result(turn["turnId"], {
+            "ok": True, "text": "x", "files": []}), 200, "Accepted")
+        self.assertTrue(tr.wait()["ok"])
+
+    def test_ready_body_bounds(self):
+        w = self.worker()
+        for body in ({"capabilities": {"privateTo": "true"}},
+                     {"capabilities": []}, {"privateHistory": 1}, [],
+                     "ready"):
+            with self.subTest(body=body):
+                self.assertAnswer(w.ready(body), 400, "Invalid ready")
+        self.assertAnswer(w.req("POST", "/worker/ready", raw=(
+            b"POST /worker/ready HTTP/1.1\r\nHost: broker\r\n"
+            b"Content-Length: 5\r\n\r\n{oops")), 400, "Invalid ready")
+        # 16 384 bytes, and one past; keys of a newer worker are its own
+        caps = json.dumps({"capabilities": {"privateTo": True,
+                                            "readerRecords": True,
+                                            "later": 1}, "more": {}})
+        for size, status in ((16384, 200), (16385, 400)):
+            body = caps.encode() + b" " * (size - len(caps))
+            with self.subTest(size=size):
+                r = w.req("POST", "/worker/ready", raw=(
+                    b"POST /worker/ready HTTP/1.1\r\nHost: broker\r\n"
+                    b"Content-Length: %d\r\n\r\n" % size) + body)
+                self.assertEqual(r.status, status, r)
+        # the last good ready stands: a private turn is delivered
+        tr = self.begin_turn(memory="PRIVATE PROMPT")
+        turn = self.next_turn(w, tr)
+        self.assertAnswer(w.result(turn["turnId"], {
+            "ok": True, "text": "x", "files": []}), 200, "Accepted")
+        self.assertTrue(tr.wait()["ok"])
+
+    def test_turn_run_bounds(self):
+        for extra, what in (
+                ({"author": {"id": "u", "name": "A", "principalId": ""}},
+                 "author.principalId is empty"),
+                ({"author": {"id": "u", "name": "A",
+                             "principalId": "p" * 257}},
+                 "author.principalId is over 256 chars (257)"),
+                ({"author": {"id": "u", "name": "A", "principalId": 7}},
+                 "memoryVisibility and author.principalId strings"),
+                ({"memoryVisibility": "public"},
+                 "memoryVisibility is not shared or private"),
+                ({"memoryVisibility": None},
+                 "memoryVisibility and author.principalId strings")):
+            with self.subTest(extra=extra):
+                tr = self.begin_turn(**extra)
+                res = tr.wait()
+                self.assertEqual((res["ok"], res["reason"]),
+                                 (False, "invalid"), res)
+                self.assertIn(what, res["message"])
+
+    def test_tool_answer_private_to_bounds(self):
+        answers = iter([{"ok": True, "text": "t", "privateTo": ""},
+                        {"ok": True, "text": "t", "privateTo": "p" * 257},
+                        {"ok": True, "text": "t", "privateTo": 1}])
+        w = self.worker()
+        self.assertAnswer(w.ready(), 200)
+        tr = self.begin_turn(hook=lambda p: next(answers), memory="")
+        turn = self.next_turn(w, tr)
+        for _ in range(3):
+            r = w.req("POST", "/tools/lookup", {"input": {}})
+            self.assertAnswer(r, 502, "Broker call failed")
+        self.assertAnswer(w.result(turn["turnId"], {
+            "ok": True, "text": "x", "files": []}), 200, "Accepted")
+        self.assertTrue(tr.wait()["ok"])
 
 
 # ---------------------------------------------------------------- 3.2, 5

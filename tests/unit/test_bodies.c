@@ -1297,6 +1297,101 @@ START_TEST(turn_author)
 }
 END_TEST
 
+/* Contract 0.9: principalId of 1 to 256 chars and memoryVisibility, only
+ * when given, in 4.1's order. */
+START_TEST(turn_principal_visibility)
+{
+	struct body_turn	 bt = turn_base();
+	char			*s, *json;
+	enum body_err		 e;
+
+	json = body_build_turn(&bt, &e, errbuf, sizeof(errbuf));
+	ck_assert_str_eq(json, "{\"turnId\":\"t1\",\"author\":{\"id\":\"u1\","
+	    "\"name\":\"Ann\"},\"text\":\"hi\",\"memory\":\"\",\"images\":[],"
+	    "\"thinking\":\"low\"}");
+	cJSON_free(json);
+	bt.bt_principal_id = "p1";
+	bt.bt_memory_visibility = "shared";
+	json = body_build_turn(&bt, &e, errbuf, sizeof(errbuf));
+	ck_assert_str_eq(json, "{\"turnId\":\"t1\",\"author\":{\"id\":\"u1\","
+	    "\"name\":\"Ann\",\"principalId\":\"p1\"},\"text\":\"hi\","
+	    "\"memory\":\"\",\"memoryVisibility\":\"shared\",\"images\":[],"
+	    "\"thinking\":\"low\"}");
+	cJSON_free(json);
+	bt.bt_memory_visibility = "private";
+	ck_assert_int_eq(build(&bt), BODY_OK);
+	bt.bt_memory_visibility = "public";
+	ck_assert_int_eq(build(&bt), BODY_BAD);
+	ck_assert_ptr_nonnull(strstr(errbuf, "memoryVisibility"));
+	bt = turn_base();
+	s = repeat(emoji, PRINCIPAL_ID_MAX / 2, "");
+	bt.bt_principal_id = s;
+	ck_assert_int_eq(build(&bt), BODY_OK);
+	free(s);
+	s = repeat(emoji, PRINCIPAL_ID_MAX / 2, "p");
+	bt.bt_principal_id = s;
+	ck_assert_int_eq(build(&bt), BODY_BAD);
+	ck_assert_ptr_nonnull(strstr(errbuf, "author.principalId is over 256"));
+	free(s);
+	bt.bt_principal_id = "";
+	ck_assert_int_eq(build(&bt), BODY_BAD);
+	ck_assert_ptr_nonnull(strstr(errbuf, "author.principalId is empty"));
+}
+END_TEST
+
+/* The body of POST /worker/ready. */
+START_TEST(ready_bodies)
+{
+	struct body_ready	 r;
+	char			*s;
+
+	memset(&r, 0xff, sizeof(r));
+	ck_assert_int_eq(body_check_ready("", 0, &r, errbuf, sizeof(errbuf)),
+	    BODY_OK);
+	ck_assert_int_eq(r.br_private_to | r.br_reader_records |
+	    r.br_private_history, 0);
+	ck_assert_int_eq(body_check_ready(S("{\"capabilities\":{\"privateTo\":"
+	    "true,\"readerRecords\":true,\"later\":[]},\"privateHistory\":true,"
+	    "\"more\":1}"), &r, errbuf, sizeof(errbuf)), BODY_OK);
+	ck_assert_int_eq(r.br_private_to & r.br_reader_records &
+	    r.br_private_history, 1);
+	ck_assert_int_eq(body_check_ready(S("{\"capabilities\":{\"privateTo\":"
+	    "false}}"), &r, errbuf, sizeof(errbuf)), BODY_OK);
+	ck_assert_int_eq(r.br_private_to | r.br_reader_records, 0);
+	ck_assert_int_eq(body_check_ready(S("{\"capabilities\":{\"privateTo\":"
+	    "\"true\"}}"), &r, errbuf, sizeof(errbuf)), BODY_BAD);
+	ck_assert_ptr_nonnull(strstr(errbuf, "booleans"));
+	ck_assert_int_eq(body_check_ready(S("{\"capabilities\":true}"), &r,
+	    errbuf, sizeof(errbuf)), BODY_BAD);
+	ck_assert_int_eq(body_check_ready(S("{\"privateHistory\":null}"), &r,
+	    errbuf, sizeof(errbuf)), BODY_BAD);
+	ck_assert_int_eq(body_check_ready(S("[]"), &r, errbuf,
+	    sizeof(errbuf)), BODY_BAD);
+	ck_assert_int_ne(body_check_ready(S("{"), &r, errbuf, sizeof(errbuf)),
+	    BODY_OK);
+	/* at the limit and one past */
+	s = repeat(" ", WORKER_READY_BODY_MAX - 2, "");
+	s[0] = '{';
+	s[WORKER_READY_BODY_MAX - 3] = '}';
+	ck_assert_int_eq(body_check_ready(s, WORKER_READY_BODY_MAX - 2, &r,
+	    errbuf, sizeof(errbuf)), BODY_OK);
+	free(s);
+	s = repeat(" ", WORKER_READY_BODY_MAX, "");
+	s[0] = '{';
+	s[WORKER_READY_BODY_MAX - 1] = '}';
+	ck_assert_int_eq(body_check_ready(s, WORKER_READY_BODY_MAX, &r,
+	    errbuf, sizeof(errbuf)), BODY_OK);
+	free(s);
+	s = repeat(" ", WORKER_READY_BODY_MAX + 1, "");
+	s[0] = '{';
+	s[WORKER_READY_BODY_MAX] = '}';
+	ck_assert_int_eq(body_check_ready(s, WORKER_READY_BODY_MAX + 1, &r,
+	    errbuf, sizeof(errbuf)), BODY_BAD);
+	ck_assert_ptr_nonnull(strstr(errbuf, "16384"));
+	free(s);
+}
+END_TEST
+
 START_TEST(turn_text_memory)
 {
 	struct body_turn	 bt = turn_base();
@@ -1588,6 +1683,17 @@ START_TEST(answer_limits)
 	s = repeat(emoji, TOOL_ERROR_MAX / 2, "e");
 	ck_assert_int_eq(answer_field("error", s), BODY_BAD);
 	free(s);
+
+	/* contract 0.9: privateTo, 1 to 256 chars */
+	s = repeat("p", PRINCIPAL_ID_MAX, "");
+	ck_assert_int_eq(answer_field("privateTo", s), BODY_OK);
+	free(s);
+	s = repeat("p", PRINCIPAL_ID_MAX + 1, "");
+	ck_assert_int_eq(answer_field("privateTo", s), BODY_BAD);
+	ck_assert_ptr_nonnull(strstr(errbuf, "privateTo"));
+	free(s);
+	ck_assert_int_eq(answer_field("privateTo", ""), BODY_BAD);
+	ck_assert_int_eq(answer("{\"ok\":true,\"privateTo\":7}"), BODY_BAD);
 }
 END_TEST
 
@@ -1750,6 +1856,8 @@ bodies_suite(void)
 	tcase_set_timeout(tc, BIG_TIMEOUT);
 	tcase_add_test(tc, turn_exact_json);
 	tcase_add_test(tc, turn_author);
+	tcase_add_test(tc, turn_principal_visibility);
+	tcase_add_test(tc, ready_bodies);
 	tcase_add_test(tc, turn_text_memory);
 	tcase_add_test(tc, turn_images);
 	tcase_add_test(tc, turn_thinking);

@@ -185,11 +185,15 @@ export class PiSandboxRuntime extends EventEmitter {
 			channel,
 			profile: input.profile,
 			turnId,
-			author: { id: input.author?.id, name: input.author?.name },
+			author:
+				input.author?.principalId !== undefined
+					? { id: input.author?.id, name: input.author?.name, principalId: input.author.principalId }
+					: { id: input.author?.id, name: input.author?.name },
 			text: input.text,
 			images: (input.images ?? []).map(imageToWire),
 		};
 		if (input.memory !== undefined) params.memory = input.memory;
+		if (input.memoryVisibility !== undefined) params.memoryVisibility = input.memoryVisibility;
 		if (input.thinking !== undefined) params.thinking = input.thinking;
 		const key = turnKey(channel, turnId);
 		const state: TurnState = { controller: new AbortController(), onProgress: input.onProgress };
@@ -379,6 +383,7 @@ export class PiSandboxRuntime extends EventEmitter {
 		if (result.text !== undefined) out.text = result.text;
 		if (result.error !== undefined) out.error = String(result.error).slice(0, TOOL_ERROR_MAX);
 		if (result.image !== undefined) out.image = imageToWire(result.image);
+		if (result.privateTo !== undefined) out.privateTo = result.privateTo;
 		return out;
 	}
 

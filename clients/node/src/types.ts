@@ -17,6 +17,8 @@ export const THINKING_LEVELS: readonly ThinkingLevel[] = [
 export interface Author {
 	id: string;
 	name: string;
+	/** The principal the speaker is (1-256 chars); the worker is told it (contract 0.9). */
+	principalId?: string;
 }
 
 export type ImageMimeType =
@@ -45,6 +47,8 @@ export type TurnFailureReason =
 	| "timeout"
 	| "cancelled"
 	| "worker_failed"
+	/** The worker image declares too little for a private turn or answer: rebuild it. */
+	| "stale_image"
 	| "internal";
 
 export interface TurnError {
@@ -88,6 +92,12 @@ export interface RunTurnInput {
 	signal?: AbortSignal;
 	/** Given: the memory hook is not asked. */
 	memory?: string;
+	/**
+	 * Whether the memory may be read by everyone in the channel ("shared") or only by the
+	 * author ("private", what the daemon assumes when this is absent).  A private memory is
+	 * given only to a worker that declares it can keep it so, else the turn fails as stale_image.
+	 */
+	memoryVisibility?: "shared" | "private";
 	/** Given: the effort hook is not asked. */
 	thinking?: ThinkingLevel;
 	/** This turn's progress, besides the runtime's "progress" event. */
@@ -136,6 +146,8 @@ export interface ToolResult {
 	/** At most 10 000 chars (longer ones are cut). */
 	error?: string;
 	image?: Image;
+	/** The one principal who may read this exchange (1-256 chars; contract 0.9). */
+	privateTo?: string;
 }
 
 export type ToolHandler = (

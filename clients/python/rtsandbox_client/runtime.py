@@ -18,7 +18,7 @@ from .errors import (INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
 DEFAULT_SOCKET = "/run/rtsandbox/control.sock"
 THINKING_LEVELS = ("low", "medium", "high", "xhigh")
 TURN_REASONS = ("busy", "invalid", "start_failed", "timeout", "cancelled",
-                "worker_failed", "internal")
+                "worker_failed", "stale_image", "internal")
 # The longest tool error the daemon passes on (PROTOCOL.md 3.3).
 TOOL_ERROR_MAX = 10000
 
@@ -87,7 +87,8 @@ class PiSandboxRuntime:
 
     memory has prompt_block({"channel", "speaker": {"id", "name"}}) -> str;
     effort has judge({"text", "previous"?}) -> level; a tool handler is
-    handler(input, context) -> {"ok", "text"?, "error"?, "image"?} with
+    handler(input, context) -> {"ok", "text"?, "error"?, "image"?,
+    "privateTo"?} with
     context {"channel", "profile", "speaker", "thinking", "turnId",
     "done": asyncio.Event set when the turn settles}."""
 
@@ -187,20 +188,26 @@ class PiSandboxRuntime:
 
     async def run_turn(self, channel, profile, turn_id, author, text,
                        images=(), cancel=None, memory=None, thinking=None,
-                       on_progress=None):
+                       on_progress=None, memory_visibility=None):
         """Run one turn: {"ok": True, "text", "files": [{"name", "data":
         bytes}]} or {"ok": False, "error": {"reason", "message",
         "workerError"?}}.  Setting the asyncio.Event cancel cancels it; the
         answer then comes once the container is gone.  The daemon's and the
-        connection's failures come as ok False, never raised."""
+        connection's failures come as ok False, never raised.
+        author may carry "principalId"; memory_visibility is "shared" or
+        "private" (what the daemon assumes when it is not given)."""
         if cancel is not None and cancel.is_set():
             return _cancelled("The turn was cancelled before it started")
         params = {"channel": channel, "profile": profile, "turnId": turn_id,
                   "author": {"id": author.get("id"),
                              "name": author.get("name")},
                   "text": text, "images": [_image(i) for i in images]}
+        if author.get("principalId") is not None:
+            params["author"]["principalId"] = author["principalId"]
         if memory is not None:
             params["memory"] = memory
+        if memory_visibility is not None:
+            params["memoryVisibility"] = memory_visibility
         if thinking is not None:
             params["thinking"] = thinking
         key = (channel, turn_id)
@@ -386,6 +393,8 @@ class PiSandboxRuntime:
             out["error"] = str(result["error"])[:TOOL_ERROR_MAX]
         if result.get("image") is not None:
             out["image"] = _image(result["image"])
+        if result.get("privateTo") is not None:
+            out["privateTo"] = result["privateTo"]
         return out
 
     async def _memory_block(self, params):

@@ -150,6 +150,7 @@ export type PiTurnFailureReason =
 	| "timeout"
 	| "cancelled"
 	| "worker_failed"
+	| "stale_image"
 	| "internal";
 
 /**
@@ -206,6 +207,7 @@ const TURN_REASONS: readonly PiTurnFailureReason[] = [
 	"timeout",
 	"cancelled",
 	"worker_failed",
+	"stale_image",
 	"internal",
 ];
 const DEFAULT_UPSTREAM = "https://api.anthropic.com";
