@@ -1271,6 +1271,11 @@ class Capabilities(BrokerCase):
                                  (False, "invalid"), res)
                 self.assertIn(what, res["message"])
 
+    def test_no_host_compactor(self):
+        """A 0.7.10 worker asks GET /worker/config at start; 404 is its
+        "no host compactor", and it compacts on its own."""
+        self.assertAnswer(self.worker().req("GET", "/worker/config"), 404)
+
     def test_tool_answer_private_to_bounds(self):
         answers = iter([{"ok": True, "text": "t", "privateTo": ""},
                         {"ok": True, "text": "t", "privateTo": "p" * 257},
