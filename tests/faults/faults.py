@@ -57,7 +57,7 @@ TURN_MS = 20000
 # calls are bounded by 15 s each (PROTOCOL.md 7).
 REMOVAL_MS = 20000
 REASONS = {"busy", "invalid", "start_failed", "timeout", "cancelled",
-           "worker_failed", "internal"}
+           "worker_failed", "stale_image", "internal"}
 ROLES = ("fsguard", "docker", "egress", "broker", "research", "worker")
 # Roles that serve every channel: a kill of one may fail another's turn.
 SHARED = ("fsguard", "docker", "egress", "dockerd")

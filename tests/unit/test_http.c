@@ -1114,12 +1114,22 @@ cl_refused(struct t *t, int n)
 	}
 }
 
-/* A good request, served once the rest that began at t0 is over. */
+/*
+ * A good request, served once the rest that began at t0 is over: the
+ * rests-th.  The server counts a refused connection when it sees the
+ * client's close, which can come after the next connection is accepted:
+ * the request waits until the server has counted (5 s at most).
+ */
 static void
-cl_served_after_rest(struct t *t, int64_t t0)
+cl_served_after_rest(struct t *t, int64_t t0, unsigned rests)
 {
 	struct resp	 r;
+	int		 i;
 
+	/* a word the loop writes, read from this thread: it only grows */
+	for (i = 0; i < 5000 && http_server_rests(t->srv) < rests; i++)
+		msleep(1);
+	ck_assert_uint_ge(http_server_rests(t->srv), rests);
 	cl_exchange(t, "GET / HTTP/1.1\r\nHost: b\r\n\r\n", &r);
 	ck_assert_int_ge(now_ms() - t0, t->lim.hl_refusal_ms - CLOCK_SLACK_MS);
 	assert_text(&r, 200, "hello");
@@ -1150,7 +1160,7 @@ client_refusals(struct t *t)
 	cl_exchange(t, "GET / HTTP/1.1\r\n\r\n", &r);
 	assert_text(&r, 400, "bad request");
 	resp_free(&r);
-	cl_served_after_rest(t, t0);
+	cl_served_after_rest(t, t0, 1);
 
 	/* A new window: one refusal fewer than the bound rests nothing. */
 	cl_refused(t, (int)t->lim.hl_refusals - 1);
@@ -1167,7 +1177,7 @@ client_refusals(struct t *t)
 		resp_free(&r);
 		close(fd);
 	}
-	cl_served_after_rest(t, t0);
+	cl_served_after_rest(t, t0, 2);
 	msleep(t->lim.hl_refusal_ms + 50);
 
 	/* A refused body counts once more per MiB read: 3 MiB and the
@@ -1184,7 +1194,7 @@ client_refusals(struct t *t)
 	assert_text(&r, 413, "too much");
 	resp_free(&r);
 	free(big);
-	cl_served_after_rest(t, t0);
+	cl_served_after_rest(t, t0, 3);
 }
 
 START_TEST(test_refusals_rest)
