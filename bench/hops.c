@@ -393,19 +393,23 @@ main(int argc, char *argv[])
 		    pct(direct, calls, 50), pct(direct, calls, 99),
 		    pct(added, calls, 50), (cpu[0][1] - cpu[0][0]) / calls,
 		    (cpu[1][1] - cpu[1][0]) / calls);
-		return 0;
+	} else {
+		printf("%d small calls each way, interleaved; broker and "
+		    "egress %s, %d system calls between them per call\n", calls,
+		    use_epoll ? "wait in epoll_wait before each read" :
+		    "block in read", use_epoll ? 16 : 10);
+		printf("  via two relays  p50 %7.1f us   p99 %7.1f us\n",
+		    pct(viab, calls, 50), pct(viab, calls, 99));
+		printf("  direct          p50 %7.1f us   p99 %7.1f us\n",
+		    pct(direct, calls, 50), pct(direct, calls, 99));
+		printf("  added           p50 %7.1f us   (per call, paired)\n",
+		    pct(added, calls, 50));
+		printf("  CPU per call    broker %.1f us, egress %.1f us\n",
+		    (cpu[0][1] - cpu[0][0]) / calls,
+		    (cpu[1][1] - cpu[1][0]) / calls);
 	}
-	printf("%d small calls each way, interleaved; broker and egress %s, "
-	    "%d system calls between them per call\n", calls,
-	    use_epoll ? "wait in epoll_wait before each read" :
-	    "block in read", use_epoll ? 16 : 10);
-	printf("  via two relays  p50 %7.1f us   p99 %7.1f us\n",
-	    pct(viab, calls, 50), pct(viab, calls, 99));
-	printf("  direct          p50 %7.1f us   p99 %7.1f us\n",
-	    pct(direct, calls, 50), pct(direct, calls, 99));
-	printf("  added           p50 %7.1f us   (per call, paired)\n",
-	    pct(added, calls, 50));
-	printf("  CPU per call    broker %.1f us, egress %.1f us\n",
-	    (cpu[0][1] - cpu[0][0]) / calls, (cpu[1][1] - cpu[1][0]) / calls);
+	free(viab);
+	free(direct);
+	free(added);
 	return 0;
 }
