@@ -91,6 +91,14 @@ struct frame_conn {
 	void			(*c_stallcb)(struct frame_conn *, void *);
 	struct event		*c_stallev;
 	int			 c_oq_full;	/* reading stopped for it */
+	/*
+	 * The kernel refused descriptors in flight (ETOOMANYREFS: the
+	 * user's descriptors sent and not yet received pass the sender's
+	 * RLIMIT_NOFILE): writing waits FRAME_REFS_RETRY_MS for receivers
+	 * to take theirs, instead of failing the edge.
+	 */
+	int			 c_toomany;
+	struct event		*c_retryev;
 	struct frame_budget	*c_budget;	/* NULL: none */
 
 	int			 c_shrink;	/* free c_rbuf once empty */
@@ -352,6 +360,8 @@ conn_fail(struct frame_conn *c, enum frame_err err)
 	conn_event_del(c->c_wev);
 	if (c->c_stallev != NULL)
 		evtimer_del(c->c_stallev);
+	if (c->c_retryev != NULL)
+		evtimer_del(c->c_retryev);
 	conn_fdq_close(c);
 	c->c_errcb(c, err, c->c_arg);
 }
@@ -365,6 +375,8 @@ conn_destroy(struct frame_conn *c)
 	event_free(c->c_wev);
 	if (c->c_stallev != NULL)
 		event_free(c->c_stallev);
+	if (c->c_retryev != NULL)
+		event_free(c->c_retryev);
 	fd_close(c->c_fd);
 	while ((fo = TAILQ_FIRST(&c->c_outq)) != NULL) {
 		TAILQ_REMOVE(&c->c_outq, fo, fo_entry);
@@ -610,6 +622,41 @@ conn_sent(struct frame_conn *c, size_t n)
 		conn_outq_check(c, 1);
 }
 
+static void
+conn_retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct frame_conn	*c = arg;
+
+	c->c_toomany = 0;
+	if (c->c_failed || c->c_freed || TAILQ_EMPTY(&c->c_outq))
+		return;
+	if (event_add(c->c_wev, NULL) == -1) {
+		log_warnx("%s: event_add failed", __func__);
+		c->c_werr = FRAME_IO;
+		event_active(c->c_wev, EV_WRITE, 1);
+	}
+}
+
+/* ETOOMANYREFS: the frame stays first in the queue, tried again soon. */
+static int
+conn_toomany(struct frame_conn *c)
+{
+	struct timeval	 tv = { 0, FRAME_REFS_RETRY_MS * 1000 };
+
+	if (!c->c_toomany)
+		log_debug("%s: descriptors in flight past the limit: "
+		    "sending again in %d ms", __func__, FRAME_REFS_RETRY_MS);
+	c->c_toomany = 1;
+	conn_event_del(c->c_wev);
+	if ((c->c_retryev == NULL && (c->c_retryev = evtimer_new(c->c_base,
+	    conn_retry_cb, c)) == NULL) || evtimer_add(c->c_retryev, &tv) ==
+	    -1) {
+		log_warnx("%s: evtimer", __func__);
+		return -1;
+	}
+	return 0;
+}
+
 /* Write until the queue is empty or the socket is full; -1 on failure. */
 static int
 conn_write(struct frame_conn *c)
@@ -646,6 +693,8 @@ conn_write(struct frame_conn *c)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				return 0;
+			if (errno == ETOOMANYREFS && fo->fo_nfds > 0)
+				return conn_toomany(c);
 			log_warn("%s: sendmsg", __func__);
 			return -1;
 		}
@@ -708,7 +757,7 @@ conn_write_cb(evutil_socket_t fd, short what, void *arg)
 		conn_fail(c, FRAME_IO);
 		goto out;
 	}
-	if (TAILQ_EMPTY(&c->c_outq))
+	if (TAILQ_EMPTY(&c->c_outq) || c->c_toomany)
 		conn_event_del(c->c_wev);
 	conn_check_drain(c);
  out:
@@ -779,6 +828,8 @@ frame_conn_free(struct frame_conn *c)
 		conn_event_del(c->c_wev);
 		if (c->c_stallev != NULL)
 			evtimer_del(c->c_stallev);
+		if (c->c_retryev != NULL)
+			evtimer_del(c->c_retryev);
 		return;
 	}
 	conn_destroy(c);
@@ -800,7 +851,8 @@ conn_queued(struct frame_conn *c)
 {
 	if (c->c_werr != FRAME_OK)
 		event_active(c->c_wev, EV_WRITE, 1);
-	else if (!TAILQ_EMPTY(&c->c_outq) && event_add(c->c_wev, NULL) == -1) {
+	else if (!TAILQ_EMPTY(&c->c_outq) && !c->c_toomany &&
+	    event_add(c->c_wev, NULL) == -1) {
 		log_warnx("%s: event_add failed", __func__);
 		c->c_werr = FRAME_IO;
 		event_active(c->c_wev, EV_WRITE, 1);

@@ -13,6 +13,8 @@
 #define FRAME_HDR_LEN	8
 /* The most descriptors one frame may carry on any edge. */
 #define FRAME_MAXFDS	4
+/* After ETOOMANYREFS, descriptors are sent again this much later. */
+#define FRAME_REFS_RETRY_MS	10
 
 struct event_base;
 

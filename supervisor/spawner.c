@@ -421,6 +421,23 @@ spawn_mem_receive(struct spawn_mem *sm)
 }
 
 /*
+ * Take the files handed over since the last request.  One left on its
+ * socket is a descriptor in flight, and the kernel counts those of the
+ * user against each sender's RLIMIT_NOFILE (ETOOMANYREFS): a thousand
+ * brokers' files left there until daemon.stats asked stopped the file
+ * guard handing over directories.
+ */
+static void
+spawn_mem_collect(void)
+{
+	size_t	 i;
+
+	for (i = 0; i < spawn_nmems; i++)
+		if (spawn_mems[i].sm_sock != -1)
+			spawn_mem_receive(&spawn_mems[i]);
+}
+
+/*
  * A child's memory: from the file it handed over, which is read whatever
  * becomes of its /proc entries (root's once it is not dumpable, hidden
  * altogether under the unit's ProtectProc=invisible); else RSS from its
@@ -562,6 +579,7 @@ spawner_main(int sock)
 			spawner_reply(sock, -1, EINVAL, -1, -1);
 			continue;
 		}
+		spawn_mem_collect();
 		if (sr.sr_op == SPAWN_MEMORY) {
 			spawn_mem_read(sr.sr_pid, &rss, &pss);
 			spawner_reply(sock, sr.sr_pid, 0, rss, pss);

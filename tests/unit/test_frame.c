@@ -5,6 +5,7 @@
  * about lengths and attaches descriptors where it likes.
  */
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -691,6 +692,46 @@ END_TEST
 START_TEST(fds_max)
 {
 	fds_pass(FRAME_MAXFDS);
+}
+END_TEST
+
+/*
+ * Descriptors sent and not yet received count against the sender's
+ * RLIMIT_NOFILE, for all of its user's processes (ETOOMANYREFS): past it
+ * the frames wait, the edge stays up, and every frame comes with its
+ * descriptors once the receiver reads.
+ */
+START_TEST(fds_past_the_in_flight_limit)
+{
+	struct event_base	*base = base_new();
+	struct rx		 a = { 0 }, b = { 0 };
+	struct rlimit		 rl = { 64, 64 };
+	int			 sv[2], fds[FRAME_MAXFDS], i, j;
+
+	pair(sv);
+	conn(base, sv[0], &lim_small, &lim_small, &a);
+	conn(base, sv[1], &lim_small, &lim_small, &b);
+	frame_conn_pause(b.conn, 1);
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	/* 80 descriptors for 64 in flight: the last frames wait */
+	for (i = 0; i < 20; i++) {
+		for (j = 0; j < FRAME_MAXFDS; j++)
+			fds[j] = memfd("inflight");
+		ck_assert_int_eq(frame_conn_send(a.conn, "{\"fd\":1}", 8, NULL,
+		    0, fds, FRAME_MAXFDS), FRAME_OK);
+		run_ready(base);
+	}
+	ck_assert_int_eq(a.nerr, 0);
+	ck_assert_uint_gt(frame_conn_pending(a.conn), 0);
+	frame_conn_pause(b.conn, 0);
+	RUN_UNTIL(base, b.nframes == 20);
+	for (i = 0; i < 20; i++)
+		ck_assert_int_eq(b.nfds[i], FRAME_MAXFDS);
+	RUN_UNTIL(base, frame_conn_pending(a.conn) == 0);
+	ck_assert_int_eq(a.nerr + b.nerr, 0);
+	rx_clear(&a);
+	rx_clear(&b);
+	base_free(base);
 }
 END_TEST
 
@@ -1736,6 +1777,7 @@ frame_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, fds_one);
 	tcase_add_test(tc, fds_max);
+	tcase_add_test(tc, fds_past_the_in_flight_limit);
 	tcase_add_test(tc, fds_belong_to_their_frame);
 	tcase_add_test(tc, fds_not_taken_are_closed);
 	tcase_add_test(tc, fds_too_many_to_send);
