@@ -319,6 +319,19 @@ worker_private_ok(const struct broker *br)
 	return br->br_caps.br_private_to && br->br_caps.br_reader_records;
 }
 
+/* What of the pending turn the worker cannot be given, or NULL. */
+static const char *
+turn_stale_need(const struct broker *br)
+{
+	if (worker_private_ok(br))
+		return NULL;
+	if (br->br_turn_private)
+		return "private memory";
+	if (br->br_caps.br_private_history)
+		return "a private history";
+	return NULL;
+}
+
 static void	poll_timeout(struct http_conn *, void *);
 
 /* The worker's image is too old for what the turn needs: the supervisor
@@ -332,23 +345,27 @@ worker_stale(struct broker *br, const char *need)
 	sup_event(br, "worker_stale", need, 409, br->br_turn_id);
 }
 
+/* A poll with no turn to give waits, at most BROKER_POLL_MS. */
+static void
+poll_park(struct broker *br, struct http_conn *c)
+{
+	if (http_conn_set_timer(c, BROKER_POLL_MS, poll_timeout) == -1) {
+		respond_text(c, 503, BROKER_BUSY);
+		return;
+	}
+	br->br_poll = c;
+	conn_state(c)->cs_role = CONN_POLL;
+}
+
 static void
 turn_deliver(struct broker *br, struct http_conn *c)
 {
 	struct msgb	 mb;
+	const char	*need;
 
-	if (!worker_private_ok(br) && (br->br_turn_private ||
-	    br->br_caps.br_private_history)) {
-		worker_stale(br, br->br_turn_private ? "private memory" :
-		    "a private history");
-		/* the poll waits on, as with no turn */
-		if (http_conn_set_timer(c, BROKER_POLL_MS, poll_timeout) ==
-		    -1) {
-			respond_text(c, 503, BROKER_BUSY);
-			return;
-		}
-		br->br_poll = c;
-		conn_state(c)->cs_role = CONN_POLL;
+	if ((need = turn_stale_need(br)) != NULL) {
+		worker_stale(br, need);
+		poll_park(br, c);	/* as with no turn */
 		return;
 	}
 	br->br_turn_delivered = 1;
@@ -387,12 +404,7 @@ worker_next(struct broker *br, struct http_conn *c)
 		turn_deliver(br, c);
 		return;
 	}
-	if (http_conn_set_timer(c, BROKER_POLL_MS, poll_timeout) == -1) {
-		respond_text(c, 503, BROKER_BUSY);
-		return;
-	}
-	br->br_poll = c;
-	conn_state(c)->cs_role = CONN_POLL;
+	poll_park(br, c);
 }
 
 static void
@@ -464,6 +476,18 @@ result_body(struct http_conn *c, const char *body, size_t len, void *arg)
 	hold_done(br->br_hold, c);
 }
 
+/* A worker's body that could not be read: 400 with invalid, 503 short of
+ * memory; anything else closed the conn already. */
+static void
+respond_body_err(struct http_conn *c, enum http_body_err e,
+    const char *invalid)
+{
+	if (e == HTTP_BODY_TOO_LARGE || e == HTTP_BODY_INVALID)
+		respond_text(c, 400, invalid);
+	else if (e == HTTP_BODY_NOMEM)
+		respond_text(c, 503, BROKER_BUSY);
+}
+
 static void
 result_body_err(struct http_conn *c, enum http_body_err e, void *arg)
 {
@@ -473,10 +497,7 @@ result_body_err(struct http_conn *c, enum http_body_err e, void *arg)
 
 	br->br_receiving = NULL;
 	conn_state(c)->cs_role = CONN_OTHER;
-	if (e == HTTP_BODY_TOO_LARGE || e == HTTP_BODY_INVALID)
-		respond_text(c, 400, "Invalid result");
-	else if (e == HTTP_BODY_NOMEM)
-		respond_text(c, 503, BROKER_BUSY);
+	respond_body_err(c, e, "Invalid result");
 }
 
 static void
@@ -545,10 +566,7 @@ ready_body_err(struct http_conn *c, enum http_body_err e, void *arg)
 	struct broker	*br = arg;
 
 	hold_done(br->br_hold, c);
-	if (e == HTTP_BODY_TOO_LARGE || e == HTTP_BODY_INVALID)
-		respond_text(c, 400, "Invalid ready");
-	else if (e == HTTP_BODY_NOMEM)
-		respond_text(c, 503, BROKER_BUSY);
+	respond_body_err(c, e, "Invalid ready");
 }
 
 static void
@@ -981,10 +999,7 @@ call_body_err(struct http_conn *c, enum http_body_err e, void *arg)
 	if (cl == NULL)
 		return;
 	/* Over the limit or badly framed: the same 400 for every route. */
-	if (e == HTTP_BODY_TOO_LARGE || e == HTTP_BODY_INVALID)
-		respond_text(c, 400, BODY_INVALID_INPUT);
-	else if (e == HTTP_BODY_NOMEM)
-		respond_text(c, 503, BROKER_BUSY);
+	respond_body_err(c, e, BODY_INVALID_INPUT);
 	call_free(cl);
 }
 
@@ -1417,7 +1432,7 @@ broker_unbind(struct broker *br, struct msg *m)
 static int
 broker_submit(struct broker *br, struct msg *m)
 {
-	const char	*turn_id;
+	const char	*turn_id, *need;
 	const uint8_t	*data;
 	size_t		 len;
 	int		 private;
@@ -1436,10 +1451,8 @@ broker_submit(struct broker *br, struct msg *m)
 	br->br_turn_delivered = 0;
 	br->br_turn_cancelled = 0;
 	/* Known stale now: the turn fails at once, not when polled. */
-	if (br->br_ready && !worker_private_ok(br) && (private ||
-	    br->br_caps.br_private_history)) {
-		worker_stale(br, private ? "private memory" :
-		    "a private history");
+	if (br->br_ready && (need = turn_stale_need(br)) != NULL) {
+		worker_stale(br, need);
 		return 0;
 	}
 	if (br->br_poll != NULL) {
