@@ -19,6 +19,7 @@
 #include <event2/event.h>
 
 #include "bodies.h"
+#include "compaction.h"
 #include "broker.h"
 #include "hold.h"
 #include "http.h"
@@ -29,116 +30,8 @@
 #include "role.h"
 #include "validate.h"
 
-#define MCP_SERVERS_PER_PROFILE	32
-#define MCP_TOOLS_PER_SERVER	128
-#define HOST_TOOLS_MAX		64
-/* Out of memory on one request: a status the worker's client retries, and
- * the rest of the broker goes on. */
-#define BROKER_BUSY		"Broker busy"
-/* Bytes are acknowledged to egress while at most LOWAT wait for the
- * worker, in batches of at least BATCH: each ack is a write here, and a
- * read and often a wake-up in egress.  BATCH is half of egress's window,
- * where egress resumes, so egress never waits for an ack that is not
- * coming. */
-#define BROKER_ACK_LOWAT	(128u * 1024)
-#define BROKER_ACK_BATCH	(256u * 1024)
-/* What one read from egress takes at most: a streamed answer comes in
- * frames of 64 KiB, several to a write. */
-#define BROKER_EGRESS_READ	(256u * 1024)
-/* Quiet for this long, an idle broker gives its free memory back. */
-#define BROKER_IDLE_MS		1000
+#include "brokerpriv.h"
 
-struct scope {
-	int		 sc_refs;	/* the broker's, and each call's */
-	int		 sc_turn;	/* a bound turn, else the startup window */
-	int		 sc_ended;
-	uint64_t	 sc_calls_left;
-	unsigned	 sc_inflight;
-	uint64_t	 sc_deadline;	/* monotonic ms */
-	char		*sc_turn_id;
-	enum rebuild_level sc_level;
-};
-
-struct mcp_server {
-	char		*ms_name;
-	char		**ms_tools;
-	size_t		 ms_ntools;
-};
-
-enum call_kind {
-	CALL_MODEL,
-	CALL_MCP,
-	CALL_TOOL,
-};
-
-struct call {
-	TAILQ_ENTRY(call)	 cl_entry;
-	struct broker		*cl_broker;
-	uint64_t		 cl_id;
-	enum call_kind		 cl_kind;
-	struct http_conn	*cl_conn;	/* NULL once the worker left */
-	struct scope		*cl_scope;
-	int			 cl_headed;	/* egress sent the head */
-	int			 cl_streaming;
-	int			 cl_nobody;	/* 204/205: head only */
-	uint64_t		 cl_unacked;	/* bytes egress sent, not acked */
-	struct timespec		 cl_start;
-	TAILQ_ENTRY(call)	 cl_batch_entry;	/* data in this read */
-	int			 cl_in_batch;
-};
-
-/* What a connection is doing, for on_close. */
-enum conn_role {
-	CONN_OTHER,
-	CONN_POLL,
-	CONN_RESULT,
-	CONN_CALL,
-};
-
-struct conn_state {
-	enum conn_role		 cs_role;
-	struct call		*cs_call;
-};
-
-struct broker {
-	struct event_base	*br_base;
-	struct role_parent	*br_parent;
-	struct frame_conn	*br_egress;
-	struct http_server	*br_http;
-	struct hold		*br_hold;	/* request bodies held */
-	char			*br_channel;
-	char			*br_profile;
-	char			*br_model;
-	uint64_t		 br_max_calls;
-	uint64_t		 br_max_output_tokens;
-	int			 br_listen_fd;
-	char			**br_tools;
-	size_t			 br_ntools;
-	struct mcp_server	 br_mcp[MCP_SERVERS_PER_PROFILE];
-	size_t			 br_nmcp;
-
-	/* the worker */
-	int			 br_ready;
-	struct http_conn	*br_poll;
-	struct http_conn	*br_receiving;
-	char			*br_turn_id;	/* the pending turn */
-	char			*br_turn_json;
-	size_t			 br_turn_len;
-	int			 br_turn_delivered;
-	int			 br_turn_cancelled;
-	int			 br_turn_private;	/* its memory is */
-	struct body_ready	 br_caps;	/* the worker's last ready */
-
-	/* scopes */
-	struct scope		*br_scope;	/* bound turn or window */
-	uint64_t		 br_window_armed;	/* monotonic ms, 0 never */
-
-	/* calls to egress and to the supervisor */
-	TAILQ_HEAD(, call)	 br_calls;
-	uint64_t		 br_next_id;
-	TAILQ_HEAD(, call)	 br_batch;	/* got data from this read */
-	struct event		*br_idle;	/* gives memory back */
-};
 
 
 /*
@@ -161,7 +54,7 @@ broker_idle(evutil_socket_t fd, short what, void *arg)
 	(void)proc_drop_stack();
 }
 
-static void
+void
 broker_idle_later(struct broker *br)
 {
 	struct timeval	 tv = { BROKER_IDLE_MS / 1000,
@@ -198,7 +91,7 @@ scope_unref(struct scope *sc)
 }
 
 /* The current scope, or NULL when none is in force. */
-static struct scope *
+struct scope *
 scope_current(struct broker *br)
 {
 	struct scope	*sc = br->br_scope;
@@ -222,7 +115,7 @@ window_used_up(const struct scope *sc)
  * when the window is absent, expired or used up, and more than 10 s after
  * it was last armed.
  */
-static void
+void
 window_rearm(struct broker *br)
 {
 	struct scope	*sc = br->br_scope;
@@ -249,14 +142,14 @@ window_rearm(struct broker *br)
 
 /* Answers */
 
-static void
+void
 respond_text(struct http_conn *c, int status, const char *text)
 {
 	if (http_respond_text(c, status, text) == -1)
 		http_conn_kill(c);
 }
 
-static void
+void
 respond_json(struct http_conn *c, int status, const char *json, size_t len)
 {
 	if (http_respond(c, status, "application/json", json, len) == -1)
@@ -264,7 +157,7 @@ respond_json(struct http_conn *c, int status, const char *json, size_t len)
 }
 
 /* Every request that reached the router has one (broker_on_head). */
-static struct conn_state *
+struct conn_state *
 conn_state(struct http_conn *c)
 {
 	return http_conn_get_data(c);
@@ -275,7 +168,7 @@ conn_state(struct http_conn *c)
  * be queued (out of memory), which that request answers.  A pipe that
  * failed ends the broker from the loop (role.c).
  */
-static int
+int
 sup_send(struct broker *br, struct msgb *mb)
 {
 	enum msg_type	 t = mb->mb_type;
@@ -290,7 +183,7 @@ sup_send(struct broker *br, struct msgb *mb)
 
 /* turn_id: the bound turn a call was made in, which the supervisor holds
  * the call to; NULL for the startup window and the worker's routes. */
-static void
+void
 sup_event(struct broker *br, const char *kind, const char *route, int status,
     const char *turn_id)
 {
@@ -305,287 +198,6 @@ sup_event(struct broker *br, const char *kind, const char *route, int status,
 	(void)sup_send(br, &mb);
 }
 
-/* Worker routes (PROTOCOL.md 3.1) */
-
-/*
- * A worker may be given a private turn, or a tool answer only one
- * principal may read, when it declared both capabilities at its last
- * /worker/ready; one that declared a private history needs them for any
- * turn (rtsandbox-protocol(7), contract 0.9).
- */
-static int
-worker_private_ok(const struct broker *br)
-{
-	return br->br_caps.br_private_to && br->br_caps.br_reader_records;
-}
-
-/* What of the pending turn the worker cannot be given, or NULL. */
-static const char *
-turn_stale_need(const struct broker *br)
-{
-	if (worker_private_ok(br))
-		return NULL;
-	if (br->br_turn_private)
-		return "private memory";
-	if (br->br_caps.br_private_history)
-		return "a private history";
-	return NULL;
-}
-
-static void	poll_timeout(struct http_conn *, void *);
-
-/* The worker's image is too old for what the turn needs: the supervisor
- * fails the turn, naming the image; nothing of it reaches the worker. */
-static void
-worker_stale(struct broker *br, const char *need)
-{
-	log_info("turn %s: the worker does not declare privateTo and "
-	    "readerRecords, which %s needs", br->br_turn_id, need);
-	br->br_turn_cancelled = 1;
-	sup_event(br, "worker_stale", need, 409, br->br_turn_id);
-}
-
-/* A poll with no turn to give waits, at most BROKER_POLL_MS. */
-static void
-poll_park(struct broker *br, struct http_conn *c)
-{
-	if (http_conn_set_timer(c, BROKER_POLL_MS, poll_timeout) == -1) {
-		respond_text(c, 503, BROKER_BUSY);
-		return;
-	}
-	br->br_poll = c;
-	conn_state(c)->cs_role = CONN_POLL;
-}
-
-static void
-turn_deliver(struct broker *br, struct http_conn *c)
-{
-	struct msgb	 mb;
-	const char	*need;
-
-	if ((need = turn_stale_need(br)) != NULL) {
-		worker_stale(br, need);
-		poll_park(br, c);	/* as with no turn */
-		return;
-	}
-	br->br_turn_delivered = 1;
-	/* Delivered once: the answer takes the text, not a copy of it, for
-	 * a worker that reads slowly. */
-	if (http_respond_owned(c, 200, "application/json", br->br_turn_json,
-	    br->br_turn_len) == -1)
-		http_conn_kill(c);
-	br->br_turn_json = NULL;
-	msgb_init(&mb, MSG_BRK_DELIVERED, 0);
-	msg_add_str(&mb, "turn_id", br->br_turn_id);
-	(void)sup_send(br, &mb);
-	log_debug("turn %s delivered", br->br_turn_id);
-}
-
-static void
-poll_timeout(struct http_conn *c, void *arg)
-{
-	struct broker	*br = arg;
-
-	if (br->br_poll == c)
-		br->br_poll = NULL;
-	conn_state(c)->cs_role = CONN_OTHER;
-	respond_text(c, 408, "Retry");
-}
-
-static void
-worker_next(struct broker *br, struct http_conn *c)
-{
-	if (br->br_poll != NULL) {
-		respond_text(c, 429, "Already waiting");
-		return;
-	}
-	if (br->br_turn_id != NULL && !br->br_turn_delivered &&
-	    !br->br_turn_cancelled) {
-		turn_deliver(br, c);
-		return;
-	}
-	poll_park(br, c);
-}
-
-static void
-result_use(struct http_conn *c, const char *body, size_t len, void *arg)
-{
-	struct broker	*br = arg;
-	struct msgb	 mb;
-	cJSON		*result = NULL;
-	char		 err[256], *json;
-	int		 status, rc;
-
-	br->br_receiving = NULL;
-	conn_state(c)->cs_role = CONN_OTHER;
-	/* The turn may have settled or changed while the body came in. */
-	if (br->br_turn_id == NULL || br->br_turn_cancelled ||
-	    !br->br_turn_delivered) {
-		respond_text(c, 409, "No matching turn");
-		return;
-	}
-	status = body_check_result(body, len, br->br_turn_id, &result, err,
-	    sizeof(err));
-	if (status != 200) {
-		log_info("result refused (%d): %s", status, err);
-		respond_text(c, status, status == 409 ? "No matching turn" :
-		    "Invalid result");
-		cJSON_Delete(result);
-		return;
-	}
-	json = body_print_sized(result, len);
-	cJSON_Delete(result);
-	if (json == NULL) {
-		log_warnx("%s: out of memory", __func__);
-		respond_text(c, 503, BROKER_BUSY);
-		return;
-	}
-	/* Printed numbers can be longer than the worker wrote them. */
-	if (strlen(json) > edge_limits(PROC_BROKER,
-	    PROC_SUPERVISOR)->fl_data_max) {
-		log_info("result refused: %zu bytes once printed",
-		    strlen(json));
-		respond_text(c, 400, "Invalid result");
-		free(json);
-		return;
-	}
-	msgb_init(&mb, MSG_BRK_RESULT, 0);
-	msg_add_str(&mb, "turn_id", br->br_turn_id);
-	msg_add_data(&mb, json, strlen(json));
-	rc = sup_send(br, &mb);
-	free(json);
-	if (rc == -1) {
-		respond_text(c, 503, BROKER_BUSY);
-		return;
-	}
-	/* The supervisor logs the answered turn. */
-	log_debug("turn %s: result accepted", br->br_turn_id);
-	/* Complete: a second post finds no pending turn. */
-	free(br->br_turn_id);
-	free(br->br_turn_json);
-	br->br_turn_id = br->br_turn_json = NULL;
-	respond_text(c, 200, "Accepted");
-}
-
-static void
-result_body(struct http_conn *c, const char *body, size_t len, void *arg)
-{
-	struct broker	*br = arg;
-
-	result_use(c, body, len, arg);
-	hold_done(br->br_hold, c);
-}
-
-/* A worker's body that could not be read: 400 with invalid, 503 short of
- * memory; anything else closed the conn already. */
-static void
-respond_body_err(struct http_conn *c, enum http_body_err e,
-    const char *invalid)
-{
-	if (e == HTTP_BODY_TOO_LARGE || e == HTTP_BODY_INVALID)
-		respond_text(c, 400, invalid);
-	else if (e == HTTP_BODY_NOMEM)
-		respond_text(c, 503, BROKER_BUSY);
-}
-
-static void
-result_body_err(struct http_conn *c, enum http_body_err e, void *arg)
-{
-	struct broker	*br = arg;
-
-	hold_done(br->br_hold, c);
-
-	br->br_receiving = NULL;
-	conn_state(c)->cs_role = CONN_OTHER;
-	respond_body_err(c, e, "Invalid result");
-}
-
-static void
-worker_result(struct broker *br, struct http_conn *c)
-{
-	/* Decided before reading the body. */
-	if (br->br_turn_id == NULL || !br->br_turn_delivered ||
-	    br->br_turn_cancelled) {
-		respond_text(c, 409, "No matching turn");
-		return;
-	}
-	if (br->br_receiving != NULL) {
-		respond_text(c, 429, "Already receiving");
-		return;
-	}
-	br->br_receiving = c;
-	conn_state(c)->cs_role = CONN_RESULT;
-	if (hold_read_body(br->br_hold, c, RESULT_BODY_MAX, result_body,
-	    result_body_err) == -1) {
-		br->br_receiving = NULL;
-		http_conn_kill(c);
-	}
-}
-
-static void
-ready_use(struct broker *br, struct http_conn *c, const char *body,
-    size_t len)
-{
-	struct body_ready	 caps;
-	char			 err[128];
-
-	if (body_check_ready(body, len, &caps, err, sizeof(err)) != BODY_OK) {
-		log_info("ready refused: %s", err);
-		respond_text(c, 400, "Invalid ready");
-		return;
-	}
-	br->br_caps = caps;
-	/*
-	 * The supervisor hears of the first, and of one that comes while
-	 * the turn handed over is unanswered: the worker started again and
-	 * will never answer it.  One posted after every turn, as the
-	 * reference worker does, tells it nothing.
-	 */
-	if (!br->br_ready) {
-		log_info("worker ready");
-		sup_event(br, "worker_ready", "/worker/ready", 200, NULL);
-	} else if (br->br_turn_id != NULL && br->br_turn_delivered)
-		sup_event(br, "worker_ready", "/worker/ready", 200, NULL);
-	br->br_ready = 1;
-	window_rearm(br);
-	respond_text(c, 200, "Ready");
-}
-
-static void
-ready_body(struct http_conn *c, const char *body, size_t len, void *arg)
-{
-	struct broker	*br = arg;
-
-	ready_use(br, c, body, len);
-	hold_done(br->br_hold, c);
-}
-
-static void
-ready_body_err(struct http_conn *c, enum http_body_err e, void *arg)
-{
-	struct broker	*br = arg;
-
-	hold_done(br->br_hold, c);
-	respond_body_err(c, e, "Invalid ready");
-}
-
-static void
-worker_route(struct broker *br, struct http_conn *c,
-    const struct http_head *h)
-{
-	const char	*m = h->h_method, *p = h->h_path;
-
-	if (strcmp(p, "/worker/ready") == 0 && strcmp(m, "POST") == 0) {
-		if (hold_read_body(br->br_hold, c, WORKER_READY_BODY_MAX,
-		    ready_body, ready_body_err) == -1)
-			http_conn_kill(c);
-	} else if (strcmp(p, "/worker/next") == 0 && strcmp(m, "GET") == 0)
-		worker_next(br, c);
-	else if (strcmp(p, "/worker/result") == 0 && strcmp(m, "POST") == 0)
-		worker_result(br, c);
-	else
-		respond_text(c, 404, "Not found");
-}
 
 /* The answer of GET /mcp-tools; NULL when out of memory. */
 static char *
@@ -1045,6 +657,12 @@ broker_on_head(struct http_conn *c, const struct http_head *h, void *arg)
 		mcp_tools(br, c);
 		return;
 	}
+	/* 3b. compaction, for the bound turn */
+	if (strncmp(p, "/compaction/", 12) == 0 && !h->h_has_query &&
+	    (strcmp(p + 12, "compact") == 0 || strcmp(p + 12, "report") == 0)) {
+		compact_route(br, c, h);
+		return;
+	}
 	/* 4. a scope in force */
 	if ((sc = scope_current(br)) == NULL) {
 		respond_text(c, 410, "Turn ended");
@@ -1108,6 +726,9 @@ broker_on_close(struct http_conn *c, void *arg)
 		br->br_poll = NULL;
 	if (br->br_receiving == c)
 		br->br_receiving = NULL;
+	/* The supervisor still answers; the answer goes nowhere. */
+	if (br->br_compact_conn == c)
+		br->br_compact_conn = NULL;
 	if (cs != NULL && cs->cs_role == CONN_CALL &&
 	    (cl = cs->cs_call) != NULL) {
 		/* The worker left: the call goes on no more. */
@@ -1302,8 +923,9 @@ broker_egress_err(struct frame_conn *fc, enum frame_err err, void *arg)
 static int
 broker_config(struct broker *br, struct msg *m)
 {
-	const char	*channel, *profile, *model, **tools;
+	const char	*channel, *profile, *model, **tools, *engine = NULL;
 	size_t		 n, i;
+	int		 have;
 
 	if (msg_get_str(m, "channel", CHANNEL_KEY_BYTES_MAX, &channel) == -1 ||
 	    msg_get_str(m, "profile", PROFILE_NAME_MAX, &profile) == -1 ||
@@ -1314,9 +936,23 @@ broker_config(struct broker *br, struct msg *m)
 	    MAX_OUTPUT_TOKENS_MAX, &br->br_max_output_tokens) == -1 ||
 	    msg_get_strv(m, "tools", HOST_TOOLS_MAX, HOST_TOOL_NAME_MAX,
 	    &tools, &n) == -1 ||
+	    msg_get_str_opt(m, "compaction_engine", COMPACT_ENGINE_MAX,
+	    &engine) == -1 ||
+	    msg_get_uint_opt(m, "compaction_timeout_ms",
+	    COMPACT_TIMEOUT_MS_MIN, COMPACT_TIMEOUT_MS_MAX,
+	    &br->br_compact_timeout_ms, &have) == -1 ||
+	    (engine != NULL && !have) ||
+	    msg_get_uint_opt(m, "compaction_max_bytes", 1,
+	    COMPACT_REQUEST_BYTES_MAX, &br->br_compact_max, &have) == -1 ||
+	    (engine != NULL && !have) ||
 	    msg_get_fd(m, &br->br_listen_fd) == -1 ||
 	    msg_end(m) == -1)
 		return -1;
+	if (engine != NULL) {
+		if (!compact_engine_valid(engine, strlen(engine)))
+			return -1;
+		br->br_compact_engine = xstrdup(engine);
+	}
 	br->br_channel = xstrdup(channel);
 	br->br_profile = xstrdup(profile);
 	br->br_model = xstrdup(model);
@@ -1549,6 +1185,8 @@ broker_dispatch_supervisor(struct role_parent *rp, struct msg *m, void *arg)
 		return broker_cancel(br, m);
 	case MSG_BRK_TOOL_ANSWER:
 		return broker_tool_answer(br, m);
+	case MSG_BRK_COMPACTED:
+		return broker_compacted(br, m);
 	default:
 		return -1;
 	}

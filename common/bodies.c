@@ -22,9 +22,7 @@ static const char *const	body_mime_types[] = {
 	"image/png", "image/jpeg", "image/webp", "image/gif"
 };
 
-static enum body_err	body_fail(char *, size_t, enum body_err,
-			    const char *, ...)
-			    __attribute__((__format__(__printf__, 4, 5)));
+
 
 const char *
 body_err_to_string(enum body_err e)
@@ -44,7 +42,7 @@ body_err_to_string(enum body_err e)
 	return "unknown error";
 }
 
-static enum body_err
+enum body_err
 body_fail(char *err, size_t errlen, enum body_err code, const char *fmt, ...)
 {
 	va_list	 ap;
@@ -467,8 +465,7 @@ body_only_keys(const cJSON *obj, const char *const *names)
 	return 1;
 }
 
-/* A string of valid UTF-8 and at most max chars. */
-static enum body_err
+enum body_err
 body_check_text(const cJSON *it, const char *what, size_t max, char *err,
     size_t errlen)
 {

@@ -30,6 +30,15 @@ enum body_err {
 
 const char	*body_err_to_string(enum body_err);
 
+/* code, with err set from fmt as the checkers set it. */
+enum body_err	body_fail(char *err, size_t errlen, enum body_err code,
+		    const char *fmt, ...)
+		    __attribute__((__format__(__printf__, 4, 5)));
+/* it (what names it) is a string of valid UTF-8 and at most max chars;
+ * NULL is "missing". */
+enum body_err	body_check_text(const cJSON *it, const char *what,
+		    size_t max, char *err, size_t errlen);
+
 /*
  * Parse a body as strict JSON (RFC 8259) into *out; the caller frees it
  * with cJSON_Delete().  Before cJSON sees the text: valid UTF-8, no NUL

@@ -211,6 +211,31 @@ _Static_assert(BROKER_POLL_MS < WORKER_NEXT_TIMEOUT_MS,
 #define PRINCIPAL_ID_MAX		256u
 /* The same: the body of POST /worker/ready, at most 16 384 bytes. */
 #define WORKER_READY_BODY_MAX		16384u
+/*
+ * rtsandbox-protocol(7), contract 0.7.10/0.7.12: compaction.  The
+ * compact request's firstKeptEntryId is 1 to 256 chars, a report's error
+ * at most 10 000 and a bypass's reason at most 1 000; token counts are
+ * integers from 0 to 2^53 - 1.  A turn asks for at most 3 compactions
+ * and sends at most 16 reports of at most 64 KiB.  The configuration's
+ * compaction.timeout_ms is 1 000 to 600 000 (120 000), max_request_bytes
+ * 1 to 96 MiB (32 MiB); the compactor gets at most half the turn's time
+ * left, and less than 1 000 ms of it is a fallback at once.
+ */
+#define COMPACT_ENTRY_ID_MAX		256u
+#define COMPACT_ERROR_MAX		10000u
+#define COMPACT_BYPASS_REASON_MAX	1000u
+#define COMPACT_TOKENS_MAX		9007199254740991ull
+#define COMPACTS_PER_TURN		3u
+#define COMPACT_REPORTS_PER_TURN	16u
+#define COMPACT_REPORT_BODY_MAX		(64u * 1024)
+#define COMPACT_TIMEOUT_MS_MIN		1000u
+#define COMPACT_TIMEOUT_MS_MAX		600000u
+#define COMPACT_TIMEOUT_MS_DEFAULT	120000u
+#define COMPACT_REQUEST_BYTES_MAX	(96u * MIB)
+#define COMPACT_REQUEST_BYTES_DEFAULT	(32u * MIB)
+#define COMPACT_ENGINE_MAX		100u
+/* The log keeps the head of a report's error or reason. */
+#define COMPACT_LOG_TEXT_MAX		1000u
 /* 4.1: "text": ≤100 000 chars. */
 #define TURN_TEXT_MAX			100000u
 /* 4.1: "memory": ≤100 000 chars (may be ""); DESIGN.md 6 says the same. */

@@ -91,6 +91,11 @@
 	X(BRK_TOOL_CALL,   "brk_tool_call",   R_BRK, R_SUP, 0, 1, BRK_TOOL_ANSWER) \
 	X(BRK_TOOL_ANSWER, "brk_tool_answer", R_SUP, R_BRK, 0, 1, NONE) \
 	X(BRK_EVENT,       "brk_event",       R_BRK, R_SUP, 0, 0, NONE) \
+	/* compaction: the worker's request for the client's compactor, \
+	 * answered with the worker's answer; its reports, to be logged */ \
+	X(BRK_COMPACT,     "brk_compact",     R_BRK, R_SUP, 0, 1, BRK_COMPACTED) \
+	X(BRK_COMPACTED,   "brk_compacted",   R_SUP, R_BRK, 0, 1, NONE) \
+	X(BRK_COMPACT_REPORT, "brk_compact_report", R_BRK, R_SUP, 0, 1, NONE) \
 	/* broker (or research job) and egress: one upstream call, streamed */ \
 	X(EGR_CALL,        "egr_call",        R_BRK | R_RES, R_EGR, 0, 1, NONE) \
 	X(EGR_HEAD,        "egr_head",        R_EGR, R_BRK | R_RES, 0, 0, NONE) \

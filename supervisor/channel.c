@@ -499,6 +499,8 @@ chan_broker_msg(struct child *c, struct msg *m, void *arg)
 			}
 		} else if (strcmp(kind, "worker_stale") == 0)
 			turns.ch_worker_stale(ch->ch_key, c, turn_id, route);
+		else if (strcmp(kind, "compact_fallback") == 0)
+			compact_broker_fallback(ch->ch_key, turn_id, route);
 		else if (strcmp(kind, "model_call") == 0 ||
 		    strcmp(kind, "mcp_call") == 0)
 			turns.ch_call(ch->ch_key, c, turn_id);

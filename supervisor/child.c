@@ -717,6 +717,14 @@ child_send_config(struct child *c)
 		msg_add_uint(&mb, "max_output_tokens", conf->max_output_tokens);
 		msg_add_strv(&mb, "tools", (const char *const *)conf->tools,
 		    conf->ntools);
+		if (conf->compaction_engine != NULL) {
+			msg_add_str(&mb, "compaction_engine",
+			    conf->compaction_engine);
+			msg_add_uint(&mb, "compaction_timeout_ms",
+			    conf->compaction_timeout_ms);
+			msg_add_uint(&mb, "compaction_max_bytes",
+			    conf->compaction_max_request_bytes);
+		}
 		msg_add_fd(&mb, c->c_listen_fd);
 		c->c_listen_fd = -1;
 		child_send(c, &mb);

@@ -22,6 +22,7 @@
 
 #include "buildconf.h"
 #include "cfgcheck.h"
+#include "compaction.h"
 #include "config.h"
 #include "limits.h"
 #include "validate.h"
@@ -900,6 +901,40 @@ parse_research(struct cctx *c, struct config *cfg, const cJSON *obj)
 	}
 }
 
+enum { CP_ENGINE, CP_TIMEOUT, CP_BYTES, CP_N };
+static const char *const cp_names[CP_N] = {
+	"engine", "timeout_ms", "max_request_bytes"
+};
+
+/* The host compactor: the client's compaction.compact hook, which the
+ * workers learn of at GET /worker/config. */
+static void
+parse_compaction(struct cctx *c, struct config *cfg, const cJSON *obj)
+{
+	const cJSON	*cp[CP_N];
+	const char	*s;
+	size_t		 len;
+
+	if (obj == NULL || !is_object(c, obj, "compaction"))
+		return;
+	members(c, obj, "compaction", cp_names, cp, CP_N);
+	if (cp[CP_ENGINE] == NULL)
+		cerr(c, "compaction.engine", "is required");
+	else if ((s = str_value(c, cp[CP_ENGINE], "compaction.engine",
+	    &len)) != NULL) {
+		if (!compact_engine_valid(s, len))
+			cerr(c, "compaction.engine", "must be 1 to %u of "
+			    "[a-zA-Z0-9@/._-]", COMPACT_ENGINE_MAX);
+		else
+			cfg->compaction_engine = xstrdup(c, s);
+	}
+	uint_value(c, cp[CP_TIMEOUT], "compaction.timeout_ms",
+	    COMPACT_TIMEOUT_MS_MIN, COMPACT_TIMEOUT_MS_MAX,
+	    &cfg->compaction_timeout_ms);
+	uint_value(c, cp[CP_BYTES], "compaction.max_request_bytes", 1,
+	    COMPACT_REQUEST_BYTES_MAX, &cfg->compaction_max_request_bytes);
+}
+
 enum { SB_EMPTY_ROOT, SB_N };
 static const char *const sb_names[SB_N] = { "empty_root" };
 
@@ -980,7 +1015,7 @@ enum {
 	T_STATE_DIR, T_CONTROL_SOCKET, T_CONTROL_GROUP, T_BOT_GROUP, T_IMAGE,
 	T_PROFILES,
 	T_UPSTREAM, T_MCP, T_TOOLS, T_DOCKER, T_TIME_ZONE, T_TIMEOUTS,
-	T_BUDGETS, T_DEFAULT_THINKING, T_RESEARCH, T_SANDBOX,
+	T_BUDGETS, T_DEFAULT_THINKING, T_RESEARCH, T_COMPACTION, T_SANDBOX,
 #if RTSANDBOX_TEST_SEAMS
 	T_TEST,
 #endif
@@ -990,7 +1025,7 @@ static const char *const top_names[T_N] = {
 	"state_dir", "control_socket", "control_group", "bot_group", "image",
 	"profiles",
 	"upstream", "mcp", "tools", "docker", "time_zone", "timeouts",
-	"budgets", "default_thinking", "research", "sandbox",
+	"budgets", "default_thinking", "research", "compaction", "sandbox",
 #if RTSANDBOX_TEST_SEAMS
 	"test",
 #endif
@@ -1010,6 +1045,8 @@ parse_top(struct cctx *c, struct config *cfg, const cJSON *root)
 	cfg->max_output_tokens = MAX_OUTPUT_TOKENS_DEFAULT;
 	cfg->research_max_jobs = RESEARCH_JOBS_MAX;
 	cfg->research_deadline_ms = RESEARCH_DEADLINE_MS;
+	cfg->compaction_timeout_ms = COMPACT_TIMEOUT_MS_DEFAULT;
+	cfg->compaction_max_request_bytes = COMPACT_REQUEST_BYTES_DEFAULT;
 
 	members(c, root, "", top_names, f, T_N);
 	parse_state_dir(c, cfg, f[T_STATE_DIR]);
@@ -1026,6 +1063,7 @@ parse_top(struct cctx *c, struct config *cfg, const cJSON *root)
 	parse_numbers(c, cfg, f[T_TIMEOUTS], f[T_BUDGETS]);
 	parse_thinking(c, cfg, f[T_DEFAULT_THINKING]);
 	parse_research(c, cfg, f[T_RESEARCH]);
+	parse_compaction(c, cfg, f[T_COMPACTION]);
 	parse_sandbox(c, cfg, f[T_SANDBOX]);
 	if (cfg->research_model == NULL && cfg->nprofiles > 0 &&
 	    cfg->profiles[0].model != NULL)
@@ -1218,6 +1256,7 @@ config_free(struct config *cfg)
 	free(cfg->label_profile);
 	free(cfg->docker_runtime);
 	free(cfg->docker_log_driver);
+	free(cfg->compaction_engine);
 	free(cfg->time_zone);
 	free(cfg->default_thinking);
 	free(cfg->research_model);
@@ -1387,6 +1426,10 @@ config_brokers_same(const struct config *o, const struct config *n)
 
 	if (o->max_calls != n->max_calls ||
 	    o->max_output_tokens != n->max_output_tokens ||
+	    !str_same(o->compaction_engine, n->compaction_engine) ||
+	    o->compaction_timeout_ms != n->compaction_timeout_ms ||
+	    o->compaction_max_request_bytes !=
+	    n->compaction_max_request_bytes ||
 	    !strv_same(o->tools, o->ntools, n->tools, n->ntools) ||
 	    o->nprofiles != n->nprofiles ||
 	    o->nmcp_servers != n->nmcp_servers)

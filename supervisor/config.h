@@ -93,6 +93,11 @@ struct config {
 	uint64_t		  research_deadline_ms;
 	char			 *research_model;	/* default: the first
 							 * profile's model */
+	/* compaction: the client's compaction.compact hook compacts
+	 * workers' sessions, named engine (NULL: no host compactor) */
+	char			 *compaction_engine;
+	uint64_t		  compaction_timeout_ms;
+	uint64_t		  compaction_max_request_bytes;
 	/* sandbox.empty_root "optional": brokers and research jobs may run
 	 * without their empty root where the kernel refuses one */
 	int			  empty_root_optional;

@@ -105,6 +105,7 @@ void		 ctl_client_notify(struct ctl_client *, const char *method,
 #define HOOK_EFFORT_JUDGE	0x4u
 #define HOOK_SEARCH_QUERY	0x8u
 #define HOOK_CREDENTIAL_GET	0x10u
+#define HOOK_COMPACTION		0x20u
 
 /* The client that declared hook and was initialized last, or NULL. */
 struct ctl_client *ctl_client_with_hook(unsigned hook);

@@ -26,6 +26,7 @@ static const struct {
 	{ "effort.judge",	HOOK_EFFORT_JUDGE },
 	{ "search.query",	HOOK_SEARCH_QUERY },
 	{ "credential.get",	HOOK_CREDENTIAL_GET },
+	{ "compaction.compact",	HOOK_COMPACTION },
 };
 
 static void

@@ -236,6 +236,28 @@ void		 evidence_turn_failed(const char *key, const char *turn_id,
 		    const char *speaker, const struct cJSON *result,
 		    int removed, int delivered);
 
+/* compact.c: the worker's compactions, through the client's hook */
+struct compact_turn {
+	const char		*ct_key;
+	const char		*ct_turn;
+	const char		*ct_profile;
+	const char		*ct_speaker_id;
+	const char		*ct_speaker_name;
+	struct ctl_client	*ct_client;
+	uint64_t		 ct_ms_left;	/* of the turn's deadline */
+	unsigned		*ct_compacts;	/* the turn's counts */
+	unsigned		*ct_reports;
+};
+int		 compact_ask(struct child *, uint64_t id,
+		    const struct compact_turn *, const uint8_t *, size_t);
+void		 compact_report(struct child *, const struct compact_turn *,
+		    const uint8_t *, size_t);
+/* A fallback the broker answered itself, by its code. */
+void		 compact_broker_fallback(const char *key, const char *turn_id,
+		    const char *code);
+/* The channel's turn ends: a compaction asked for falls back now. */
+void		 compact_turn_end(const char *key);
+
 /* turn.c */
 int		 turn_broker_msg(const char *key, struct child *, struct msg *);
 /* The channel's broker died: its turn ends now, not at its deadline. */

@@ -17,6 +17,7 @@
 #include <event2/event.h>
 
 #include "bodies.h"
+#include "compaction.h"
 #include "control.h"
 #include "limits.h"
 #include "log.h"
@@ -57,6 +58,8 @@ struct turn {
 	int			 t_delivered;	/* the worker took it */
 	unsigned		 t_restarts;	/* turn_restart() */
 	unsigned		 t_ntools;
+	unsigned		 t_compacts;	/* compaction requests */
+	unsigned		 t_reports;	/* and reports */
 	uint64_t		 t_max_calls;	/* the budget bound at egress */
 	uint64_t		 t_calls;	/* of it, those the broker made */
 	char			*t_key;
@@ -300,6 +303,7 @@ turn_end(struct turn *t, cJSON *result, int kill)
 		t->t_judge_call = NULL;
 	}
 	turn_egress_unbind(t);
+	compact_turn_end(t->t_key);
 	if (t->t_state == TURN_SUBMITTED &&
 	    (b = chan_broker(t->t_key)) != NULL) {
 		if (kill) {
@@ -881,6 +885,46 @@ turn_is(const struct turn *t, const char *turn_id)
 	    strcmp(turn_id, t->t_id) == 0;
 }
 
+/* A compact request or report of the bound turn (compact.c); one of no
+ * submitted turn is refused, and a request answered with the fallback. */
+static int
+turn_compaction(struct turn *t, struct child *b, struct msg *m,
+    const char *turn_id, const uint8_t *data, size_t len)
+{
+	struct compact_turn	 ct;
+	struct msgb		 mb;
+	char			*json;
+
+	if (!turn_is(t, turn_id)) {
+		if (child_refused(b, VIOLATION_NO_TURN, "a compaction of no "
+		    "submitted turn") == 0 && m->m_type == MSG_BRK_COMPACT &&
+		    m->m_id != 0) {
+			if ((json = compact_fallback_json("the compaction was "
+			    "aborted")) == NULL)
+				fatalx("%s: out of memory", __func__);
+			msgb_init(&mb, MSG_BRK_COMPACTED, m->m_id);
+			msg_add_data(&mb, json, strlen(json));
+			child_send_msg(b, &mb);
+			cJSON_free(json);
+		}
+		return 0;
+	}
+	memset(&ct, 0, sizeof(ct));
+	ct.ct_key = t->t_key;
+	ct.ct_turn = t->t_id;
+	ct.ct_profile = t->t_profile;
+	ct.ct_speaker_id = t->t_author_id;
+	ct.ct_speaker_name = t->t_author_name;
+	ct.ct_client = t->t_client;
+	ct.ct_ms_left = turn_ms_left(t);
+	ct.ct_compacts = &t->t_compacts;
+	ct.ct_reports = &t->t_reports;
+	if (m->m_type == MSG_BRK_COMPACT)
+		return compact_ask(b, m->m_id, &ct, data, len);
+	compact_report(b, &ct, data, len);
+	return 0;
+}
+
 /*
  * What a broker says of its turn.  A turn that settled meanwhile is named
  * now and then by a legitimate broker (its worker's last tool call, its
@@ -939,6 +983,13 @@ turn_broker_msg(const char *key, struct child *c, struct msg *m)
 			child_send_msg(c, &mb);
 		}
 		return 0;
+	case MSG_BRK_COMPACT:
+	case MSG_BRK_COMPACT_REPORT:
+		if (msg_get_str(m, "turn_id", UTF8_BYTES_MAX(SAFE_NAME_MAX),
+		    &turn_id) == -1 || msg_get_data(m, &data, &len) == -1 ||
+		    msg_end(m) == -1)
+			return -1;
+		return turn_compaction(t, c, m, turn_id, data, len);
 	default:
 		return -1;
 	}

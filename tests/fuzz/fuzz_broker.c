@@ -34,6 +34,7 @@
 #include <event2/event.h>
 
 #include "broker.h"
+#include "compaction.h"
 #include "frame.h"
 #include "httpparse.h"
 #include "limits.h"
@@ -57,6 +58,8 @@ int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 #define VALUE_MAX	(HTTP_HEAD_MAX + 4096)
 /* Descriptors of the harness's own, out of the way of the slots. */
 #define FD_HIGH		64
+/* compaction.max_request_bytes: small, so that inputs reach past it */
+#define FUZZ_COMPACT_MAX	4096
 
 /* Byte 0. */
 #define SCENE_BIND	0x01	/* a turn is bound, else no scope */
@@ -114,6 +117,9 @@ static const struct {
 	{ "POST", "/mcp/files?beta=true", WRAP_MCP },
 	{ "PUT", "/tools/roll_dice", WRAP_TOOL },
 	{ "POST", "/worker/next", WRAP_NONE },
+	{ "POST", "/compaction/compact", WRAP_NONE },
+	{ "POST", "/compaction/report", WRAP_NONE },
+	{ "GET", "/worker/config", WRAP_NONE },
 };
 
 static const char *const headers[] = {
@@ -176,6 +182,9 @@ sup_frame(struct frame_conn *fc, struct frame *f, void *arg)
 	int		 n = 0;
 	static const char ok[] = "{\"ok\":true,\"text\":\"4\"}";
 	static const char bad[] = "{\"ok\":false,\"error\":\"no\"}";
+	static const char declined[] = "{\"ok\":false,\"fallback\":"
+	    "\"the compactor declined\"}";
+	struct compact_info ci;
 
 	CHECK(msg_parse(&m, PROC_BROKER, PROC_SUPERVISOR, f) == 0);
 	switch (m.m_type) {
@@ -217,6 +226,25 @@ sup_frame(struct frame_conn *fc, struct frame *f, void *arg)
 		else
 			msg_add_data(&mb, bad, sizeof(bad) - 1);
 		send_msg(sup, &mb);
+		break;
+	case MSG_BRK_COMPACT:
+		/* only what the contract allows, of the bound turn */
+		CHECK(m.m_has_id &&
+		    msg_get_str(&m, "turn_id", UTF8_BYTES_MAX(SAFE_NAME_MAX),
+		    &s) == 0 && strcmp(s, turn_id) == 0 &&
+		    msg_get_data(&m, &data, &len) == 0 &&
+		    len <= FUZZ_COMPACT_MAX && compact_check_request(
+		    (const char *)data, len, &ci, NULL, NULL, 0) == BODY_OK);
+		msgb_init(&mb, MSG_BRK_COMPACTED, m.m_id);
+		msg_add_data(&mb, declined, sizeof(declined) - 1);
+		send_msg(sup, &mb);
+		break;
+	case MSG_BRK_COMPACT_REPORT:
+		CHECK(msg_get_str(&m, "turn_id", UTF8_BYTES_MAX(SAFE_NAME_MAX),
+		    &s) == 0 && strcmp(s, turn_id) == 0 &&
+		    msg_get_data(&m, &data, &len) == 0 &&
+		    compact_check_report((const char *)data, len, NULL, 0,
+		    NULL, 0) == BODY_OK);
 		break;
 	default:
 		fprintf(stderr, "unexpected %s\n", msg_type_name(m.m_type));
@@ -454,6 +482,9 @@ configure(void)
 	msg_add_uint(&mb, "max_calls", TURN_CALLS_MAX);
 	msg_add_uint(&mb, "max_output_tokens", MAX_OUTPUT_TOKENS_DEFAULT);
 	msg_add_strv(&mb, "tools", tools, nitems(tools));
+	msg_add_str(&mb, "compaction_engine", "fuzz/engine");
+	msg_add_uint(&mb, "compaction_timeout_ms", COMPACT_TIMEOUT_MS_DEFAULT);
+	msg_add_uint(&mb, "compaction_max_bytes", FUZZ_COMPACT_MAX);
 	msg_add_fd(&mb, lfd);
 	send_msg(sup, &mb);
 	msgb_init(&mb, MSG_CONFIG_BROKER_MCP, 0);

@@ -362,9 +362,12 @@ class TurnRun(threading.Thread):
     """turn.run on a control client of its own, in a thread: answers the
     tool.call hook with hook(params) and keeps the progress phases."""
 
-    def __init__(self, socket_path, params, hook=None):
+    def __init__(self, socket_path, params, hook=None, compact=None):
         super().__init__(daemon=True)
-        self.client = Client(socket_path, hooks=["tool.call"])
+        self.client = Client(socket_path, hooks=["tool.call"] + (
+            ["compaction.compact"] if compact is not None else []))
+        self.compact = compact
+        self.compact_calls = []
         self.client.sock.settimeout(None)
         self.params = params
         self.hook = hook
@@ -408,6 +411,19 @@ class TurnRun(threading.Thread):
                     self.client.send_raw(json.dumps(
                         {"jsonrpc": "2.0", "id": m["id"], "result": ans}
                     ).encode() + b"\n")
+                elif m.get("method") == "compaction.compact":
+                    # compact(params): a result, or an Exception to
+                    # answer as the hook's error
+                    self.compact_calls.append(m["params"])
+                    ans = self.compact(m["params"])
+                    reply = {"jsonrpc": "2.0", "id": m["id"]}
+                    if isinstance(ans, Exception):
+                        reply["error"] = {"code": -32000,
+                                          "message": str(ans)}
+                    else:
+                        reply["result"] = ans
+                    self.client.send_raw(json.dumps(reply).encode() +
+                                         b"\n")
                 elif m.get("method") == "turn.progress":
                     self.progress.append(m["params"]["phase"])
                 elif m.get("id") == rid:
@@ -437,6 +453,20 @@ class TurnRun(threading.Thread):
     def close(self):
         self.disconnect()
         self.join(5)
+
+
+def compact_request(first_kept="entry-7", tokens=120000, **extra):
+    """What a 0.7.12 worker posts to /compaction/compact."""
+    r = {"reason": "threshold", "tokensBefore": tokens,
+         "firstKeptEntryId": first_kept, "isSplitTurn": False,
+         "messagesToSummarize": [{"role": "user", "content": "old"},
+                                 {"role": "assistant", "content": "older"}],
+         "turnPrefixMessages": [],
+         "keptMessages": [{"role": "user", "content": "new"}],
+         "previousSummary": "before", "readFiles": ["a.md"],
+         "modifiedFiles": []}
+    r.update(extra)
+    return r
 
 
 # ---------------------------------------------------------------- base
@@ -584,8 +614,9 @@ class BrokerCase(unittest.TestCase):
         p.update(extra)
         return p
 
-    def begin_turn(self, key=None, hook=None, **extra):
-        tr = TurnRun(self.d.socket, self.turn_params(key, **extra), hook)
+    def begin_turn(self, key=None, hook=None, compact=None, **extra):
+        tr = TurnRun(self.d.socket, self.turn_params(key, **extra), hook,
+                     compact)
         self.addCleanup(tr.close)
         tr.start()
         return tr
@@ -598,11 +629,11 @@ class BrokerCase(unittest.TestCase):
         return turn
 
     @contextlib.contextmanager
-    def in_turn(self, key=None, hook=None, **extra):
+    def in_turn(self, key=None, hook=None, compact=None, **extra):
         """A bound turn: yields (worker, turn run, turn); the worker posts
         a result at the end."""
         w = self.worker(key)
-        tr = self.begin_turn(key, hook, **extra)
+        tr = self.begin_turn(key, hook, compact, **extra)
         turn = self.next_turn(w, tr)
         ok = False
         try:
@@ -1273,8 +1304,17 @@ class Capabilities(BrokerCase):
 
     def test_no_host_compactor(self):
         """A 0.7.10 worker asks GET /worker/config at start; 404 is its
-        "no host compactor", and it compacts on its own."""
-        self.assertAnswer(self.worker().req("GET", "/worker/config"), 404)
+        "no host compactor", and it compacts on its own.  Asked anyway,
+        the broker answers the fallback."""
+        w = self.worker()
+        self.assertAnswer(w.req("GET", "/worker/config"), 404)
+        self.assertAnswer(w.ready(), 200)
+        with self.in_turn(memory="", compact=lambda p: None) as (w, tr, _):
+            r = w.req("POST", "/compaction/compact", compact_request())
+            self.assertAnswer(r, 200)
+            self.assertEqual(r.json(), {"ok": False, "fallback":
+                                        "the host has no compactor"})
+            self.assertEqual(tr.compact_calls, [])
 
     def test_tool_answer_private_to_bounds(self):
         answers = iter([{"ok": True, "text": "t", "privateTo": ""},
@@ -1287,6 +1327,269 @@ class Capabilities(BrokerCase):
         for _ in range(3):
             r = w.req("POST", "/tools/lookup", {"input": {}})
             self.assertAnswer(r, 502, "Broker call failed")
+        self.assertAnswer(w.result(turn["turnId"], {
+            "ok": True, "text": "x", "files": []}), 200, "Accepted")
+        self.assertTrue(tr.wait()["ok"])
+
+
+class Compaction(BrokerCase):
+    """rtsandbox-protocol(7), contracts 0.7.10 and 0.7.12: the worker
+    learns of the host compactor at GET /worker/config; its compact request
+    goes through the broker to the client's compaction.compact hook and
+    back, each checked against the contract's bounds; the hook gets at most
+    half the turn's time left (and compaction.timeout_ms); every compaction
+    and fallback is logged for the channel."""
+    CHANNEL = "brk-compact"
+    ENGINE = "test/compactor-1"
+    TIMEOUT_MS = 2000
+    MAX_BYTES = 4096
+
+    @classmethod
+    def configure(cls, c):
+        c["compaction"] = {"engine": cls.ENGINE,
+                           "timeout_ms": cls.TIMEOUT_MS,
+                           "max_request_bytes": cls.MAX_BYTES}
+
+    def setUp(self):
+        super().setUp()
+        self.start_channel()
+        self.assertAnswer(self.worker().ready(), 200)
+
+    def compaction(self, request, **extra):
+        c = {"summary": "They talked.", "firstKeptEntryId":
+             request["firstKeptEntryId"], "tokensBefore":
+             request["tokensBefore"], "estimatedTokensAfter": 900}
+        c.update(extra)
+        return c
+
+    def compact(self, w, body=None, **kw):
+        r = w.req("POST", "/compaction/compact",
+                  compact_request() if body is None else body, **kw)
+        self.assertAnswer(r, 200)
+        return r.json()
+
+    def fallback(self, w, why, body=None):
+        self.assertEqual(self.compact(w, body), {"ok": False,
+                                                 "fallback": why})
+
+    def test_config(self):
+        r = self.worker().req("GET", "/worker/config")
+        self.assertAnswer(r, 200)
+        self.assertEqual(r.json(), {"compaction": {"engine": self.ENGINE}})
+        self.assertAnswer(self.worker().req("POST", "/worker/config", {}),
+                          404)
+
+    def test_outside_a_turn(self):
+        w = self.worker()
+        for path in ("/compaction/compact", "/compaction/report"):
+            with self.subTest(path=path):
+                self.assertAnswer(w.req("POST", path, compact_request()),
+                                  410, "Turn ended")
+                self.assertAnswer(w.req("GET", path), 404)
+        with self.in_turn(memory="") as (w, tr, _):
+            self.assertAnswer(w.req("POST", "/compaction/compact?beta=true",
+                                    compact_request()), 404)
+            self.assertAnswer(w.req("POST", "/compaction/other", {}), 404)
+
+    def test_compactor_answers(self):
+        def hook(params):
+            return self.compaction(params["request"],
+                                   details={"engine": "spoofed", "n": 2})
+        with self.in_turn(memory="", compact=hook) as (w, tr, turn):
+            ans = self.compact(w, compact_request(extra_key={"x": 1}))
+            self.assertEqual(ans, {"ok": True, "compaction": {
+                "summary": "They talked.", "firstKeptEntryId": "entry-7",
+                "tokensBefore": 120000, "estimatedTokensAfter": 900,
+                "details": {"n": 2, "engine": self.ENGINE}}})
+            self.assertEqual(len(tr.compact_calls), 1)
+            p = tr.compact_calls[0]
+            # the bound identity, never the worker's; what the contract
+            # does not name stays behind
+            want = compact_request()
+            self.assertEqual(p["request"], want)
+            self.assertEqual(p["context"], {
+                "channel": self.CHANNEL, "profile": "default",
+                "speaker": {"id": "u-1", "name": "Ann"},
+                "turnId": turn["turnId"], "engine": self.ENGINE})
+            self.assertEqual(p["timeoutMs"], self.TIMEOUT_MS)
+        self.assertIn("channel %s: turn %s: host compactor answered "
+                      "(engine %s, reason threshold, tokensBefore 120000, "
+                      "tokensAfter 900" % (self.CHANNEL, turn["turnId"],
+                                           self.ENGINE), self.d.read_log())
+
+    def test_compactor_declines_fails_or_answers_wrong(self):
+        answers = iter([None, RuntimeError("no model"),
+                        {"summary": "s", "firstKeptEntryId": "entry-8",
+                         "tokensBefore": 1},
+                        {"summary": "", "firstKeptEntryId": "entry-7",
+                         "tokensBefore": 1},
+                        {"summary": "s", "firstKeptEntryId": "entry-7",
+                         "tokensBefore": 2 ** 53},
+                        {"summary": "s", "firstKeptEntryId": "entry-7",
+                         "tokensBefore": 1, "details": "d"}])
+        whys = ["the compactor declined", "the compactor failed"] + \
+            ["the compactor's result is invalid"] * 4
+        for i in range(2):
+            with self.in_turn(memory="", compact=lambda p: next(answers)) \
+                    as (w, tr, turn):
+                for why in whys[i * 3:i * 3 + 3]:
+                    self.fallback(w, why)
+        log = self.d.read_log()
+        self.assertIn("compaction falls back to Pi's summary: the compactor "
+                      "declined (reason threshold, tokensBefore 120000)", log)
+        self.assertNotIn("no model", log)
+
+    def test_slow_compactor(self):
+        """Past timeout_ms the worker has its fallback; a second request
+        while one runs falls back at once."""
+        def hook(params):
+            time.sleep(self.TIMEOUT_MS / 1000 + 1)
+            return self.compaction(params["request"])
+        with self.in_turn(memory="", compact=hook) as (w, tr, _):
+            s = w.send("POST", "/compaction/compact", compact_request())
+            time.sleep(0.5)
+            t0 = time.monotonic()
+            self.fallback(w, "a compaction is already running")
+            self.assertLess(time.monotonic() - t0, 1)
+            r = read_response(s, 10)
+            self.assertAnswer(r, 200)
+            self.assertEqual(r.json(), {"ok": False, "fallback":
+                                        "the compactor took over 2000 ms"})
+            time.sleep(1)   # the late answer is dropped
+        self.assertIn("the compactor took over 2000 ms", self.d.read_log())
+
+    def test_request_bounds(self):
+        seen = []
+        hook = (lambda p: seen.append(p) or self.compaction(p["request"]))
+        with self.in_turn(memory="", compact=hook) as (w, tr, _):
+            # firstKeptEntryId of 256 chars, and one past
+            self.assertTrue(self.compact(w, compact_request("e" * 256))
+                            ["ok"])
+            self.fallback(w, "the request is invalid",
+                          compact_request("e" * 257))
+            self.fallback(w, "the request is invalid",
+                          compact_request(tokens=2 ** 53))
+        with self.in_turn(memory="", compact=hook) as (w, tr, _):
+            self.fallback(w, "the request is invalid",
+                          compact_request(reason="auto"))
+            self.fallback(w, "the request is invalid",
+                          compact_request(keptMessages=[{"content": "x"}]))
+            self.fallback(w, "the request is invalid", b"{oops")
+        self.assertEqual(len(seen), 1)
+        # max_request_bytes, and one past (by its length, and chunked)
+        with self.in_turn(memory="", compact=hook) as (w, tr, _):
+            base = json.dumps(compact_request(previousSummary=""))
+            pad = self.MAX_BYTES - len(base)
+            body = json.dumps(compact_request(previousSummary="p" * pad))
+            self.assertEqual(len(body), self.MAX_BYTES)
+            self.assertTrue(self.compact(w, body.encode())["ok"])
+            body = json.dumps(compact_request(previousSummary="p" *
+                                              (pad + 1)))
+            self.fallback(w, "the request is over 4096 bytes", body.encode())
+            chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body.encode())
+            r = w.req("POST", "/compaction/compact", chunked, headers=[
+                ("Transfer-Encoding", "chunked")])
+            self.assertAnswer(r, 200)
+            self.assertEqual(r.json(), {"ok": False, "fallback":
+                                        "the request is over 4096 bytes"})
+        self.assertEqual(len(seen), 2)
+
+    def test_three_per_turn(self):
+        with self.in_turn(memory="", compact=lambda p: self.compaction(
+                p["request"])) as (w, tr, _):
+            for _ in range(3):
+                self.assertTrue(self.compact(w)["ok"])
+            self.fallback(w, "the turn already asked for 3 compactions")
+            self.assertEqual(len(tr.compact_calls), 3)
+        # the next turn has its own three
+        with self.in_turn(memory="", compact=lambda p: self.compaction(
+                p["request"])) as (w, tr, _):
+            self.assertTrue(self.compact(w)["ok"])
+
+    def test_client_without_the_hook(self):
+        with self.in_turn(memory="") as (w, tr, _):
+            self.fallback(w, "the client has no compaction.compact hook")
+
+    def test_reports(self):
+        end = {"type": "end", "reason": "threshold", "aborted": False,
+               "willRetry": False, "engine": "extension",
+               "tokensBefore": 120000, "tokensAfter": 900,
+               "nextCompactionAt": 150000, "contextAfter": 1200}
+        with self.in_turn(memory="") as (w, tr, turn):
+            self.assertAnswer(w.req("POST", "/compaction/report", end), 200,
+                              "Accepted")
+            self.assertAnswer(w.req("POST", "/compaction/report", {
+                "type": "bypass", "reason": "r" * 1000,
+                "tokensBefore": 3}), 200, "Accepted")
+            self.assertAnswer(w.req("POST", "/compaction/report", {
+                "type": "end", "reason": "overflow", "aborted": True,
+                "willRetry": True, "error": "E" * 10000}), 200, "Accepted")
+            for bad in ({"type": "bypass", "reason": "r" * 1001,
+                         "tokensBefore": 3},
+                        {"type": "end", "reason": "overflow",
+                         "aborted": True, "willRetry": True,
+                         "error": "E" * 10001},
+                        {"type": "end", "reason": "auto", "aborted": True,
+                         "willRetry": True},
+                        dict(end, tokensAfter=-1), dict(end, engine="x"),
+                        {"type": "start"}, []):
+                with self.subTest(report=str(bad)[:60]):
+                    self.assertAnswer(w.req("POST", "/compaction/report",
+                                            bad), 400, "Invalid report")
+            big = json.dumps(end).encode()
+            for size, status in ((65536, 200), (65537, 400)):
+                body = big + b" " * (size - len(big))
+                with self.subTest(size=size):
+                    r = w.req("POST", "/compaction/report", body)
+                    self.assertEqual(r.status, status, r)
+            # 16 in all, counting the refused, then 429
+            for _ in range(16 - 12):
+                self.assertAnswer(w.req("POST", "/compaction/report", end),
+                                  200, "Accepted")
+            self.assertAnswer(w.req("POST", "/compaction/report", end), 429,
+                              "Report budget exhausted")
+        log = self.d.read_log()
+        self.assertIn("channel %s: turn %s: conversation compacted (engine "
+                      "extension, trigger threshold, tokensBefore 120000, "
+                      "tokensAfter 900, nextCompactionAt 150000)" %
+                      (self.CHANNEL, turn["turnId"]), log)
+        self.assertIn("compaction failed (trigger overflow, aborted true, "
+                      "willRetry true): EEEE", log)
+        self.assertIn("compaction skips the host compactor for Pi's summary "
+                      "(tokensBefore 3): rrrr", log)
+
+
+class CompactionLate(BrokerCase):
+    """The host compactor gets at most half the turn's time left; under
+    1 000 ms of it the broker answers the fallback at once."""
+    CHANNEL = "brk-compact-late"
+    TURN_MS = 6000
+
+    @classmethod
+    def configure(cls, c):
+        c["compaction"] = {"engine": "late"}
+
+    def test_half_the_time_left(self):
+        self.start_channel()
+        w = self.worker()
+        self.assertAnswer(w.ready(), 200)
+        hook = (lambda p: {"summary": "s", "firstKeptEntryId":
+                           p["request"]["firstKeptEntryId"],
+                           "tokensBefore": 1})
+        tr = self.begin_turn(memory="", compact=hook)
+        turn = self.next_turn(w, tr)
+        r = w.req("POST", "/compaction/compact", compact_request())
+        self.assertTrue(r.json()["ok"], r)
+        self.assertLessEqual(tr.compact_calls[0]["timeoutMs"], 3000)
+        self.assertGreaterEqual(tr.compact_calls[0]["timeoutMs"], 2000)
+        time.sleep(4.3)     # under 2 s left
+        t0 = time.monotonic()
+        r = w.req("POST", "/compaction/compact", compact_request())
+        self.assertEqual(r.json(), {"ok": False, "fallback": "the turn has "
+                                    "too little time left for the host "
+                                    "compactor"})
+        self.assertLess(time.monotonic() - t0, 0.5)
+        self.assertEqual(len(tr.compact_calls), 1)
         self.assertAnswer(w.result(turn["turnId"], {
             "ok": True, "text": "x", "files": []}), 200, "Accepted")
         self.assertTrue(tr.wait()["ok"])

@@ -1286,6 +1286,33 @@ static const struct rule_case rules[] = {
 	{ "mcp", "{\"servers\":[{\"name\":\"a\",\"url\":\"https://m\","
 	    "\"tools\":\"t\"}],\"credential_file\":\"/m\"}",
 	    "mcp.servers[0].tools", ARR },
+	/* compaction */
+	{ "compaction", "{\"engine\":\"pi-roundtable/jev@1\"}", NULL, NULL },
+	{ "compaction", "{}", "compaction.engine", "is required" },
+	{ "compaction", "{\"engine\":\"a b\"}", "compaction.engine",
+	    "must be 1 to 100 of [a-zA-Z0-9@/._-]" },
+	{ "compaction", "{\"engine\":\"\"}", "compaction.engine",
+	    "must be 1 to 100" },
+	{ "compaction", "{\"engine\":\"e\",\"timeout_ms\":1000}", NULL,
+	    NULL },
+	{ "compaction", "{\"engine\":\"e\",\"timeout_ms\":999}",
+	    "compaction.timeout_ms", "from 1000 to 600000" },
+	{ "compaction", "{\"engine\":\"e\",\"timeout_ms\":600000}", NULL,
+	    NULL },
+	{ "compaction", "{\"engine\":\"e\",\"timeout_ms\":600001}",
+	    "compaction.timeout_ms", "from 1000 to 600000" },
+	{ "compaction", "{\"engine\":\"e\",\"max_request_bytes\":1}", NULL,
+	    NULL },
+	{ "compaction", "{\"engine\":\"e\",\"max_request_bytes\":0}",
+	    "compaction.max_request_bytes", "from 1 to 100663296" },
+	{ "compaction", "{\"engine\":\"e\",\"max_request_bytes\":"
+	    "100663296}", NULL, NULL },
+	{ "compaction", "{\"engine\":\"e\",\"max_request_bytes\":"
+	    "100663297}", "compaction.max_request_bytes",
+	    "from 1 to 100663296" },
+	{ "compaction", "{\"engine\":\"e\",\"model\":\"m\"}",
+	    "compaction.model", UNKNOWN },
+	{ "compaction", "[]", "compaction", OBJ },
 	/* research */
 	{ "research", "{\"max_jobs\":1}", NULL, NULL },
 	{ "research", "{\"max_jobs\":0}", "research.max_jobs",
