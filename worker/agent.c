@@ -1225,13 +1225,22 @@ static char *
 agent_run(struct turn *t, struct wjson *turn, size_t *lenp)
 {
 	struct wjson	*req, *msgs, *msg, *clean, *results, *m;
-	char		*text = NULL;
-	size_t		 ntools;
+	const char	*ctext;
+	char		*text = NULL, cerr[1200];
+	size_t		 ntools, ctextlen;
 	int		 ncall;
 
 	if ((req = build_request(t, turn)) == NULL)
 		return NULL;
 	msgs = wjson_get(req, "messages");
+	if ((ctext = wjson_get_str(turn, "text", &ctextlen)) != NULL &&
+	    compact_command(ctext, ctextlen)) {
+		if ((text = compact_turn(t->t_cfg, t->t_id, msgs->j_head, ctext,
+		    ctextlen, lenp, cerr, sizeof(cerr))) == NULL)
+			turn_fail(t, "%s", cerr);
+		wjson_free(req);
+		return text;
+	}
 	for (ncall = 1; ; ncall++) {
 		if ((msg = model_call(t, ncall, req)) == NULL)
 			break;

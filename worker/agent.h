@@ -8,6 +8,8 @@
 
 #include <stddef.h>
 
+#include "whttp.h"
+
 /*
  * The numbers of PROTOCOL.md that the worker keeps to.  The worker is built
  * from worker/ alone (a static binary that shares no code with the host),
@@ -47,10 +49,27 @@
 struct agent_config {
 	const char	*ac_socket;
 	const char	*ac_workspace;
+	char		 ac_compactor[101];	/* the host's engine, or "" */
 };
+
+struct wjson;
 
 char	*agent_turn(const struct agent_config *, const char *, size_t,
 	    size_t *);
 int	 agent_safe_name(const char *, size_t);
+
+/* worker.c: one request to the broker, its answer in resp. */
+enum whttp_err worker_call(const struct agent_config *, const char *method,
+	    const char *path, const char *body, size_t len, int timeout_ms,
+	    size_t max, struct whttp_response *resp);
+
+/* compact.c: GET /worker/config, once at start */
+void	 compact_config(struct agent_config *);
+/* Whether a turn's text is the guest's "/compact [instructions]". */
+int	 compact_command(const char *, size_t);
+/* That turn: the reply, or NULL with err set. */
+char	*compact_turn(const struct agent_config *, const char *turn_id,
+	    const struct wjson *first, const char *text, size_t textlen,
+	    size_t *lenp, char *err, size_t errlen);
 
 #endif /* AGENT_H */

@@ -102,10 +102,10 @@ backoff(void)
 		continue;
 }
 
-static enum whttp_err
-call(const struct agent_config *cfg, const char *method, const char *path,
-    const char *body, size_t len, int timeout_ms, size_t max,
-    struct whttp_response *resp)
+enum whttp_err
+worker_call(const struct agent_config *cfg, const char *method,
+    const char *path, const char *body, size_t len, int timeout_ms,
+    size_t max, struct whttp_response *resp)
 {
 	struct whttp_request	 req;
 
@@ -129,7 +129,7 @@ discover(const struct agent_config *cfg)
 	struct wjson		*list, *servers;
 	enum whttp_err		 e;
 
-	e = call(cfg, "GET", "/mcp-tools", NULL, 0, DISCOVERY_TIMEOUT_MS,
+	e = worker_call(cfg, "GET", "/mcp-tools", NULL, 0, DISCOVERY_TIMEOUT_MS,
 	    SMALL_BODY_MAX, &resp);
 	if (e != WHTTP_OK)
 		wlog("mcp-tools: %s", whttp_err_to_string(e));
@@ -165,7 +165,7 @@ announce(const struct agent_config *cfg)
 	enum whttp_err		 e;
 	int			 status;
 
-	e = call(cfg, "POST", "/worker/ready", ready_body,
+	e = worker_call(cfg, "POST", "/worker/ready", ready_body,
 	    sizeof(ready_body) - 1, READY_TIMEOUT_MS, SMALL_BODY_MAX, &resp);
 	status = resp.ws_status;
 	whttp_response_free(&resp);
@@ -188,7 +188,7 @@ poll_turn(const struct agent_config *cfg, size_t *lenp)
 	enum whttp_err		 e;
 	char			*body = NULL;
 
-	e = call(cfg, "GET", "/worker/next", NULL, 0, NEXT_TIMEOUT_MS,
+	e = worker_call(cfg, "GET", "/worker/next", NULL, 0, NEXT_TIMEOUT_MS,
 	    W_TURN_BODY_MAX, &resp);
 	if (e != WHTTP_OK)
 		complain("/worker/next: %s", whttp_err_to_string(e));
@@ -210,8 +210,8 @@ post_result(const struct agent_config *cfg, const char *body, size_t len)
 	enum whttp_err		 e;
 
 	/* Its status changes nothing (PROTOCOL.md 2), but the log helps. */
-	e = call(cfg, "POST", "/worker/result", body, len, RESULT_TIMEOUT_MS,
-	    SMALL_BODY_MAX, &resp);
+	e = worker_call(cfg, "POST", "/worker/result", body, len,
+	    RESULT_TIMEOUT_MS, SMALL_BODY_MAX, &resp);
 	if (e != WHTTP_OK)
 		wlog("/worker/result: %s", whttp_err_to_string(e));
 	else if (resp.ws_status < 200 || resp.ws_status > 299)
@@ -252,6 +252,7 @@ main(void)
 	wlog("started, broker at %s", cfg.ac_socket);
 
 	discover(&cfg);
+	compact_config(&cfg);
 	for (;;) {
 		/* Ready before every poll: a restarted host learns of us. */
 		if (announce(&cfg) == -1) {

@@ -860,6 +860,69 @@ class Hooks(TurnTest):
         self.assertNotEqual(o.result["text"], "done: 4")
 
 
+class Compaction(TurnTest):
+    """The reference worker speaks compaction (rtsandbox-protocol(7),
+    0.7.10 and 0.7.12): it asks GET /worker/config at start, and a guest's
+    "/compact" goes through the broker to the client's compaction.compact
+    hook, whose summary is the reply; the report of how it ended is logged
+    for the channel."""
+
+    def test_compact_through_the_hook(self):
+        d = self.daemon(lambda c: c.update(compaction={"engine": "test/jev"}))
+        c = self.client(d, hooks=("tool.call", "compaction.compact"))
+        key = "compact:1"
+
+        def compact(p):
+            r = p["request"]
+            return {"summary": "Ann wants the rolls kept.",
+                    "firstKeptEntryId": r["firstKeptEntryId"],
+                    "tokensBefore": r["tokensBefore"],
+                    "estimatedTokensAfter": 7}
+        o = self.ok(c, self.params(key, "/compact keep the dice rolls"),
+                    {"compaction.compact": compact})
+        self.assertEqual(o.result["text"], "Compacted by test/jev: Ann "
+                         "wants the rolls kept.")
+        self.assertEqual(model_requests(), [])
+        (method, p), = o.hooks
+        self.assertEqual(method, "compaction.compact")
+        self.assertEqual(p["context"], {"channel": key, "profile": "default",
+                                        "speaker": dict(AUTHOR),
+                                        "turnId": "t1", "engine": "test/jev"})
+        r = p["request"]
+        self.assertEqual((r["reason"], r["firstKeptEntryId"],
+                          r["customInstructions"], r["isSplitTurn"]),
+                         ("manual", "t1", "keep the dice rolls", False))
+        self.assertEqual(r["messagesToSummarize"][0]["role"], "user")
+        self.assertEqual(r["messagesToSummarize"][0]["content"][-1]["text"],
+                         "Ann: /compact keep the dice rolls")
+        log = d.read_log()
+        self.assertIn("channel %s: turn t1: host compactor answered (engine "
+                      "test/jev, reason manual, tokensBefore %d, tokensAfter "
+                      "7" % (key, r["tokensBefore"]), log)
+        self.assertTrue(wait_until(lambda: (
+            "channel %s: turn t1: conversation compacted (engine extension, "
+            "trigger self, tokensBefore %d, tokensAfter 7)" % (
+                key, r["tokensBefore"])) in d.read_log(), 10, 0.2),
+            d.read_log()[-3000:])
+        # declined: the worker falls back, and says so
+        o = self.ok(c, self.params(key, "/compact", "t2"),
+                    {"compaction.compact": lambda p: None})
+        self.assertEqual(o.result["text"], "Compaction fell back: the "
+                         "compactor declined")
+        self.assertTrue(wait_until(lambda: (
+            "turn t2: compaction failed (trigger self, aborted false, "
+            "willRetry false): the host compactor fell back: the compactor "
+            "declined") in d.read_log(), 10, 0.2), d.read_log()[-3000:])
+
+    def test_no_host_compactor(self):
+        d = self.daemon()
+        c = self.client(d, hooks=("tool.call", "compaction.compact"))
+        o = self.ok(c, self.params("compact:2", "/compact"))
+        self.assertEqual(o.result["text"], "No host compactor: this worker "
+                         "keeps no history to compact")
+        self.assertEqual(o.hooks, [])
+
+
 def children_by_role(c):
     return {p["role"]: p for p in c.call("daemon.stats")["processes"]
             if p["role"] != "broker"}
