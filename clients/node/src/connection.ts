@@ -24,7 +24,10 @@ export interface ConnectionOptions {
 	 * initialize sent again.
 	 */
 	optionalHooks?: string[];
-	/** Answers the daemon's hook requests; a throw is answered as an error. */
+	/**
+	 * Answers the daemon's hook requests; a throw is answered as an error,
+	 * undefined as {} and null as null.
+	 */
 	onRequest(method: string, params: unknown): Promise<unknown>;
 	onNotification(method: string, params: unknown): void;
 	logger: Logger;
@@ -366,7 +369,8 @@ export class Connection extends EventEmitter {
 		Promise.resolve()
 			.then(() => this.opts.onRequest(method, params))
 			.then(
-				(result) => ({ jsonrpc: "2.0", id, result: result ?? {} }),
+				// null is an answer of its own (compaction.compact's "declined")
+				(result) => ({ jsonrpc: "2.0", id, result: result === undefined ? {} : result }),
 				(e: ErrorWithCode) => ({
 					jsonrpc: "2.0",
 					id,

@@ -5,9 +5,11 @@
  * whose configuration its options describe.
  */
 export {
+	PI_COMPACT_LIMITS,
 	PiSandboxRuntime,
 	RtsandboxConfigError,
 	type ConfigDifference,
+	type PiCompactor,
 	type PiContainerDriver,
 	type PiContainerSpec,
 	type PiContainerState,
@@ -32,8 +34,15 @@ export {
 	PI_THINKING_LEVELS,
 	PI_WORKSPACE,
 	safeFileName,
+	validateCompactionReport,
+	validateCompactRequest,
 	validateImages,
 	validateReplyFiles,
+	type PiCompaction,
+	type PiCompactionReport,
+	type PiCompactMessage,
+	type PiCompactRequest,
+	type PiCompactResponse,
 	type PiImage,
 	type PiMcpDiscovery,
 	type PiReplyFile,
@@ -42,6 +51,7 @@ export {
 	type PiTurnContext,
 	type PiTurnRequest,
 	type PiTurnResponse,
+	type PiWorkerConfig,
 } from "./pi/protocol.js";
 export { collectPiAttachments, type PiAttachmentOptions } from "./pi/attachments.js";
 export {

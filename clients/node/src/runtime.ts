@@ -1,13 +1,15 @@
 /**
  * PiSandboxRuntime over rtsandboxd: the surface of pi-roundtable-sandbox
  * 0.7.3's runtime, with the container, broker and turn state held by the
- * daemon.  The memory, effort and tool callbacks are served as the daemon's
- * hooks on the runtime's one connection.
+ * daemon.  The memory, effort, tool, search and compactor callbacks are
+ * served as the daemon's hooks on the runtime's one connection.
  */
 import { EventEmitter } from "node:events";
 
+import { compactionProblem, compactionToWire, compactTimeout, CompactorStopped, runCompactor } from "./compaction.js";
 import { Connection, type Call } from "./connection.js";
 import { RpcCode, RtsandboxConnectionError, RtsandboxError, RtsandboxRpcError } from "./errors.js";
+import { validateCompactRequest } from "./pi/protocol.js";
 import {
 	THINKING_LEVELS,
 	type Attachment,
@@ -16,6 +18,7 @@ import {
 	type Author,
 	type ChannelPaths,
 	type ChannelStatus,
+	type CompactRequest,
 	type FreshResult,
 	type Image,
 	type Logger,
@@ -111,10 +114,13 @@ export class PiSandboxRuntime extends EventEmitter {
 		const hooks = ["tool.call", "search.query"];
 		if (options.memory !== undefined) hooks.push("memory.block");
 		if (options.effort !== undefined) hooks.push("effort.judge");
+		if (options.compactor !== undefined) hooks.push("compaction.compact");
 		this.conn = new Connection({
 			socket: this.socket,
 			clientName: options.clientName ?? "pi-sandbox-runtime",
 			hooks,
+			// an older daemon refuses it, and its workers compact on their own
+			optionalHooks: ["compaction.compact"],
 			onRequest: (method, params) => this.serveHook(method, params),
 			onNotification: (method, params) => this.notified(method, params),
 			logger: this.logger,
@@ -342,6 +348,8 @@ export class PiSandboxRuntime extends EventEmitter {
 				return this.effortJudge(params);
 			case "search.query":
 				return this.searchQuery(params);
+			case "compaction.compact":
+				return this.compact(params);
 			default:
 				throw hookError(RpcCode.METHOD_NOT_FOUND, `no hook ${method}`);
 		}
@@ -420,6 +428,53 @@ export class PiSandboxRuntime extends EventEmitter {
 		if (!THINKING_LEVELS.includes(level))
 			this.logger.warn?.({ level }, "effort.judge answered a level the daemon does not know");
 		return { level };
+	}
+
+	/** compaction.compact {request, context, timeoutMs} → the compaction, or null to decline. */
+	private async compact(params: Record<string, unknown>): Promise<unknown> {
+		const compactor = this.options.compactor;
+		if (compactor === undefined) throw hookError(RpcCode.METHOD_NOT_FOUND, "no compactor");
+		const ctx = isObject(params.context) ? params.context : {};
+		const channel = String(ctx.channel);
+		const turnId = String(ctx.turnId);
+		const request = params.request;
+		try {
+			validateCompactRequest(request);
+		} catch {
+			this.logger.warn?.({ channel }, "rtsandboxd sent a compact request of no known shape");
+			throw hookError(RpcCode.INVALID_PARAMS, "compaction.compact: invalid request");
+		}
+		const timeoutMs = compactTimeout(params.timeoutMs);
+		const speaker = isObject(ctx.speaker) ? ctx.speaker : {};
+		let result: unknown;
+		try {
+			result = await runCompactor(
+				(signal) =>
+					compactor(request as CompactRequest, {
+						channel,
+						profile: String(ctx.profile),
+						speaker: { id: String(speaker.id), name: String(speaker.name) },
+						turnId,
+						engine: String(ctx.engine),
+						timeoutMs,
+						signal,
+					}),
+				timeoutMs,
+				this.turns.get(turnKey(channel, turnId))?.controller.signal,
+			);
+		} catch (e) {
+			// The daemon then falls back to Pi's own summary.
+			if (e instanceof CompactorStopped) this.logger.warn?.({ channel, turnId, timeoutMs }, e.message);
+			else this.logger.warn?.({ channel, turnId, err: messageOf(e) }, "compactor threw");
+			throw e instanceof CompactorStopped ? hookError(RpcCode.APP_ERROR, e.message) : e;
+		}
+		if (result === undefined || result === null) return null;
+		const problem = compactionProblem(result, request.firstKeptEntryId);
+		if (problem !== null) {
+			this.logger.warn?.({ channel, turnId, problem }, "compactor answered a compaction the daemon refuses");
+			throw hookError(RpcCode.APP_ERROR, `the compactor's result is invalid: ${problem}`);
+		}
+		return compactionToWire(result as Record<string, unknown>);
 	}
 
 	private async searchQuery(params: Record<string, unknown>): Promise<unknown> {

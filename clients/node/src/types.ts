@@ -166,6 +166,62 @@ export type SearchHandler = (
 	context: SearchContext,
 ) => string | Promise<string>;
 
+/** One message of the worker's Pi session, as JSON. */
+export type CompactMessage = { role: string } & Record<string, unknown>;
+
+/** What the worker asks the host's compactor to summarise (compaction.compact's request). */
+export interface CompactRequest {
+	reason: "manual" | "threshold" | "overflow";
+	tokensBefore: number;
+	/** 1 to 256 chars; the compaction must keep the same. */
+	firstKeptEntryId: string;
+	isSplitTurn: boolean;
+	messagesToSummarize: CompactMessage[];
+	turnPrefixMessages: CompactMessage[];
+	keptMessages: CompactMessage[];
+	previousSummary?: string;
+	customInstructions?: string;
+	readFiles: string[];
+	modifiedFiles: string[];
+}
+
+/** A compaction, in the shape of Pi's CompactionResult. */
+export interface Compaction {
+	/** Not empty. */
+	summary: string;
+	/** The request's. */
+	firstKeptEntryId: string;
+	/** An integer from 0 to 2^53 - 1, as the others. */
+	tokensBefore: number;
+	estimatedTokensAfter?: number;
+	/** An object; the daemon sets its engine to compaction.engine. */
+	details?: Record<string, unknown>;
+}
+
+/** The bound identity of the turn being compacted, and the compactor's time. */
+export interface CompactContext {
+	channel: string;
+	profile: string;
+	speaker: Author;
+	turnId: string;
+	/** rtsandboxd's compaction.engine, which the worker records. */
+	engine: string;
+	/** The time the daemon gives: at most compaction.timeout_ms and half what the turn has left. */
+	timeoutMs: number;
+	/** Aborted after timeoutMs, or when the turn settles. */
+	signal: AbortSignal;
+}
+
+/**
+ * Compacts a worker's session: a compaction, or null or undefined to leave
+ * it to Pi's own summary.  A throw, a late answer or one the daemon cannot
+ * take also falls back.
+ */
+export type CompactionHandler = (
+	request: CompactRequest,
+	context: CompactContext,
+) => Compaction | null | undefined | Promise<Compaction | null | undefined>;
+
 /** A pino-style logger: each method optional. */
 export interface Logger {
 	debug?(obj: object, msg?: string): void;
@@ -258,6 +314,11 @@ export interface PiSandboxRuntimeOptions {
 	tools?: Record<string, ToolHandler>;
 	/** Serves web_search for research jobs that bring none of their own. */
 	search?: SearchHandler;
+	/**
+	 * Serves the compaction.compact hook, which the daemon calls when
+	 * rtsandboxd.json has compaction (engine, timeout_ms, max_request_bytes).
+	 */
+	compactor?: CompactionHandler;
 	logger?: Logger;
 	/** The name the daemon logs for this client; default "pi-sandbox-runtime". */
 	clientName?: string;

@@ -2,13 +2,26 @@
  * The parts of the 0.7.3 surface that need no daemon: the bounds of
  * validateImages, validateReplyFiles and safeFileName at their limits and
  * one past, the thinking levels, the options 0.7.3 refused in its
- * constructor, the options rtsandbox refuses, and ScopedSandboxDelegator.
+ * constructor, the options rtsandbox refuses, and ScopedSandboxDelegator;
+ * and the compaction.compact hook of both entries, served to a fake
+ * control socket that speaks the daemon's side of it.
  */
 import assert from "node:assert/strict";
-import { describe, it } from "node:test";
+import * as fs from "node:fs";
+import * as net from "node:net";
+import * as os from "node:os";
+import * as path from "node:path";
+import { after, describe, it } from "node:test";
 
 import {
+	PiSandboxRuntime as RtsandboxRuntime,
+	type CompactContext,
+	type CompactRequest,
+	type CompactionHandler,
+} from "../src/index.js";
+import {
 	isPiThinkingLevel,
+	PI_COMPACT_LIMITS,
 	PI_MEDIA_LIMITS,
 	PI_THINKING_LEVELS,
 	PiSandboxRuntime,
@@ -17,9 +30,15 @@ import {
 	SandboxResearchWorker,
 	ScopedSandboxDelegator,
 	UnsafeUrlError,
+	validateCompactionReport,
+	validateCompactRequest,
 	validateImages,
 	validateReplyFiles,
+	type ChannelKey,
 	type DelegationJob,
+	type PiCompaction,
+	type PiCompactor,
+	type PiCompactRequest,
 	type PiSandboxRuntimeOptions,
 } from "../src/pi-roundtable-sandbox.js";
 
@@ -229,5 +248,409 @@ describe("ScopedSandboxDelegator", () => {
 				() => new ScopedSandboxDelegator({ target: "g", run: async () => "", deliver: async () => {}, logger: quiet, ...o }),
 				/Invalid delegation target\/budget/,
 			);
+	});
+});
+
+/** One JSON-RPC message of the control socket. */
+type Rpc = Record<string, any>;
+
+/**
+ * The daemon's side of the control socket, as far as these tests need it:
+ * it answers initialize (refusing the hooks in refuse, as an older
+ * rtsandboxd refuses one it does not know), and asks the client's hooks
+ * with ids of its own kind.
+ */
+class FakeControl {
+	readonly socket: string;
+	readonly inits: Rpc[] = [];
+	private readonly server: net.Server;
+	private readonly dir: string;
+	private conn: net.Socket | null = null;
+	private connected: Promise<void>;
+	private onConnected!: () => void;
+	private readonly waiting = new Map<string, (m: Rpc) => void>();
+	private next = 1;
+
+	constructor(private readonly refuse: string[] = []) {
+		this.dir = fs.mkdtempSync(path.join(os.tmpdir(), "rtnj-fake-"));
+		this.socket = path.join(this.dir, "control.sock");
+		this.connected = new Promise((r) => (this.onConnected = r));
+		this.server = net.createServer((c) => this.serve(c));
+	}
+
+	listen(): Promise<void> {
+		return new Promise((r) => this.server.listen(this.socket, r));
+	}
+
+	private serve(c: net.Socket): void {
+		let buf = "";
+		c.on("data", (d) => {
+			buf += d.toString();
+			for (let nl = buf.indexOf("\n"); nl >= 0; nl = buf.indexOf("\n")) {
+				const m = JSON.parse(buf.slice(0, nl)) as Rpc;
+				buf = buf.slice(nl + 1);
+				this.line(c, m);
+			}
+		});
+		c.on("error", () => undefined);
+	}
+
+	private line(c: net.Socket, m: Rpc): void {
+		if (m.method === "initialize") {
+			this.inits.push(m.params);
+			const bad = (m.params.hooks as string[]).find((h) => this.refuse.includes(h));
+			if (bad !== undefined) {
+				c.write(
+					JSON.stringify({
+						jsonrpc: "2.0",
+						id: m.id,
+						error: { code: -32602, message: `Invalid params: unknown hook ${bad}; known: tool.call` },
+					}) + "\n",
+				);
+				return;
+			}
+			c.write(JSON.stringify({ jsonrpc: "2.0", id: m.id, result: { version: "fake" } }) + "\n");
+			this.conn = c;
+			this.onConnected();
+			return;
+		}
+		if (typeof m.method === "string") {
+			if ("id" in m)
+				c.write(JSON.stringify({ jsonrpc: "2.0", id: m.id, error: { code: -32601, message: "Method not found" } }) + "\n");
+			return;
+		}
+		this.waiting.get(m.id)?.(m);
+		this.waiting.delete(m.id);
+	}
+
+	/** Asks the client's hook; its answer, {result} or {error}. */
+	async ask(method: string, params: object): Promise<Rpc> {
+		await this.connected;
+		const id = `rtsandbox-${this.next++}`;
+		const answer = new Promise<Rpc>((r) => this.waiting.set(id, r));
+		this.conn!.write(JSON.stringify({ jsonrpc: "2.0", id, method, params }) + "\n");
+		return answer;
+	}
+
+	async close(): Promise<void> {
+		this.conn?.destroy();
+		await new Promise((r) => this.server.close(r));
+		fs.rmSync(this.dir, { recursive: true, force: true });
+	}
+}
+
+function compactRequest(over: Partial<PiCompactRequest> = {}): PiCompactRequest {
+	return {
+		reason: "threshold",
+		tokensBefore: 150000,
+		firstKeptEntryId: "e42",
+		isSplitTurn: false,
+		messagesToSummarize: [{ role: "user", content: "hello" }],
+		turnPrefixMessages: [],
+		keptMessages: [{ role: "assistant", content: "hi" }],
+		readFiles: ["/workspace/a"],
+		modifiedFiles: [],
+		...over,
+	};
+}
+
+const COMPACT_CONTEXT = {
+	channel: "discord:c1",
+	profile: "p",
+	speaker: { id: "u1", name: "Ann" },
+	turnId: "t1",
+	engine: "host-compactor",
+};
+
+function compactParams(over: Record<string, unknown> = {}): Record<string, unknown> {
+	return { request: compactRequest(), context: COMPACT_CONTEXT, timeoutMs: 5000, ...over };
+}
+
+interface Logged {
+	level: string;
+	obj: object;
+	msg?: string;
+}
+
+function recorder(): { logger: PiSandboxRuntimeOptions["logger"]; lines: Logged[] } {
+	const lines: Logged[] = [];
+	const at =
+		(level: string) =>
+		(obj: object, msg?: string): void => {
+			lines.push({ level, obj, msg });
+		};
+	return { lines, logger: { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") } };
+}
+
+describe("compaction: the wire's checks", () => {
+	it("checks a compact request and a report at their bounds", () => {
+		validateCompactRequest(compactRequest({ firstKeptEntryId: "x".repeat(256), previousSummary: "s", customInstructions: "c" }));
+		for (const bad of [
+			{ reason: "other" },
+			{ tokensBefore: -1 },
+			{ tokensBefore: 1.5 },
+			{ firstKeptEntryId: "" },
+			{ firstKeptEntryId: "x".repeat(257) },
+			{ messagesToSummarize: [{ content: "no role" }] },
+			{ keptMessages: {} },
+			{ previousSummary: 1 },
+			{ readFiles: [1] },
+		])
+			assert.throws(() => validateCompactRequest({ ...compactRequest(), ...bad }), /Invalid compact request/, JSON.stringify(bad));
+		validateCompactionReport({ type: "bypass", reason: "r".repeat(1000), tokensBefore: 0 });
+		validateCompactionReport({ type: "end", reason: "manual", aborted: false, willRetry: false, engine: "pi", tokensAfter: 3 });
+		for (const bad of [
+			{ type: "bypass", reason: "r".repeat(1001), tokensBefore: 0 },
+			{ type: "end", reason: "manual", aborted: false, willRetry: false, engine: "other" },
+			{ type: "end", reason: "manual", aborted: false, willRetry: false, error: "e".repeat(10001) },
+			{ type: "other" },
+		])
+			assert.throws(() => validateCompactionReport(bad), /Invalid compaction report/);
+		assert.deepEqual(PI_COMPACT_LIMITS, { requestBytes: 32 * 1024 * 1024, timeoutMs: 120000, compactsPerTurn: 3, reportsPerTurn: 16 });
+	});
+});
+
+describe("PiSandboxRuntime's compaction option", () => {
+	const base: PiSandboxRuntimeOptions = {
+		partyDir: "/var/lib/rtsandbox",
+		image: "img",
+		profiles: { p: { model: "m" } },
+		oauthToken: () => "t",
+		memory: { promptBlock: async () => "" },
+		effort: { judge: async () => "low" },
+		logger: quiet,
+		socket: "/nonexistent/rtnj.sock",
+	};
+	const compactor = (over: Partial<PiCompactor> = {}): PiCompactor => ({
+		engine: "host-compactor",
+		compact: async () => undefined,
+		...over,
+	});
+	const fakes: FakeControl[] = [];
+	const runtimes: PiSandboxRuntime[] = [];
+
+	after(async () => {
+		for (const rt of runtimes) await rt.close();
+		for (const f of fakes) await f.close();
+	});
+
+	async function served(
+		c: PiCompactor,
+		over: Partial<PiSandboxRuntimeOptions> = {},
+		refuse: string[] = [],
+	): Promise<{ fake: FakeControl; rt: PiSandboxRuntime }> {
+		const fake = new FakeControl(refuse);
+		fakes.push(fake);
+		await fake.listen();
+		const rt = new PiSandboxRuntime({ ...base, socket: fake.socket, compaction: c, ...over });
+		runtimes.push(rt);
+		await rt.link.conn.connect();
+		return { fake, rt };
+	}
+
+	it("checks the compactor as pi-roundtable-sandbox does, at construction", () => {
+		const bad: Partial<PiCompactor>[] = [
+			{ engine: "" },
+			{ engine: "has space" },
+			{ engine: "x".repeat(101) },
+			{ engine: 7 as unknown as string },
+			{ timeoutMs: 999 },
+			{ timeoutMs: 1000.5 },
+			{ timeoutMs: Number.NaN },
+			{ maxRequestBytes: 0 },
+			{ maxRequestBytes: 96 * 1024 * 1024 + 1 },
+			{ maxRequestBytes: 1.5 },
+			{ compact: undefined as unknown as PiCompactor["compact"] },
+		];
+		for (const o of bad)
+			assert.throws(() => new PiSandboxRuntime({ ...base, compaction: compactor(o) }), /^Error: Invalid compactor$/, JSON.stringify(o));
+		for (const o of [
+			{ engine: "x".repeat(100) },
+			{ engine: "@scope/pkg_v1.2-x" },
+			{ timeoutMs: 1000 },
+			{ timeoutMs: 300000 },
+			{ maxRequestBytes: 1 },
+			{ maxRequestBytes: 96 * 1024 * 1024 },
+		])
+			new PiSandboxRuntime({ ...base, compaction: compactor(o) }).close();
+		// its time must leave half the turn for Pi's own summary
+		assert.throws(
+			() => new PiSandboxRuntime({ ...base, compaction: compactor({ timeoutMs: 300001 }) }),
+			/The compactor's timeout must leave half the turn/,
+		);
+		assert.throws(
+			() => new PiSandboxRuntime({ ...base, turnTimeoutMs: 10000, compaction: compactor({ timeoutMs: 5001 }) }),
+			/The compactor's timeout must leave half the turn/,
+		);
+		new PiSandboxRuntime({ ...base, turnTimeoutMs: 10000, compaction: compactor() }).close();
+	});
+
+	it("declares compaction.compact only with a compactor, and leaves it out for a daemon that lacks it", async () => {
+		const without = new FakeControl();
+		fakes.push(without);
+		await without.listen();
+		const rt = new PiSandboxRuntime({ ...base, socket: without.socket });
+		runtimes.push(rt);
+		await rt.link.conn.connect();
+		assert.ok(!without.inits[0].hooks.includes("compaction.compact"));
+		const { fake } = await served(compactor());
+		assert.ok(fake.inits[0].hooks.includes("compaction.compact"));
+		const { fake: old } = await served(compactor(), {}, ["compaction.compact"]);
+		assert.equal(old.inits.length, 2);
+		assert.ok(old.inits[0].hooks.includes("compaction.compact"));
+		assert.ok(!old.inits[1].hooks.includes("compaction.compact"));
+	});
+
+	it("answers the compaction, null when the compactor declines, an error when it throws", async () => {
+		const seen: { request: PiCompactRequest; channel: ChannelKey; aborted: boolean }[] = [];
+		let answer: () => Promise<PiCompaction | undefined> = async () => undefined;
+		const { fake } = await served(
+			compactor({
+				compact: async (request, { channel, signal }) => {
+					seen.push({ request, channel, aborted: signal.aborted });
+					return answer();
+				},
+			}),
+		);
+		answer = async () => ({
+			summary: "S",
+			firstKeptEntryId: "e42",
+			tokensBefore: 150000,
+			estimatedTokensAfter: 900,
+			details: { readFiles: ["/workspace/a"] },
+			extra: "dropped",
+		}) as PiCompaction;
+		let r = await fake.ask("compaction.compact", compactParams());
+		assert.deepEqual(r.result, {
+			summary: "S",
+			firstKeptEntryId: "e42",
+			tokensBefore: 150000,
+			estimatedTokensAfter: 900,
+			details: { readFiles: ["/workspace/a"] },
+		});
+		assert.deepEqual(seen, [{ request: compactRequest(), channel: "discord:c1", aborted: false }]);
+		answer = async () => undefined;
+		r = await fake.ask("compaction.compact", compactParams());
+		assert.ok("result" in r && r.result === null, JSON.stringify(r));
+		answer = async () => {
+			throw new Error("the summariser is down: sk-secret");
+		};
+		r = await fake.ask("compaction.compact", compactParams());
+		assert.equal(r.error.code, -32000);
+		assert.doesNotMatch(r.error.message, /sk-secret/);
+		for (const bad of [
+			{ summary: "", firstKeptEntryId: "e42", tokensBefore: 1 },
+			{ summary: "S", firstKeptEntryId: "other", tokensBefore: 1 },
+			{ summary: "S", firstKeptEntryId: "e42", tokensBefore: -1 },
+			{ summary: "S", firstKeptEntryId: "e42", tokensBefore: 1, estimatedTokensAfter: 0.5 },
+			{ summary: "S", firstKeptEntryId: "e42", tokensBefore: 1, details: ["x"] },
+		]) {
+			answer = async () => bad as PiCompaction;
+			r = await fake.ask("compaction.compact", compactParams());
+			assert.equal(r.error?.code, -32000, JSON.stringify(bad));
+		}
+		r = await fake.ask("compaction.compact", compactParams({ request: { ...compactRequest(), reason: "bored" } }));
+		assert.equal(r.error?.code, -32602);
+	});
+
+	it("aborts the compactor's signal after the daemon's timeoutMs, and answers then", async () => {
+		let signal: AbortSignal | undefined;
+		const { fake } = await served(
+			compactor({
+				timeoutMs: 120000,
+				compact: (_request, context) => {
+					signal = context.signal;
+					return new Promise(() => {}); // never, and deaf to its signal
+				},
+			}),
+		);
+		const t0 = Date.now();
+		const r = await fake.ask("compaction.compact", compactParams({ timeoutMs: 300 }));
+		const took = Date.now() - t0;
+		assert.equal(r.error?.code, -32000);
+		assert.ok(took >= 290 && took < 5000, `answered after ${took} ms`);
+		assert.equal(signal?.aborted, true);
+		assert.equal((signal?.reason as DOMException).name, "TimeoutError");
+	});
+
+	it("warns once when its engine is not the daemon's, and still answers", async () => {
+		const { logger, lines } = recorder();
+		const { fake } = await served(
+			compactor({
+				engine: "mine",
+				compact: async () => ({ summary: "S", firstKeptEntryId: "e42", tokensBefore: 1 }),
+			}),
+			{ logger },
+		);
+		for (let i = 0; i < 3; i++) {
+			const r = await fake.ask("compaction.compact", compactParams());
+			assert.equal(r.result?.summary, "S");
+		}
+		const warned = lines.filter((l) => l.level === "warn" && /engine differs/.test(l.msg ?? ""));
+		assert.equal(warned.length, 1);
+		assert.deepEqual(warned[0].obj, { engine: "mine", daemonEngine: "host-compactor" });
+	});
+});
+
+describe("the rtsandbox API's compactor", () => {
+	const fakes: FakeControl[] = [];
+	const runtimes: RtsandboxRuntime[] = [];
+
+	after(async () => {
+		for (const rt of runtimes) await rt.close();
+		for (const f of fakes) await f.close();
+	});
+
+	async function served(compactor?: CompactionHandler): Promise<FakeControl> {
+		const fake = new FakeControl();
+		fakes.push(fake);
+		await fake.listen();
+		const rt = new RtsandboxRuntime({ socket: fake.socket, compactor, logger: {} });
+		runtimes.push(rt);
+		await rt.connect();
+		return fake;
+	}
+
+	it("declares the hook with a compactor, gives it the bound context, and answers what it returns", async () => {
+		assert.ok(!(await served()).inits[0].hooks.includes("compaction.compact"));
+		const calls: { request: CompactRequest; context: Omit<CompactContext, "signal"> }[] = [];
+		let answer: unknown = null;
+		const fake = await served((request, { signal, ...context }) => {
+			calls.push({ request, context });
+			assert.equal(signal.aborted, false);
+			return answer as null;
+		});
+		assert.ok(fake.inits[0].hooks.includes("compaction.compact"));
+		let r = await fake.ask("compaction.compact", compactParams({ timeoutMs: 2500 }));
+		assert.ok("result" in r && r.result === null, JSON.stringify(r));
+		assert.deepEqual(calls, [{ request: compactRequest(), context: { ...COMPACT_CONTEXT, timeoutMs: 2500 } }]);
+		answer = undefined;
+		r = await fake.ask("compaction.compact", compactParams());
+		assert.equal(r.result, null);
+		answer = { summary: "S", firstKeptEntryId: "e42", tokensBefore: 7, details: { a: 1 } };
+		r = await fake.ask("compaction.compact", compactParams());
+		assert.deepEqual(r.result, answer);
+		answer = { summary: "S", firstKeptEntryId: "nope", tokensBefore: 7 };
+		r = await fake.ask("compaction.compact", compactParams());
+		assert.match(r.error?.message ?? "", /firstKeptEntryId is not the request's/);
+	});
+
+	it("answers at the daemon's timeoutMs with the signal aborted, and passes a throw on as an error", async () => {
+		let signal: AbortSignal | undefined;
+		let mode: "hang" | "throw" = "hang";
+		const fake = await served(async (_request, context) => {
+			signal = context.signal;
+			if (mode === "throw") throw new Error("no summary today");
+			await new Promise((r) => context.signal.addEventListener("abort", r));
+			return { summary: "late", firstKeptEntryId: "e42", tokensBefore: 1 };
+		});
+		const t0 = Date.now();
+		let r = await fake.ask("compaction.compact", compactParams({ timeoutMs: 200 }));
+		assert.ok(Date.now() - t0 >= 190);
+		assert.match(r.error?.message ?? "", /the compactor took over 200 ms/);
+		assert.equal(signal?.aborted, true);
+		mode = "throw";
+		r = await fake.ask("compaction.compact", compactParams());
+		assert.match(r.error?.message ?? "", /no summary today/);
 	});
 });

@@ -23,6 +23,7 @@ import {
 	type ChannelKey,
 	type DelegationOutcome,
 	type PiHostContext,
+	type PiCompactRequest,
 	type PiSandboxRuntimeOptions,
 	type PiSandboxTurnResult,
 	type PiThinkingLevel,
@@ -509,6 +510,64 @@ describe("credentials from the bot (credential.get)", { skip: credentials }, () 
 		});
 		await assert.rejects(rt.status("discord:x"), /oauthToken is unset but rtsandboxd has "hook": change upstream\.credential/);
 		await rt.close();
+	});
+});
+
+const compactions = missing || (daemonKnows("compaction.compact") ? false : "rtsandboxd lacks the compaction.compact hook");
+
+describe("the host compactor (compaction)", { skip: compactions }, () => {
+	let dc: Daemon;
+
+	before(async () => {
+		dc = new Daemon({
+			fu,
+			turnMs: 30000,
+			edit: (c) => {
+				c.compaction = { engine: "test/jev" };
+			},
+		});
+		await dc.start();
+	});
+
+	after(async () => {
+		await dc?.cleanup();
+	});
+
+	it("hands the worker's compact request to compaction.compact and its compaction back", async () => {
+		const seen: { request: PiCompactRequest; channel: string; aborted: boolean }[] = [];
+		let mode: "answer" | "decline" | "throw" = "answer";
+		const rt = new PiSandboxRuntime(
+			options(dc, {
+				compaction: {
+					engine: "test/jev",
+					compact: async (request, context) => {
+						seen.push({ request, channel: context.channel, aborted: context.signal.aborted });
+						if (mode === "throw") throw new Error("compactor secret text");
+						if (mode === "decline") return undefined;
+						return { summary: "Ann wants the rolls kept.", firstKeptEntryId: request.firstKeptEntryId, tokensBefore: request.tokensBefore };
+					},
+				},
+			}),
+		);
+		const r = await rt.runTurn(turn("discord:compact", "/compact keep the dice rolls", "t1"));
+		ok(r);
+		assert.equal(r.text, "Compacted by test/jev: Ann wants the rolls kept.");
+		assert.equal(seen.length, 1);
+		assert.equal(seen[0].channel, "discord:compact");
+		assert.equal(seen[0].aborted, false);
+		assert.equal(seen[0].request.reason, "manual");
+		assert.equal(seen[0].request.firstKeptEntryId, "t1");
+		assert.equal(seen[0].request.customInstructions, "keep the dice rolls");
+		mode = "decline";
+		const d2 = await rt.runTurn(turn("discord:compact", "/compact", "t2"));
+		ok(d2);
+		assert.equal(d2.text, "Compaction fell back: the compactor declined");
+		mode = "throw";
+		const d3 = await rt.runTurn(turn("discord:compact", "/compact", "t3"));
+		ok(d3);
+		assert.equal(d3.text, "Compaction fell back: the compactor failed");
+		await rt.close();
+		assert.doesNotMatch(dc.log(), /compactor secret text/, "the compactor's error stays with the bot");
 	});
 });
 

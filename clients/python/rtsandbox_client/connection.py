@@ -8,12 +8,16 @@ import asyncio
 import errno
 import json
 import logging
+import re
 
-from .errors import (REQUEST_CANCELLED, INTERNAL_ERROR, RtsandboxConnectionError,
-                     RtsandboxRpcError)
+from .errors import (INTERNAL_ERROR, INVALID_PARAMS, REQUEST_CANCELLED,
+                     RtsandboxConnectionError, RtsandboxRpcError)
 
 # Lines are at most 128 MiB each way.
 LINE_MAX = 128 * 1024 * 1024
+
+# What a hook returns to answer JSON null (None answers {}).
+JSON_NULL = object()
 
 
 def _describe(exc, socket):
@@ -52,10 +56,15 @@ class Call:
 class Connection:
     def __init__(self, socket, client_name, hooks, on_request,
                  on_notification, logger=None, connect_timeout=30.0,
-                 reconnect_initial=0.1, reconnect_max=5.0):
+                 reconnect_initial=0.1, reconnect_max=5.0,
+                 optional_hooks=()):
         self.socket = socket
         self.client_name = client_name
         self.hooks = list(hooks)
+        # Hooks a daemon older than this client may not know: when
+        # initialize is refused for one of them, it is dropped and
+        # initialize sent again.
+        self.optional_hooks = tuple(optional_hooks)
         self.on_request = on_request
         self.on_notification = on_notification
         self.log = logger or logging.getLogger("rtsandbox_client")
@@ -239,6 +248,19 @@ class Connection:
                 if msg is None:
                     continue
                 if msg.get("id") == init_id and "method" not in msg:
+                    hook = self._unknown_optional_hook(msg)
+                    if hook is not None:
+                        self.log.info("rtsandboxd does not know the hook %s; "
+                                      "going on without it", hook)
+                        self.hooks = [h for h in self.hooks if h != hook]
+                        init_id = self._next_id
+                        self._next_id += 1
+                        await self._write({"jsonrpc": "2.0", "id": init_id,
+                                           "method": "initialize",
+                                           "params": {
+                                               "client": self.client_name,
+                                               "hooks": self.hooks}})
+                        continue
                     if "error" in msg:
                         err = msg["error"] or {}
                         self._fatal = RtsandboxRpcError(
@@ -269,6 +291,17 @@ class Connection:
                                  self.socket)
                 self._emit("disconnected", self._last_error)
         return initialized
+
+    def _unknown_optional_hook(self, msg):
+        """The optional hook an initialize error says is unknown, or None."""
+        err = msg.get("error")
+        if not isinstance(err, dict) or err.get("code") != INVALID_PARAMS:
+            return None
+        m = re.search(r"unknown hook ([a-z.]+)", str(err.get("message", "")))
+        if m is None or m.group(1) not in self.optional_hooks or \
+                m.group(1) not in self.hooks:
+            return None
+        return m.group(1)
 
     def _parse(self, line):
         try:
@@ -306,8 +339,11 @@ class Connection:
         writer = self._writer
         try:
             result = await self.on_request(method, params)
-            answer = {"jsonrpc": "2.0", "id": rid,
-                      "result": result if result is not None else {}}
+            if result is JSON_NULL:
+                result = None
+            elif result is None:
+                result = {}
+            answer = {"jsonrpc": "2.0", "id": rid, "result": result}
         except Exception as e:  # noqa: BLE001 - answered as an error
             code = getattr(e, "code", INTERNAL_ERROR)
             answer = {"jsonrpc": "2.0", "id": rid, "error": {

@@ -1,8 +1,8 @@
 """PiSandboxRuntime over rtsandboxd for asyncio bots: the surface of
 pi-roundtable-sandbox 0.7.3's runtime, with the container, broker and turn
-state held by the daemon.  The memory, effort and tool callbacks are served
-as the daemon's hooks on the runtime's one connection; each may be a plain
-function or a coroutine function."""
+state held by the daemon.  The memory, effort, tool and compactor callbacks
+are served as the daemon's hooks on the runtime's one connection; each may
+be a plain function or a coroutine function."""
 
 import asyncio
 import base64
@@ -10,10 +10,11 @@ import inspect
 import logging
 import os
 
-from .connection import Connection
-from .errors import (INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
-                     REQUEST_CANCELLED, RtsandboxConnectionError,
-                     RtsandboxError, RtsandboxRpcError)
+from .connection import JSON_NULL, Connection
+from .errors import (APP_ERROR, INVALID_PARAMS, INVALID_REQUEST,
+                     METHOD_NOT_FOUND, REQUEST_CANCELLED,
+                     RtsandboxConnectionError, RtsandboxError,
+                     RtsandboxRpcError)
 
 DEFAULT_SOCKET = "/run/rtsandbox/control.sock"
 THINKING_LEVELS = ("low", "medium", "high", "xhigh")
@@ -21,6 +22,10 @@ TURN_REASONS = ("busy", "invalid", "start_failed", "timeout", "cancelled",
                 "worker_failed", "stale_image", "internal")
 # The longest tool error the daemon passes on (PROTOCOL.md 3.3).
 TOOL_ERROR_MAX = 10000
+# compaction.timeout_ms's default, for a request that gives no timeoutMs.
+COMPACT_TIMEOUT_MS = 120000
+COMPACT_REASONS = ("manual", "threshold", "overflow")
+TOKENS_MAX = 2 ** 53 - 1
 
 
 class HookError(Exception):
@@ -43,6 +48,60 @@ def _b64(data):
 
 def _image(image):
     return {"data": _b64(image["data"]), "mimeType": image["mimeType"]}
+
+
+def _is_async(fn):
+    return inspect.iscoroutinefunction(fn) or \
+        inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+
+
+def _is_tokens(n):
+    """An integer from 0 to 2^53 - 1, as JSON has it."""
+    if isinstance(n, bool) or not isinstance(n, (int, float)):
+        return False
+    return (isinstance(n, int) or n.is_integer()) and 0 <= n <= TOKENS_MAX
+
+
+def _is_messages(v):
+    return isinstance(v, list) and all(
+        isinstance(m, dict) and isinstance(m.get("role"), str) for m in v)
+
+
+def _is_strings(v):
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+def _is_compact_request(r):
+    return (isinstance(r, dict) and r.get("reason") in COMPACT_REASONS and
+            _is_tokens(r.get("tokensBefore")) and
+            isinstance(r.get("firstKeptEntryId"), str) and
+            1 <= len(r["firstKeptEntryId"]) <= 256 and
+            isinstance(r.get("isSplitTurn"), bool) and
+            all(_is_messages(r.get(k)) for k in (
+                "messagesToSummarize", "turnPrefixMessages",
+                "keptMessages")) and
+            all(isinstance(r.get(k, ""), str) for k in (
+                "previousSummary", "customInstructions")) and
+            _is_strings(r.get("readFiles")) and
+            _is_strings(r.get("modifiedFiles")))
+
+
+def _compaction_problem(c, first_kept):
+    """What the daemon would refuse in the compaction c, or None."""
+    if not isinstance(c, dict):
+        return "it is not a dict"
+    if not isinstance(c.get("summary"), str) or not c["summary"]:
+        return "summary is not a non-empty string"
+    if c.get("firstKeptEntryId") != first_kept:
+        return "firstKeptEntryId is not the request's"
+    if not _is_tokens(c.get("tokensBefore")):
+        return "tokensBefore is not an integer from 0 to 2^53 - 1"
+    if c.get("estimatedTokensAfter") is not None and \
+            not _is_tokens(c["estimatedTokensAfter"]):
+        return "estimatedTokensAfter is not an integer from 0 to 2^53 - 1"
+    if c.get("details") is not None and not isinstance(c["details"], dict):
+        return "details is not a dict"
+    return None
 
 
 def _cancelled(message):
@@ -90,17 +149,31 @@ class PiSandboxRuntime:
     handler(input, context) -> {"ok", "text"?, "error"?, "image"?,
     "privateTo"?} with
     context {"channel", "profile", "speaker", "thinking", "turnId",
-    "done": asyncio.Event set when the turn settles}."""
+    "done": asyncio.Event set when the turn settles}.
+
+    compactor(request, context, timeout_ms) serves compaction.compact,
+    which the daemon asks when rtsandboxd.json has "compaction": request is
+    the worker's {"reason", "tokensBefore", "firstKeptEntryId",
+    "isSplitTurn", "messagesToSummarize", "turnPrefixMessages",
+    "keptMessages", "previousSummary"?, "customInstructions"?, "readFiles",
+    "modifiedFiles"}, context {"channel", "profile", "speaker", "turnId",
+    "engine", "done"}; it returns {"summary", "firstKeptEntryId",
+    "tokensBefore", "estimatedTokensAfter"?, "details"?}, or None to leave
+    it to Pi's own summary.  After timeout_ms (or once the turn settles) it
+    is cancelled, a plain function (run in the loop's default executor)
+    left to finish unheard, and the worker falls back to Pi's summary, as
+    it does when the compactor raises."""
 
     def __init__(self, socket=None, memory=None, effort=None, tools=None,
                  search=None, logger=None, client_name="pi-sandbox-runtime",
-                 connect_timeout=30.0, reconnect=(0.1, 5.0)):
+                 connect_timeout=30.0, reconnect=(0.1, 5.0), compactor=None):
         self.socket = socket or os.environ.get("RTSANDBOX_CONTROL_SOCKET",
                                                DEFAULT_SOCKET)
         self.memory = memory
         self.effort = effort
         self.tools = dict(tools or {})
         self.search = search
+        self.compactor = compactor
         self.log = logger or logging.getLogger("rtsandbox_client")
         self._turns = {}
         self._jobs = {}
@@ -110,10 +183,14 @@ class PiSandboxRuntime:
             hooks.append("memory.block")
         if effort is not None:
             hooks.append("effort.judge")
+        if compactor is not None:
+            hooks.append("compaction.compact")
+        # An older daemon refuses compaction.compact; its workers then
+        # compact with Pi's summary alone.
         self._conn = Connection(
             self.socket, client_name, hooks, self._serve_hook,
             self._notified, self.log, connect_timeout, reconnect[0],
-            reconnect[1])
+            reconnect[1], optional_hooks=("compaction.compact",))
 
     # -- events
 
@@ -356,6 +433,8 @@ class PiSandboxRuntime:
             return await self._effort_judge(params)
         if method == "search.query":
             return await self._search_query(params)
+        if method == "compaction.compact":
+            return await self._compact(params)
         raise HookError(METHOD_NOT_FOUND, "no hook %s" % method)
 
     async def _tool_call(self, params):
@@ -440,6 +519,73 @@ class PiSandboxRuntime:
                    "done": job.done if job is not None else asyncio.Event()}
         text = await _maybe_await(search(str(params.get("query")), context))
         return {"text": str(text)}
+
+    async def _compact(self, params):
+        if self.compactor is None:
+            raise HookError(METHOD_NOT_FOUND, "no compactor")
+        ctx = params.get("context") if isinstance(params.get("context"),
+                                                  dict) else {}
+        channel, turn_id = ctx.get("channel"), ctx.get("turnId")
+        request = params.get("request")
+        if not _is_compact_request(request):
+            self.log.warning("channel %s: rtsandboxd sent a compact request "
+                             "of no known shape", channel)
+            raise HookError(INVALID_PARAMS,
+                            "compaction.compact: invalid request")
+        timeout_ms = params.get("timeoutMs")
+        if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) \
+                or timeout_ms <= 0:
+            timeout_ms = COMPACT_TIMEOUT_MS
+        turn = self._turns.get((channel, turn_id))
+        context = dict(ctx)
+        context["done"] = turn.done if turn is not None else asyncio.Event()
+        fn = self.compactor
+
+        async def run():
+            if _is_async(fn):
+                return await fn(request, context, timeout_ms)
+            value = await asyncio.get_running_loop().run_in_executor(
+                None, fn, request, context, timeout_ms)
+            return await _maybe_await(value)
+        task = asyncio.ensure_future(run())
+        ended = asyncio.ensure_future(context["done"].wait())
+        try:
+            done, _ = await asyncio.wait(
+                {task, ended}, timeout=timeout_ms / 1000,
+                return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            ended.cancel()
+            if not task.done():
+                task.cancel()
+        if task not in done:
+            why = ("the compactor took over %d ms" % timeout_ms
+                   if ended not in done else
+                   "the compaction was aborted: its turn ended")
+            # The daemon then falls back to Pi's own summary.
+            self.log.warning("channel %s: turn %s: %s", channel, turn_id,
+                             why)
+            raise HookError(APP_ERROR, why)
+        try:
+            result = task.result()
+        except Exception as e:
+            self.log.warning("channel %s: turn %s: the compactor failed: "
+                             "%s", channel, turn_id, e)
+            raise
+        if result is None:
+            return JSON_NULL
+        problem = _compaction_problem(result, request["firstKeptEntryId"])
+        if problem is not None:
+            self.log.warning("channel %s: turn %s: the compactor answered a "
+                             "compaction the daemon refuses: %s", channel,
+                             turn_id, problem)
+            raise HookError(APP_ERROR, "the compactor's result is invalid: "
+                            + problem)
+        out = {k: result[k] for k in ("summary", "firstKeptEntryId",
+                                      "tokensBefore")}
+        for k in ("estimatedTokensAfter", "details"):
+            if result.get(k) is not None:
+                out[k] = result[k]
+        return out
 
 
 class SandboxResearchWorker:

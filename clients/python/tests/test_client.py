@@ -4,10 +4,16 @@ worker in real containers and the fake upstream of tests/fixtures, whose
 model answers by rules: [[tool:NAME {json}]] asks for a tool, [[file:NAME
 content]] makes the worker write a reply file, after tool results it says
 "done: <results>", else "echo: <text>".  The worker puts "<author name>: "
-before the turn's text and sends the memory as system text."""
+before the turn's text and sends the memory as system text.
+
+CompactionHook needs no daemon and runs without Docker: the
+compaction.compact hook served to a fake control socket that speaks the
+daemon's side of it."""
 
 import asyncio
 import http.server
+import json
+import logging
 import os
 import shutil
 import sys
@@ -51,8 +57,9 @@ def seams_built():
 def setUpModule():
     global FU, _certdir
     if SKIP is not None:
+        # the daemon's tests are skipped (Base); CompactionHook still runs
         rtsb.docker_cleanup()
-        raise unittest.SkipTest(SKIP)
+        return
     _certdir = tempfile.mkdtemp(prefix="rtpy-certs-", dir="/tmp")
     os.chmod(_certdir, 0o755)
     FU = FakeUpstream(os.path.join(_certdir, "certs"))
@@ -86,6 +93,7 @@ async def in_thread(fn, *args):
     return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
 
 
+@unittest.skipIf(SKIP is not None, SKIP)
 class Base(unittest.IsolatedAsyncioTestCase):
     counter = 0
 
@@ -369,6 +377,212 @@ class Research(Base):
         with self.assertRaises(RtsandboxRpcError) as e:
             await rt.fetch_attachments("a:1", "bad/id", [])
         self.assertEqual(e.exception.code, -32602)
+
+
+class FakeControl:
+    """The daemon's side of the control socket, as far as CompactionHook
+    needs it: it answers initialize (refusing the hooks in refuse, as an
+    older rtsandboxd refuses one it does not know) and asks the client's
+    hooks with ids of its own kind."""
+
+    def __init__(self, refuse=()):
+        self.dir = tempfile.mkdtemp(prefix="rtpy-fake-")
+        self.socket = os.path.join(self.dir, "control.sock")
+        self.refuse = refuse
+        self.inits = []
+        self.writer = None
+        self.connected = asyncio.Event()
+        self.waiting = {}
+        self.next = 1
+        self.server = None
+
+    async def start(self):
+        self.server = await asyncio.start_unix_server(self._serve,
+                                                      self.socket)
+
+    async def _serve(self, reader, writer):
+        while True:
+            line = await reader.readline()
+            if not line:
+                return
+            m = json.loads(line)
+            if m.get("method") == "initialize":
+                self.inits.append(m["params"])
+                bad = [h for h in m["params"]["hooks"] if h in self.refuse]
+                if bad:
+                    self._send(writer, {"jsonrpc": "2.0", "id": m["id"],
+                                        "error": {
+                                            "code": -32602,
+                                            "message": "Invalid params: "
+                                            "unknown hook %s; known: "
+                                            "tool.call" % bad[0]}})
+                    continue
+                self._send(writer, {"jsonrpc": "2.0", "id": m["id"],
+                                    "result": {"version": "fake"}})
+                self.writer = writer
+                self.connected.set()
+            elif "method" not in m and m.get("id") in self.waiting:
+                self.waiting.pop(m["id"]).set_result(m)
+
+    @staticmethod
+    def _send(writer, msg):
+        writer.write(json.dumps(msg).encode() + b"\n")
+
+    async def ask(self, method, params):
+        """The client's answer to the hook: {"result"} or {"error"}."""
+        await self.connected.wait()
+        rid = "rtsandbox-%d" % self.next
+        self.next += 1
+        fut = asyncio.get_running_loop().create_future()
+        self.waiting[rid] = fut
+        self._send(self.writer, {"jsonrpc": "2.0", "id": rid,
+                                 "method": method, "params": params})
+        return await asyncio.wait_for(fut, 10)
+
+    async def close(self):
+        if self.writer is not None:
+            self.writer.close()
+        self.server.close()
+        await self.server.wait_closed()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def compact_request(**over):
+    r = {"reason": "threshold", "tokensBefore": 150000,
+         "firstKeptEntryId": "e42", "isSplitTurn": False,
+         "messagesToSummarize": [{"role": "user", "content": "hello"}],
+         "turnPrefixMessages": [],
+         "keptMessages": [{"role": "assistant", "content": "hi"}],
+         "readFiles": ["/workspace/a"], "modifiedFiles": []}
+    r.update(over)
+    return r
+
+
+QUIET = logging.getLogger("rtpy-compaction-tests")
+QUIET.addHandler(logging.NullHandler())
+QUIET.propagate = False
+
+COMPACT_CONTEXT = {"channel": "discord:c1", "profile": "p",
+                   "speaker": {"id": "u1", "name": "Ann"}, "turnId": "t1",
+                   "engine": "host-compactor"}
+
+
+def compact_params(**over):
+    p = {"request": compact_request(), "context": dict(COMPACT_CONTEXT),
+         "timeoutMs": 5000}
+    p.update(over)
+    return p
+
+
+class CompactionHook(unittest.IsolatedAsyncioTestCase):
+    async def served(self, compactor=None, refuse=()):
+        fake = FakeControl(refuse)
+        await fake.start()
+        self.addAsyncCleanup(fake.close)
+        rt = PiSandboxRuntime(socket=fake.socket, compactor=compactor,
+                              reconnect=(0.01, 0.05), logger=QUIET)
+        self.addAsyncCleanup(rt.close)
+        await rt.connect()
+        return fake
+
+    async def test_declared_only_with_a_compactor(self):
+        fake = await self.served()
+        self.assertNotIn("compaction.compact", fake.inits[0]["hooks"])
+        fake = await self.served(lambda r, c, t: None)
+        self.assertIn("compaction.compact", fake.inits[0]["hooks"])
+        # a daemon that lacks it: initialize again without it
+        old = await self.served(lambda r, c, t: None,
+                                refuse=("compaction.compact",))
+        self.assertEqual(len(old.inits), 2)
+        self.assertIn("compaction.compact", old.inits[0]["hooks"])
+        self.assertNotIn("compaction.compact", old.inits[1]["hooks"])
+
+    async def test_answers_declines_and_fails(self):
+        calls = []
+        state = {"answer": None}
+
+        async def compactor(request, context, timeout_ms):
+            calls.append((request, {k: v for k, v in context.items()
+                                    if k != "done"}, timeout_ms))
+            if isinstance(state["answer"], Exception):
+                raise state["answer"]
+            return state["answer"]
+        fake = await self.served(compactor)
+        r = await fake.ask("compaction.compact", compact_params())
+        self.assertIn("result", r)
+        self.assertIsNone(r["result"])
+        self.assertEqual(calls, [(compact_request(), COMPACT_CONTEXT, 5000)])
+        state["answer"] = {"summary": "S", "firstKeptEntryId": "e42",
+                           "tokensBefore": 150000,
+                           "estimatedTokensAfter": 900,
+                           "details": {"a": 1}, "extra": "dropped"}
+        r = await fake.ask("compaction.compact", compact_params())
+        self.assertEqual(r["result"], {
+            "summary": "S", "firstKeptEntryId": "e42",
+            "tokensBefore": 150000, "estimatedTokensAfter": 900,
+            "details": {"a": 1}})
+        state["answer"] = RuntimeError("no summary today")
+        r = await fake.ask("compaction.compact", compact_params())
+        self.assertEqual(r["error"]["message"], "no summary today")
+        for bad in ({"summary": "", "firstKeptEntryId": "e42",
+                     "tokensBefore": 1},
+                    {"summary": "S", "firstKeptEntryId": "x",
+                     "tokensBefore": 1},
+                    {"summary": "S", "firstKeptEntryId": "e42",
+                     "tokensBefore": -1},
+                    {"summary": "S", "firstKeptEntryId": "e42",
+                     "tokensBefore": True},
+                    {"summary": "S", "firstKeptEntryId": "e42",
+                     "tokensBefore": 1, "details": ["x"]},
+                    "summary"):
+            with self.subTest(bad=bad):
+                state["answer"] = bad
+                r = await fake.ask("compaction.compact", compact_params())
+                self.assertEqual(r["error"]["code"], -32000, r)
+                self.assertIn("the compactor's result is invalid",
+                              r["error"]["message"])
+        r = await fake.ask("compaction.compact", compact_params(
+            request=compact_request(reason="bored")))
+        self.assertEqual(r["error"]["code"], -32602)
+
+    async def test_timeout_ms_bounds_both_kinds(self):
+        cancelled = asyncio.Event()
+
+        async def slow(request, context, timeout_ms):
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+        fake = await self.served(slow)
+        t0 = time.monotonic()
+        r = await fake.ask("compaction.compact",
+                           compact_params(timeoutMs=200))
+        self.assertGreaterEqual(time.monotonic() - t0, 0.19)
+        self.assertEqual(r["error"]["message"],
+                         "the compactor took over 200 ms")
+        await asyncio.wait_for(cancelled.wait(), 5)
+        # a plain function runs in the executor, the loop free meanwhile
+        release = threading.Event()
+
+        def blocking(request, context, timeout_ms):
+            release.wait(10)
+            return {"summary": "late", "firstKeptEntryId": "e42",
+                    "tokensBefore": 1}
+        fake = await self.served(blocking)
+        t0 = time.monotonic()
+        r = await fake.ask("compaction.compact",
+                           compact_params(timeoutMs=200))
+        release.set()
+        self.assertLess(time.monotonic() - t0, 5)
+        self.assertEqual(r["error"]["message"],
+                         "the compactor took over 200 ms")
+        fake = await self.served(
+            lambda request, context, timeout_ms: {
+                "summary": "quick", "firstKeptEntryId": "e42",
+                "tokensBefore": 2})
+        r = await fake.ask("compaction.compact", compact_params())
+        self.assertEqual(r["result"]["summary"], "quick")
 
 
 if __name__ == "__main__":

@@ -144,3 +144,127 @@ export function validateReplyFiles(files: unknown): asserts files is PiReplyFile
 			throw new Error("Reply file budget exceeded");
 	}
 }
+
+/**
+ * What the worker learns of the host at start (GET /worker/config);
+ * compaction is left out when the host has no compactor.  rtsandboxd
+ * answers it from compaction.engine in rtsandboxd.json.
+ */
+export interface PiWorkerConfig {
+	compaction?: { engine: string };
+}
+
+/** One Pi AgentMessage of the worker's session, as JSON. */
+export type PiCompactMessage = { role: string } & Record<string, unknown>;
+
+/** The worker's compaction preparation: what the host's compactor is asked to summarise. */
+export interface PiCompactRequest {
+	/** A manual compact, the context threshold, or an overflow. */
+	reason: "manual" | "threshold" | "overflow";
+	tokensBefore: number;
+	/** The first session entry kept (1 to 256 chars); the compaction must keep the same. */
+	firstKeptEntryId: string;
+	/** Whether the cut falls inside a turn; turnPrefixMessages then hold that turn's start. */
+	isSplitTurn: boolean;
+	messagesToSummarize: PiCompactMessage[];
+	turnPrefixMessages: PiCompactMessage[];
+	/** The messages from firstKeptEntryId on, which stay in the context. */
+	keptMessages: PiCompactMessage[];
+	previousSummary?: string;
+	customInstructions?: string;
+	/** Files only read, and files written or edited, in the summarised messages. */
+	readFiles: string[];
+	modifiedFiles: string[];
+}
+
+/** A compaction the host's compactor wrote, in the shape of Pi's CompactionResult. */
+export interface PiCompaction {
+	/** Not empty. */
+	summary: string;
+	/** The request's. */
+	firstKeptEntryId: string;
+	tokensBefore: number;
+	estimatedTokensAfter?: number;
+	/** An object; its engine is set to the host's engine. */
+	details?: unknown;
+}
+
+/** What the worker is answered: a compaction, or a fallback to Pi's own summary and why. */
+export type PiCompactResponse = { ok: true; compaction: PiCompaction } | { ok: false; fallback: string };
+
+/** What the worker tells the host of its compactions, for the host's log. */
+export type PiCompactionReport =
+	| {
+			type: "bypass";
+			/** Why the hard ceiling went to Pi's summary without the host's compactor (at most 1 000 chars). */
+			reason: string;
+			tokensBefore: number;
+	  }
+	| {
+			type: "end";
+			reason: PiCompactRequest["reason"];
+			aborted: boolean;
+			willRetry: boolean;
+			/** Left out when the compaction failed. */
+			engine?: "extension" | "pi";
+			tokensBefore?: number;
+			tokensAfter?: number;
+			nextCompactionAt?: number;
+			/** At most 10 000 chars. */
+			error?: string;
+	  };
+
+const COMPACT_REASONS: readonly string[] = ["manual", "threshold", "overflow"];
+
+/** A token count: an integer from 0 to 2^53 - 1. */
+export function isTokenCount(value: unknown): value is number {
+	return typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
+}
+
+function isMessages(value: unknown): value is PiCompactMessage[] {
+	return Array.isArray(value) && value.every((m) => isRecord(m) && typeof m.role === "string");
+}
+
+function isStrings(value: unknown): value is string[] {
+	return Array.isArray(value) && value.every((s) => typeof s === "string");
+}
+
+function optionalString(value: unknown): boolean {
+	return value === undefined || typeof value === "string";
+}
+
+/** The compact request's shape and bounds, as the worker wire gives them. */
+export function validateCompactRequest(value: unknown): asserts value is PiCompactRequest {
+	const ok =
+		isRecord(value) &&
+		COMPACT_REASONS.includes(value.reason as string) &&
+		isTokenCount(value.tokensBefore) &&
+		typeof value.firstKeptEntryId === "string" &&
+		value.firstKeptEntryId.length >= 1 &&
+		value.firstKeptEntryId.length <= 256 &&
+		typeof value.isSplitTurn === "boolean" &&
+		isMessages(value.messagesToSummarize) &&
+		isMessages(value.turnPrefixMessages) &&
+		isMessages(value.keptMessages) &&
+		optionalString(value.previousSummary) &&
+		optionalString(value.customInstructions) &&
+		isStrings(value.readFiles) &&
+		isStrings(value.modifiedFiles);
+	if (!ok) throw new Error("Invalid compact request");
+}
+
+/** A compaction report's shape and bounds. */
+export function validateCompactionReport(value: unknown): asserts value is PiCompactionReport {
+	let ok = false;
+	if (isRecord(value) && value.type === "bypass")
+		ok = typeof value.reason === "string" && value.reason.length <= 1000 && isTokenCount(value.tokensBefore);
+	else if (isRecord(value) && value.type === "end")
+		ok =
+			COMPACT_REASONS.includes(value.reason as string) &&
+			typeof value.aborted === "boolean" &&
+			typeof value.willRetry === "boolean" &&
+			(value.engine === undefined || value.engine === "extension" || value.engine === "pi") &&
+			[value.tokensBefore, value.tokensAfter, value.nextCompactionAt].every((n) => n === undefined || isTokenCount(n)) &&
+			(value.error === undefined || (typeof value.error === "string" && value.error.length <= 10000));
+	if (!ok) throw new Error("Invalid compaction report");
+}

@@ -8,6 +8,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 
+import { compactionProblem, compactionToWire, compactTimeout, CompactorStopped, runCompactor } from "../compaction.js";
 import type { Call } from "../connection.js";
 import { RpcCode, RtsandboxConnectionError, RtsandboxRpcError } from "../errors.js";
 import { AgentRunError, type ChannelKey, type Logger } from "./core.js";
@@ -22,7 +23,10 @@ import {
 } from "./link.js";
 import {
 	isPiThinkingLevel,
+	validateCompactRequest,
 	validateImages,
+	type PiCompaction,
+	type PiCompactRequest,
 	type PiImage,
 	type PiThinkingLevel,
 	type PiToolResponse,
@@ -43,6 +47,48 @@ export interface PiMcpServer {
 	name: string;
 	url: string;
 	tools: readonly string[];
+}
+
+/**
+ * The bounds of a host compactor, as pi-roundtable-sandbox has them.  In
+ * rtsandbox the daemon applies its own (compaction in rtsandboxd.json: 3
+ * compactions and 16 reports a turn, timeout_ms and max_request_bytes with
+ * these defaults).
+ */
+export const PI_COMPACT_LIMITS = {
+	/** A larger compact request falls back to Pi's summary unread. */
+	requestBytes: 32 * 1024 * 1024,
+	/** A compactor still running after this falls back to Pi's summary. */
+	timeoutMs: 120000,
+	/** Compact requests one turn may make; the rest fall back to Pi's summary. */
+	compactsPerTurn: 3,
+	/** Compaction reports one turn may send. */
+	reportsPerTurn: 16,
+} as const;
+
+/**
+ * Compacts a sandbox session on the host.  Served as rtsandboxd's
+ * compaction.compact hook; the daemon's configuration (compaction in
+ * rtsandboxd.json) says whether the workers are told of it, its engine, its
+ * time and the largest request.
+ */
+export interface PiCompactor {
+	/**
+	 * The engine its compactions record in their details.  rtsandboxd records
+	 * its compaction.engine instead; a difference is logged once.
+	 */
+	engine: string;
+	/**
+	 * A compaction, or undefined to leave it to Pi's own summary; a throw
+	 * also falls back.  signal is aborted after the time the daemon gives
+	 * (at most compaction.timeout_ms, and half what the turn has left), or
+	 * when the turn ends.
+	 */
+	compact(request: PiCompactRequest, context: { channel: ChannelKey; signal: AbortSignal }): Promise<PiCompaction | undefined>;
+	/** Checked as pi-roundtable-sandbox checks it (1 000 to 600 000); rtsandboxd's compaction.timeout_ms applies. */
+	timeoutMs?: number;
+	/** Checked as pi-roundtable-sandbox checks it (1 to 96 MiB); rtsandboxd's compaction.max_request_bytes applies. */
+	maxRequestBytes?: number;
 }
 
 export interface PiProfile {
@@ -109,6 +155,11 @@ export interface PiSandboxRuntimeOptions {
 	maxOutputTokens?: number;
 	/** rtsandboxd's mcp.allow_http. */
 	allowHttpMcp?: boolean;
+	/**
+	 * Host-side compaction, served as the compaction.compact hook; the
+	 * daemon asks it only when rtsandboxd.json has compaction.
+	 */
+	compaction?: PiCompactor;
 	memory: {
 		promptBlock(channel: ChannelKey, id: string, name: string): Promise<string>;
 	};
@@ -219,6 +270,8 @@ const CREDENTIAL_WAIT_MS = 9000;
 const TOOL_TEXT_MAX = 1000000;
 const TOOL_ERROR_MAX = 10000;
 const CHANNEL_CHARS_MAX = 256;
+const COMPACT_ENGINE = /^[a-zA-Z0-9@/._-]{1,100}$/;
+const COMPACT_REQUEST_BYTES_MAX = 96 * 1024 * 1024;
 
 function isRecord(v: unknown): v is Record<string, unknown> {
 	return typeof v === "object" && v !== null && !Array.isArray(v);
@@ -303,6 +356,8 @@ export class PiSandboxRuntime {
 	readonly #segments = new Map<string, string>();
 	#checked: Promise<DaemonConfig> | null = null;
 	#checkedConfig: DaemonConfig | null = null;
+	/** The daemon's engines already told to differ from the compactor's. */
+	readonly #engineWarned = new Set<string>();
 
 	constructor(options: PiSandboxRuntimeOptions) {
 		if (options.driver !== undefined)
@@ -320,17 +375,21 @@ export class PiSandboxRuntime {
 		for (const timeout of [options.turnTimeoutMs ?? 600000, options.startTimeoutMs ?? 90000])
 			if (!Number.isSafeInteger(timeout) || timeout < 1000 || timeout > 600000)
 				throw new Error("Invalid runtime deadline");
+		if (options.compaction) checkCompactor(options.compaction, options.turnTimeoutMs ?? 600000);
 		this.#options = options;
 		this.#partyDir = path.resolve(options.partyDir);
 		const hooks = ["search.query", "memory.block", "effort.judge"];
 		if (options.tools !== undefined) hooks.push("tool.call");
 		if (options.oauthToken !== undefined || options.mcp?.token !== undefined) hooks.push("credential.get");
+		if (options.compaction) hooks.push("compaction.compact");
 		this.#link = new Link({
 			socket: options.socket,
 			client: "pi-sandbox-runtime",
 			hooks,
-			// a daemon without it never asks: its daemon.config says "file"
-			optionalHooks: ["credential.get"],
+			// a daemon without credential.get never asks: its daemon.config
+			// says "file"; one without compaction.compact has its workers
+			// compact with Pi's summary alone
+			optionalHooks: ["credential.get", "compaction.compact"],
 			logger: this.#log,
 			onRequest: (method, params) => this.#serve(method, params),
 		});
@@ -623,6 +682,8 @@ export class PiSandboxRuntime {
 				return this.#credential(params);
 			case "search.query":
 				return this.#jobs.serve(params, this.#log);
+			case "compaction.compact":
+				return this.#compact(params);
 			default:
 				throw hookError(RpcCode.METHOD_NOT_FOUND, `no hook ${method}`);
 		}
@@ -712,6 +773,78 @@ export class PiSandboxRuntime {
 		return out;
 	}
 
+	/**
+	 * compaction.compact {request, context, timeoutMs} → the compaction, or
+	 * null when the compactor declines.  An error answer (the compactor
+	 * threw, took too long or answered a bad compaction) also falls back to
+	 * Pi's summary; why stays in this log.
+	 */
+	async #compact(params: Record<string, unknown>): Promise<unknown> {
+		const compactor = this.#options.compaction;
+		const ctx = isRecord(params.context) ? params.context : {};
+		const channel = String(ctx.channel) as ChannelKey;
+		if (!compactor) throw hookError(RpcCode.METHOD_NOT_FOUND, "no hook compaction.compact");
+		const request = params.request;
+		try {
+			validateCompactRequest(request);
+		} catch {
+			this.#log.warn?.({ channel }, "rtsandboxd sent a compact request of no known shape");
+			throw hookError(RpcCode.INVALID_PARAMS, "invalid compact request");
+		}
+		const engine = typeof ctx.engine === "string" ? ctx.engine : undefined;
+		if (engine !== undefined && engine !== compactor.engine && !this.#engineWarned.has(engine)) {
+			this.#engineWarned.add(engine);
+			this.#log.warn?.(
+				{ engine: compactor.engine, daemonEngine: engine },
+				"the compactor's engine differs from rtsandboxd's compaction.engine, which its compactions record; change one of them",
+			);
+		}
+		const timeoutMs = compactTimeout(params.timeoutMs);
+		const turn = this.#turns.get(`${channel}\u0000${String(ctx.turnId)}`);
+		const started = Date.now();
+		let result: unknown;
+		try {
+			result = await runCompactor(
+				(signal) => compactor.compact(request, { channel, signal }),
+				timeoutMs,
+				turn?.controller.signal,
+			);
+		} catch (e) {
+			if (e instanceof CompactorStopped)
+				this.#log.warn?.({ channel, engine: compactor.engine, timeoutMs }, `compaction falls back to Pi's summary: ${e.message}`);
+			else
+				this.#log.warn?.(
+					{ channel, engine: compactor.engine, err: messageOf(e) },
+					"compaction falls back to Pi's summary: the compactor failed",
+				);
+			throw hookError(RpcCode.APP_ERROR, "the compactor failed");
+		}
+		if (result === undefined || result === null) {
+			this.#log.info?.({ channel, engine: compactor.engine }, "compaction falls back to Pi's summary: the compactor declined");
+			return null;
+		}
+		const problem = compactionProblem(result, request.firstKeptEntryId);
+		if (problem !== null) {
+			this.#log.warn?.(
+				{ channel, engine: compactor.engine, problem },
+				"compaction falls back to Pi's summary: the compactor's result is invalid",
+			);
+			throw hookError(RpcCode.APP_ERROR, "the compactor's result is invalid");
+		}
+		const out = compactionToWire(result as unknown as Record<string, unknown>);
+		this.#log.info?.(
+			{
+				channel,
+				engine: compactor.engine,
+				tokensBefore: out.tokensBefore,
+				tokensAfter: out.estimatedTokensAfter,
+				latencyMs: Date.now() - started,
+			},
+			"host compactor answered",
+		);
+		return out;
+	}
+
 	async #credential(params: Record<string, unknown>): Promise<unknown> {
 		const kind = params.kind;
 		const getter =
@@ -735,6 +868,31 @@ export class PiSandboxRuntime {
 		}
 		return { token };
 	}
+}
+
+/**
+ * A compactor as pi-roundtable-sandbox's runtime and broker check it: its
+ * timeout (by default a third of the turn, at most 120 s) must leave half
+ * the turn; its engine is [a-zA-Z0-9@/._-]{1,100}, its timeout 1 000 to
+ * 600 000 ms and its largest request 1 byte to 96 MiB.
+ */
+function checkCompactor(compactor: PiCompactor, turnTimeoutMs: number): void {
+	if (typeof compactor !== "object" || typeof compactor.compact !== "function") throw new Error("Invalid compactor");
+	const timeoutMs =
+		compactor.timeoutMs ?? Math.max(1000, Math.min(PI_COMPACT_LIMITS.timeoutMs, Math.floor(turnTimeoutMs / 3)));
+	if (timeoutMs > turnTimeoutMs / 2) throw new Error("The compactor's timeout must leave half the turn");
+	const bytes = compactor.maxRequestBytes ?? PI_COMPACT_LIMITS.requestBytes;
+	if (
+		typeof compactor.engine !== "string" ||
+		!COMPACT_ENGINE.test(compactor.engine) ||
+		!Number.isSafeInteger(timeoutMs) ||
+		timeoutMs < 1000 ||
+		timeoutMs > 600000 ||
+		!Number.isSafeInteger(bytes) ||
+		bytes < 1 ||
+		bytes > COMPACT_REQUEST_BYTES_MAX
+	)
+		throw new Error("Invalid compactor");
 }
 
 function fromWire(r: unknown): PiSandboxTurnResult {
