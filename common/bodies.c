@@ -359,9 +359,30 @@ body_parse(const char *body, size_t len, cJSON **out, char *err,
 /* A number body_print() made raw text; cJSON looks at the low byte only. */
 #define BODY_RAW_NUMBER	(1 << 12)
 
+/* The digits of an integer below 1e15 in magnitude, "-0" for -0. */
+static char *
+body_integer_text(double d)
+{
+	char		 buf[24], *p = buf + sizeof(buf);
+	uint64_t	 v = (uint64_t)fabs(d);
+	char		*s;
+
+	*--p = '\0';
+	do {
+		*--p = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	if (signbit(d))
+		*--p = '-';
+	if ((s = malloc((size_t)(buf + sizeof(buf) - p))) != NULL)
+		memcpy(s, p, (size_t)(buf + sizeof(buf) - p));
+	return s;
+}
+
 /*
- * Numbers that cJSON would not print exactly become raw text of the
- * shortest of 15, 16 or 17 significant digits that reads back the same.
+ * Integers below 1e15 become raw text of their digits, and numbers that
+ * cJSON would not print exactly raw text of the shortest of 15, 16 or 17
+ * significant digits that reads back the same.
  * -1: out of memory, with some done.
  */
 static int
@@ -373,6 +394,16 @@ body_numbers_raw(cJSON *n)
 	if (cJSON_IsNumber(n)) {
 		if (!isfinite(n->valuedouble))
 			return 0;	/* null, as cJSON prints it */
+		/* An integer of at most 15 digits, as most numbers are
+		 * (sizes, counts, pids): its digits, as "%1.15g" prints
+		 * them, without the printf and the sscanf cJSON takes for
+		 * every number, a few microseconds each. */
+		if (fabs(n->valuedouble) < 1e15 &&
+		    n->valuedouble == floor(n->valuedouble)) {
+			if ((s = body_integer_text(n->valuedouble)) == NULL)
+				return -1;
+			goto raw;
+		}
 		for (prec = 15; prec <= 17; prec++) {
 			(void)snprintf(buf, sizeof(buf), "%.*g", prec,
 			    n->valuedouble);
@@ -383,6 +414,7 @@ body_numbers_raw(cJSON *n)
 			return 0;	/* cJSON's own form is exact */
 		if ((s = strdup(buf)) == NULL)
 			return -1;
+ raw:
 		n->valuestring = s;
 		n->type = cJSON_Raw | BODY_RAW_NUMBER |
 		    (n->type & (cJSON_IsReference | cJSON_StringIsConst));
