@@ -6,9 +6,11 @@ What it measures (DESIGN.md section 12), at each of --counts idle channels (defa
   (a) the time to start the channels added (channel.start, --parallel at a time, each broker
       announced ready by this process, which plays every channel's worker);
   (b) the whole daemon's PSS and USS (supervisor, spawner, file guard, Docker client, egress
-      and every broker: /proc/PID/smaps_rollup of the supervisor and every process under
-      it), each role's share, and the PSS added per channel between two counts, from 1 to
-      100 and from 100 to 1000 among them (the target: at most 64 KiB);
+      and every broker, as daemon.stats gives them: each process's smaps_rollup, read
+      through the descriptor it handed the spawner before it stopped being dumpable, since
+      its /proc is root's from then on), each role's share, and the PSS added per channel
+      between two counts, from 1 to 100 and from 100 to 1000 among them (the target: at
+      most 64 KiB);
   (c) idle CPU and wake-ups per second of the whole daemon over --idle-seconds with nothing
       asked of it (schedstat run time and context switches of every thread);
   (d) daemon.stats answered on a keep-alive control connection, p50/p99 of --stats-calls
@@ -196,16 +198,28 @@ def daemon_procs(setup):
     return out
 
 
-def memory(procs):
-    """{role: [Pss, Uss, n]} and the totals, in KiB."""
+def memory(setup, wait_s=120):
+    """{role: [Pss, Uss, n]} and the totals, in KiB, from daemon.stats: a call reads a few
+    brokers never read and starts one pass over the rest (supervisor/methods.c), so it is
+    asked again until every process has its figures, or wait_s has passed (then the ones
+    missing are said)."""
+    t_end = time.monotonic() + wait_s
+    with setup.client() as c:
+        while True:
+            st = [p for p in c.call("daemon.stats")["processes"] if p.get("pid")]
+            missing = [p for p in st if "pss_kib" not in p or "uss_kib" not in p]
+            if not missing or time.monotonic() > t_end:
+                break
+            time.sleep(0.5)
+    if missing:
+        B.say("      (%d processes not measured within %d s: %s)" % (
+            len(missing), wait_s, ", ".join(sorted({p["role"] for p in missing}))))
     roles = {}
     tot_pss = tot_uss = 0
-    for pid, role in procs.items():
-        r = B.proc_rollup_kib(pid)
-        if not r:
+    for p in st:
+        if p in missing:
             continue
-        pss = r.get("Pss", 0)
-        uss = r.get("Private_Clean", 0) + r.get("Private_Dirty", 0)
+        role, pss, uss = p["role"], p["pss_kib"], p["uss_kib"]
         x = roles.setdefault(role, [0, 0, 0])
         x[0] += pss
         x[1] += uss
@@ -406,6 +420,11 @@ def print_smaps(procs, role="broker"):
         for k, v in smaps_classes(p).items():
             tot[k].update(v)
     n = len(brokers)
+    if not tot:
+        B.say("  (f) where an idle %s's memory goes: not read; a %s is not dumpable, so "
+              "its /proc/PID/smaps is root's: read it as root, e.g. "
+              "sudo cat /proc/%s/smaps" % (role, role, brokers[0] if brokers else "PID"))
+        return
     B.say("  (f) where an idle %s's memory goes: /proc/PID/smaps of all %d, per process "
           "(KiB)" % (role, n))
     rows = sorted(tot.items(), key=lambda kv: -kv[1]["Pss"])
@@ -499,8 +518,11 @@ def main():
                 small_calls(setup, pw, 5)
                 pw.end()
             time.sleep(1.0)
+            roles, pss, uss = memory(setup)
             procs = daemon_procs(setup)
-            roles, pss, uss = memory(procs)
+            # A daemon.stats has the next second renew a few brokers' figures
+            # (supervisor/methods.c): idle is measured after it.
+            time.sleep(1.5)
             cpu_ms, wake, act = idle_activity(procs, opt.idle_seconds)
             s50, s99 = stats_latency(setup, opt.stats_calls)
             pw.begin()

@@ -310,14 +310,65 @@ proc_status_kib(pid_t pid, const char *file, const char *key)
 	return kib;
 }
 
+/* Rss, Pss, then Private_Clean and Private_Dirty, in the rollup's order. */
+static int
+proc_rollup_text(char *buf, size_t n, struct proc_mem *pm)
+{
+	FILE	*fp;
+	long	 clean, dirty;
+
+	if ((fp = fmemopen(buf, n, "r")) == NULL)
+		return -1;
+	pm->pm_rss_kib = proc_kib_stream(fp, "Rss:");
+	pm->pm_pss_kib = proc_kib_stream(fp, "Pss:");
+	clean = proc_kib_stream(fp, "Private_Clean:");
+	dirty = proc_kib_stream(fp, "Private_Dirty:");
+	pm->pm_uss_kib = clean == -1 || dirty == -1 ? -1 : clean + dirty;
+	fclose(fp);
+	if (pm->pm_rss_kib == -1 || pm->pm_pss_kib == -1) {
+		pm->pm_rss_kib = pm->pm_pss_kib = pm->pm_uss_kib = -1;
+		return -1;
+	}
+	return 0;
+}
+
+/* With read(2), not pread(2): the supervisor reads its own this way, and
+ * its seccomp table has no pread. */
 int
-proc_rollup_fd(int fd, long *rss_kib, long *pss_kib)
+proc_rollup(pid_t pid, struct proc_mem *pm)
+{
+	char	 path[64], buf[4096];
+	ssize_t	 n;
+	size_t	 len = 0;
+	int	 fd;
+
+	pm->pm_rss_kib = pm->pm_pss_kib = pm->pm_uss_kib = -1;
+	if (snprintf(path, sizeof(path), "/proc/%ld/smaps_rollup",
+	    (long)pid) >= (int)sizeof(path) ||
+	    (fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	while (len < sizeof(buf) - 1) {
+		n = read(fd, buf + len, sizeof(buf) - 1 - len);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	if (len == 0)
+		return -1;
+	buf[len] = '\0';
+	return proc_rollup_text(buf, len, pm);
+}
+
+int
+proc_rollup_fd(int fd, struct proc_mem *pm)
 {
 	char	 buf[4096];
 	ssize_t	 n;
-	FILE	*fp;
 
-	*rss_kib = *pss_kib = -1;
+	pm->pm_rss_kib = pm->pm_pss_kib = pm->pm_uss_kib = -1;
 	/* From the start every time: the kernel makes the text anew. */
 	while ((n = pread(fd, buf, sizeof(buf) - 1, 0)) == -1 &&
 	    errno == EINTR)
@@ -325,13 +376,7 @@ proc_rollup_fd(int fd, long *rss_kib, long *pss_kib)
 	if (n <= 0)
 		return -1;
 	buf[n] = '\0';
-	if ((fp = fmemopen(buf, (size_t)n, "r")) == NULL)
-		return -1;
-	/* Rss comes before Pss */
-	*rss_kib = proc_kib_stream(fp, "Rss:");
-	*pss_kib = proc_kib_stream(fp, "Pss:");
-	fclose(fp);
-	return *rss_kib == -1 || *pss_kib == -1 ? -1 : 0;
+	return proc_rollup_text(buf, (size_t)n, pm);
 }
 
 long

@@ -79,10 +79,19 @@ int	proc_drop_stack(void);
 /* Resident and proportional set size in KiB from /proc; -1 when unknown. */
 long	proc_rss_kib(pid_t);
 long	proc_pss_kib(pid_t);
-/* Both from a descriptor open on a /proc/<pid>/smaps_rollup, which goes
- * on reading when the process is no longer dumpable and its /proc entries
+/* A process's resident, proportional and unique (private) set sizes in
+ * KiB, each -1 when unknown. */
+struct proc_mem {
+	long	pm_rss_kib;
+	long	pm_pss_kib;
+	long	pm_uss_kib;
+};
+/* From a descriptor open on a /proc/<pid>/smaps_rollup, which goes on
+ * reading when the process is no longer dumpable and its /proc entries
  * are closed or hidden (hidepid): 0, or -1 with each value unknown -1. */
-int	proc_rollup_fd(int, long *rss_kib, long *pss_kib);
+int	proc_rollup_fd(int, struct proc_mem *);
+/* The same from /proc/<pid>/smaps_rollup, while it may be read. */
+int	proc_rollup(pid_t, struct proc_mem *);
 
 /* The monotonic clock in ms, from the vDSO: no system call. */
 uint64_t proc_now_ms(void);

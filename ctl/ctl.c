@@ -122,8 +122,8 @@ print_stats(const cJSON *res)
 
 	printf("rtsandboxd %s, up %.0f s, %.0f broker(s)\n\n",
 	    str(res, "version"), num(res, "uptime_s"), num(res, "brokers"));
-	printf("%-32s %8s %-9s %9s %9s %8s\n", "PROCESS", "PID", "STATE",
-	    "RSS KiB", "PSS KiB", "RESTARTS");
+	printf("%-32s %8s %-9s %9s %9s %9s %8s\n", "PROCESS", "PID", "STATE",
+	    "RSS KiB", "PSS KiB", "USS KiB", "RESTARTS");
 	procs = cJSON_GetObjectItemCaseSensitive(res, "processes");
 	cJSON_ArrayForEach(p, procs) {
 		if (*str(p, "name") != '\0')
@@ -131,9 +131,9 @@ print_stats(const cJSON *res)
 			    str(p, "name"));
 		else
 			snprintf(label, sizeof(label), "%s", str(p, "role"));
-		printf("%-32s %8.0f %-9s %9.0f %9.0f %8.0f\n", label,
+		printf("%-32s %8.0f %-9s %9.0f %9.0f %9.0f %8.0f\n", label,
 		    num(p, "pid"), str(p, "state"), num(p, "rss_kib"),
-		    num(p, "pss_kib"), num(p, "restarts"));
+		    num(p, "pss_kib"), num(p, "uss_kib"), num(p, "restarts"));
 	}
 	cnt = cJSON_GetObjectItemCaseSensitive(res, "counters");
 	printf("\n");

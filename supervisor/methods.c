@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
+#include <event2/buffer.h>
 #include <event2/event.h>
 
 #include "buildconf.h"
@@ -116,18 +117,25 @@ method_initialize(struct ctl_req *cr, cJSON *params)
  * the file the process handed over: tens of microseconds to a
  * millisecond each, so a thousand brokers cannot be read on every
  * daemon.stats.  A broker's or research job's figures are kept: a call
- * reads at most STATS_MEM_READS of those never read yet, and each call
- * starts a timer that refreshes STATS_MEM_TICK_READS of the stalest every
- * STATS_MEM_TICK_MS, each at most every STATS_MEM_TTL_MS, and stops when
- * none is older (a daemon nobody asks wakes for nothing).  The
- * supervisor and the singletons are read every time.
+ * reads at most STATS_MEM_READS of those never read yet, and gives a
+ * timer STATS_MEM_ASK_READS more reads, STATS_MEM_TICK_READS of the
+ * stalest every STATS_MEM_TICK_MS, of figures older than STATS_MEM_TTL_MS
+ * (a budget set again by each call, never added up).  So the work of a
+ * call is bounded, whatever the number of brokers and however often it
+ * comes: a client that asks every second has a thousand figures renewed
+ * every 25 s, and a daemon nobody asks is quiet a second after the last
+ * call.  The supervisor, the spawner and the singletons are read every
+ * time.
  */
 #define STATS_MEM_TTL_MS	10000
 #define STATS_MEM_READS		4
+#define STATS_MEM_ASK_READS	40
 #define STATS_MEM_TICK_MS	100
 #define STATS_MEM_TICK_READS	4
 
 static struct event	*stats_timer;
+static unsigned		 stats_budget;	/* reads the timer may still do */
+static pid_t		 stats_self;	/* the supervisor's pid */
 
 /* A broker's or research job's figures are kept; a singleton's read. */
 static int
@@ -145,6 +153,8 @@ stats_refresh(evutil_socket_t fd, short ev, void *arg)
 	unsigned	 n;
 
 	for (n = 0; n < STATS_MEM_TICK_READS; n++) {
+		if (stats_budget == 0)
+			return;
 		oldest = NULL;
 		TAILQ_FOREACH(c, &children, c_entry)
 			if (stats_cached(c) && c->c_pid > 0 &&
@@ -153,20 +163,21 @@ stats_refresh(evutil_socket_t fd, short ev, void *arg)
 		if (oldest == NULL || (oldest->c_mem_ms != 0 &&
 		    now - oldest->c_mem_ms < STATS_MEM_TTL_MS))
 			return;		/* all fresh: stop */
-		spawner_memory(oldest->c_pid, &oldest->c_rss_kib,
-		    &oldest->c_pss_kib);
+		spawner_memory(oldest->c_pid, &oldest->c_mem);
 		oldest->c_mem_ms = now;
+		stats_budget--;
 	}
 	if (evtimer_add(stats_timer, &tv) == -1)
 		log_warnx("%s: evtimer_add", __func__);
 }
 
-/* A client asked: the refresh runs until every figure is fresh. */
+/* A client asked: the next second renews a few of the stalest figures. */
 static void
 stats_asked(void)
 {
 	struct timeval	 tv = { 0, STATS_MEM_TICK_MS * 1000 };
 
+	stats_budget = STATS_MEM_ASK_READS;
 	if (stats_timer == NULL && (stats_timer = evtimer_new(sv->sv_base,
 	    stats_refresh, NULL)) == NULL)
 		fatalx("%s: evtimer_new", __func__);
@@ -175,53 +186,78 @@ stats_asked(void)
 		log_warnx("%s: evtimer_add", __func__);
 }
 
+/* A JSON string of s: role, state and channel segment names. */
 static void
-stats_memory(cJSON *p, pid_t pid, struct child *c, unsigned *reads,
-    uint64_t now)
+stats_str(struct evbuffer *b, const char *s)
 {
-	long	 rss, pss;
+	const char	*run = s;
 
-	if (pid == getpid()) {
-		rss = proc_rss_kib(pid);
-		pss = proc_pss_kib(pid);
+	evbuffer_add(b, "\"", 1);
+	for (; *s != '\0'; s++) {
+		if (*s != '"' && *s != '\\' && (unsigned char)*s >= 0x20)
+			continue;
+		evbuffer_add(b, run, (size_t)(s - run));
+		evbuffer_add_printf(b, "\\u%04x", (unsigned char)*s);
+		run = s + 1;
+	}
+	evbuffer_add(b, run, (size_t)(s - run));
+	evbuffer_add(b, "\"", 1);
+}
+
+static void
+stats_memory(struct evbuffer *b, pid_t pid, struct child *c,
+    unsigned *reads, uint64_t now)
+{
+	struct proc_mem	 pm;
+
+	if (pid == stats_self) {
+		if (proc_rollup(pid, &pm) == -1)
+			pm.pm_rss_kib = proc_rss_kib(pid);
 	} else if (c == NULL || !stats_cached(c))
-		spawner_memory(pid, &rss, &pss);
+		spawner_memory(pid, &pm);
 	else {
 		if (c->c_mem_ms == 0 && *reads < STATS_MEM_READS) {
 			(*reads)++;
-			spawner_memory(pid, &c->c_rss_kib, &c->c_pss_kib);
+			spawner_memory(pid, &c->c_mem);
 			c->c_mem_ms = now;
 		}
 		if (c->c_mem_ms == 0)
 			return;
-		rss = c->c_rss_kib;
-		pss = c->c_pss_kib;
+		pm = c->c_mem;
 	}
-	if (rss >= 0)
-		cJSON_AddNumberToObject(p, "rss_kib", rss);
-	if (pss >= 0)
-		cJSON_AddNumberToObject(p, "pss_kib", pss);
+	if (pm.pm_rss_kib >= 0)
+		evbuffer_add_printf(b, ",\"rss_kib\":%ld", pm.pm_rss_kib);
+	if (pm.pm_pss_kib >= 0)
+		evbuffer_add_printf(b, ",\"pss_kib\":%ld", pm.pm_pss_kib);
+	if (pm.pm_uss_kib >= 0)
+		evbuffer_add_printf(b, ",\"uss_kib\":%ld", pm.pm_uss_kib);
 }
 
-static cJSON *
-stats_process(const char *role, const char *name, pid_t pid,
-    const char *state, uint64_t restarts, struct child *c, unsigned *reads,
-    uint64_t now)
+/*
+ * One process of daemon.stats, printed: with a thousand brokers, a tree
+ * of cJSON objects would be eight thousand allocations and as many
+ * numbers printed and read back on every call.
+ */
+static void
+stats_process(struct evbuffer *b, const char *role, const char *name,
+    pid_t pid, const char *state, uint64_t restarts, struct child *c,
+    unsigned *reads, uint64_t now)
 {
-	cJSON	*p;
-
-	if ((p = cJSON_CreateObject()) == NULL)
-		fatalx("%s: out of memory", __func__);
-	cJSON_AddStringToObject(p, "role", role);
-	if (name != NULL)
-		cJSON_AddStringToObject(p, "name", name);
-	cJSON_AddStringToObject(p, "state", state);
-	if (pid > 0) {
-		cJSON_AddNumberToObject(p, "pid", pid);
-		stats_memory(p, pid, c, reads, now);
+	evbuffer_add(b, evbuffer_get_length(b) > 1 ? ",{\"role\":" :
+	    "{\"role\":", evbuffer_get_length(b) > 1 ? 9 : 8);
+	stats_str(b, role);
+	if (name != NULL) {
+		evbuffer_add(b, ",\"name\":", 8);
+		stats_str(b, name);
 	}
-	cJSON_AddNumberToObject(p, "restarts", restarts);
-	return p;
+	evbuffer_add(b, ",\"state\":", 9);
+	stats_str(b, state);
+	if (pid > 0) {
+		evbuffer_add_printf(b, ",\"pid\":%ld", (long)pid);
+		stats_memory(b, pid, c, reads, now);
+	}
+	evbuffer_add_printf(b, ",\"restarts\":%llu}",
+	    (unsigned long long)restarts);
 }
 
 static cJSON *
@@ -230,29 +266,42 @@ daemon_stats(void)
 	const struct sup_counters *k = &sv->sv_count;
 	struct timespec		 now;
 	struct child		*c;
-	cJSON			*res, *procs, *cnt, *rules;
+	cJSON			*res, *cnt, *rules;
+	struct evbuffer		*b;
+	const char		*text;
 	uint64_t		 brokers = 0, ms = proc_now_ms();
 	unsigned		 i, reads = 0;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	stats_asked();
 	if ((res = cJSON_CreateObject()) == NULL ||
-	    (procs = cJSON_AddArrayToObject(res, "processes")) == NULL ||
-	    (cnt = cJSON_AddObjectToObject(res, "counters")) == NULL)
+	    (b = evbuffer_new()) == NULL)
 		fatalx("%s: out of memory", __func__);
-	cJSON_AddStringToObject(res, "version", RTSANDBOX_VERSION);
-	cJSON_AddNumberToObject(res, "uptime_s",
-	    (double)(now.tv_sec - sv->sv_started.tv_sec));
-	cJSON_AddItemToArray(procs, stats_process("supervisor", NULL,
-	    getpid(), "ready", 0, NULL, &reads, ms));
+	evbuffer_add(b, "[", 1);
+	if (stats_self == 0)
+		stats_self = getpid();	/* one syscall, not one per process */
+	stats_process(b, "supervisor", NULL, stats_self, "ready", 0, NULL,
+	    &reads, ms);
+	/* It reads its own figures; it holds nothing per channel. */
+	if (spawner_pid() > 0)
+		stats_process(b, "spawner", NULL, spawner_pid(), "ready", 0,
+		    NULL, &reads, ms);
 	TAILQ_FOREACH(c, &children, c_entry) {
 		if (c->c_role == PROC_BROKER)
 			brokers++;
-		cJSON_AddItemToArray(procs, stats_process(
-		    proc_role_name(c->c_role), c->c_name, c->c_pid,
-		    child_state_to_string(c->c_state), c->c_restarts, c, &reads,
-		    ms));
+		stats_process(b, proc_role_name(c->c_role), c->c_name,
+		    c->c_pid, child_state_to_string(c->c_state),
+		    c->c_restarts, c, &reads, ms);
 	}
+	evbuffer_add(b, "]", 2);	/* and its NUL */
+	if ((text = (const char *)evbuffer_pullup(b, -1)) == NULL ||
+	    cJSON_AddRawToObject(res, "processes", text) == NULL ||
+	    (cnt = cJSON_AddObjectToObject(res, "counters")) == NULL)
+		fatalx("%s: out of memory", __func__);
+	evbuffer_free(b);
+	cJSON_AddStringToObject(res, "version", RTSANDBOX_VERSION);
+	cJSON_AddNumberToObject(res, "uptime_s",
+	    (double)(now.tv_sec - sv->sv_started.tv_sec));
 	cJSON_AddNumberToObject(res, "brokers", brokers);
 	cJSON_AddNumberToObject(res, "channels", chan_count());
 	cJSON_AddNumberToObject(res, "research_jobs", research_running());

@@ -66,6 +66,7 @@ struct spawn_rep {
 	int32_t		 sp_errno;
 	int64_t		 sp_rss_kib;
 	int64_t		 sp_pss_kib;
+	int64_t		 sp_uss_kib;
 };
 
 static char	 helper_path[PROC__COUNT][PATH_MAX];
@@ -304,6 +305,9 @@ spawn_mem_close(struct spawn_mem *sm)
 		close(sm->sm_fd);
 }
 
+/* A memory read sweeps the ended children at most this often (ms). */
+#define SPAWN_SWEEP_MS	1000
+
 /* Forget every child that has ended: its pidfd is readable. */
 static void
 spawn_mem_sweep(void)
@@ -444,26 +448,38 @@ spawn_mem_collect(void)
  * status and, while it is still dumpable, PSS from its own file.
  */
 static void
-spawn_mem_read(pid_t pid, long *rss, long *pss)
+spawn_mem_read(pid_t pid, struct proc_mem *pm)
 {
+	static uint64_t		 swept;
 	struct spawn_mem	*sm = NULL;
 	size_t			 i;
+	uint64_t		 now = proc_now_ms();
 
-	spawn_mem_sweep();
+	/*
+	 * A poll(2) of every child's pidfd: with a thousand brokers, and
+	 * daemon.stats's reads, at most once a second here (each start
+	 * sweeps too).  Meanwhile the last entry of a pid is its child's.
+	 */
+	if (swept == 0 || now - swept >= SPAWN_SWEEP_MS) {
+		spawn_mem_sweep();
+		swept = now;
+	}
 	for (i = 0; i < spawn_nmems; i++)
 		if (spawn_mems[i].sm_pid == pid)
 			sm = &spawn_mems[i];
 	if (sm != NULL && sm->sm_sock != -1)
 		spawn_mem_receive(sm);
 	if (sm != NULL && sm->sm_fd != -1 &&
-	    proc_rollup_fd(sm->sm_fd, rss, pss) == 0)
+	    proc_rollup_fd(sm->sm_fd, pm) == 0)
 		return;
-	*rss = proc_rss_kib(pid);
-	*pss = proc_pss_kib(pid);
+	if (proc_rollup(pid, pm) == 0)
+		return;
+	pm->pm_rss_kib = proc_rss_kib(pid);
 }
 
 static void
-spawner_reply_fd(int sock, pid_t pid, int err, long rss, long pss, int fd)
+spawner_reply_fd(int sock, pid_t pid, int err, const struct proc_mem *pm,
+    int fd)
 {
 	union {
 		struct cmsghdr	 hdr;
@@ -478,8 +494,9 @@ spawner_reply_fd(int sock, pid_t pid, int err, long rss, long pss, int fd)
 	memset(&rep, 0, sizeof(rep));
 	rep.sp_pid = pid;
 	rep.sp_errno = err;
-	rep.sp_rss_kib = rss;
-	rep.sp_pss_kib = pss;
+	rep.sp_rss_kib = pm != NULL ? pm->pm_rss_kib : -1;
+	rep.sp_pss_kib = pm != NULL ? pm->pm_pss_kib : -1;
+	rep.sp_uss_kib = pm != NULL ? pm->pm_uss_kib : -1;
 	memset(&mh, 0, sizeof(mh));
 	memset(&cm, 0, sizeof(cm));
 	iov.iov_base = &rep;
@@ -503,9 +520,9 @@ spawner_reply_fd(int sock, pid_t pid, int err, long rss, long pss, int fd)
 }
 
 static void
-spawner_reply(int sock, pid_t pid, int err, long rss, long pss)
+spawner_reply(int sock, pid_t pid, int err, const struct proc_mem *pm)
 {
-	spawner_reply_fd(sock, pid, err, rss, pss, -1);
+	spawner_reply_fd(sock, pid, err, pm, -1);
 }
 
 /* The spawner's loop: never returns. */
@@ -567,7 +584,7 @@ spawner_main(int sock)
 	struct spawn_req sr;
 	int		 fds[FRAME_MAXFDS + 2], nfds, nrecv, ac, err, msock[2];
 	size_t		 np, i;
-	long		 rss, pss;
+	struct proc_mem	 pm;
 	pid_t		 pid;
 
 	log_init("spawner", sv->sv_debug);
@@ -576,13 +593,13 @@ spawner_main(int sock)
 		memset(&sr, 0, sizeof(sr));
 		if ((nfds = spawner_recv(sock, &sr, fds)) == -1) {
 			log_warnx("BUG: a request the spawner refuses");
-			spawner_reply(sock, -1, EINVAL, -1, -1);
+			spawner_reply(sock, -1, EINVAL, NULL);
 			continue;
 		}
 		spawn_mem_collect();
 		if (sr.sr_op == SPAWN_MEMORY) {
-			spawn_mem_read(sr.sr_pid, &rss, &pss);
-			spawner_reply(sock, sr.sr_pid, 0, rss, pss);
+			spawn_mem_read(sr.sr_pid, &pm);
+			spawner_reply(sock, sr.sr_pid, 0, &pm);
 			continue;
 		}
 		if (sr.sr_op == SPAWN_CONFIG) {
@@ -592,7 +609,7 @@ spawner_main(int sock)
 			    O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 
 			spawner_reply_fd(sock, cfd == -1 ? -1 : 1,
-			    cfd == -1 ? errno : 0, -1, -1, cfd);
+			    cfd == -1 ? errno : 0, NULL, cfd);
 			if (cfd != -1)
 				close(cfd);
 			continue;
@@ -651,7 +668,7 @@ spawner_main(int sock)
 			else
 				spawn_mem_add(pid, msock[0]);
 		}
-		spawner_reply(sock, pid, err, -1, -1);
+		spawner_reply(sock, pid, err, NULL);
 	}
 }
 
@@ -799,13 +816,19 @@ spawner_spawn(enum proc_role role, const char *name, const int *fds,
 	return rep.sp_pid;
 }
 
+pid_t
+spawner_pid(void)
+{
+	return spawner_child;
+}
+
 void
-spawner_memory(pid_t pid, long *rss_kib, long *pss_kib)
+spawner_memory(pid_t pid, struct proc_mem *pm)
 {
 	struct spawn_req	 sr;
 	struct spawn_rep	 rep;
 
-	*rss_kib = *pss_kib = -1;
+	pm->pm_rss_kib = pm->pm_pss_kib = pm->pm_uss_kib = -1;
 	if (pid <= 1)
 		return;
 	memset(&sr, 0, sizeof(sr));
@@ -813,8 +836,9 @@ spawner_memory(pid_t pid, long *rss_kib, long *pss_kib)
 	sr.sr_pid = pid;
 	spawner_call(&sr, NULL, 0, &rep, NULL);
 	if (rep.sp_pid == pid) {
-		*rss_kib = rep.sp_rss_kib;
-		*pss_kib = rep.sp_pss_kib;
+		pm->pm_rss_kib = rep.sp_rss_kib;
+		pm->pm_pss_kib = rep.sp_pss_kib;
+		pm->pm_uss_kib = rep.sp_uss_kib;
 	}
 }
 

@@ -30,7 +30,9 @@ pid_t	spawner_spawn(enum proc_role, const char *name, const int *fds,
 
 /* A child's resident and proportional set size in KiB (-1: unknown),
  * read by the spawner, whose Landlock domain holds the children. */
-void	spawner_memory(pid_t, long *rss_kib, long *pss_kib);
+void	spawner_memory(pid_t, struct proc_mem *);
+/* The spawner's own pid, or -1. */
+pid_t	spawner_pid(void);
 
 /* The configuration file rtsandboxd was started with, opened again by the
  * spawner for a reload: a descriptor, or -1 with errno set. */

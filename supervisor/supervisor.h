@@ -133,8 +133,7 @@ struct child {
 	/* research jobs: the thinking level egress holds them to */
 	char			*c_thinking;
 	/* brokers and research jobs: memory last read for daemon.stats */
-	long			 c_rss_kib;
-	long			 c_pss_kib;
+	struct proc_mem		 c_mem;
 	uint64_t		 c_mem_ms;	/* monotonic ms, 0 never */
 	/* research jobs: their configuration, sent at bring-up */
 	struct msgb		*c_config;

@@ -77,6 +77,9 @@ class ProcessTree(unittest.TestCase):
             # being dumpable
             self.assertGreater(procs[role]["rss_kib"], 0)
             self.assertGreater(procs[role]["pss_kib"], 0)
+            self.assertGreater(procs[role]["uss_kib"], 0)
+            self.assertLessEqual(procs[role]["uss_kib"],
+                                 procs[role]["pss_kib"])
             with open("/proc/%d/cmdline" % pid, "rb") as f:
                 self.assertEqual(f.read().split(b"\0")[0].decode(), binary)
             st = status_fields(pid)
@@ -95,6 +98,7 @@ class ProcessTree(unittest.TestCase):
         self.assertEqual(st["NoNewPrivs"], "1")
         assert_not_dumpable(self, self.d.proc.pid, "supervisor")
         self.assertGreater(procs["supervisor"]["pss_kib"], 0)
+        self.assertGreater(procs["supervisor"]["uss_kib"], 0)
 
     def test_spawner(self):
         """One more child of the supervisor, not a helper: the spawner,
@@ -102,7 +106,13 @@ class ProcessTree(unittest.TestCase):
         which only root can); killing it ends the daemon (nothing could be
         started without it)."""
         with Client(self.d.socket) as c:
-            helpers = {p["pid"] for p in c.call("daemon.stats")["processes"]}
+            st = c.call("daemon.stats")["processes"]
+        helpers = {p["pid"] for p in st if p["role"] != "spawner"}
+        listed = [p for p in st if p["role"] == "spawner"]
+        # daemon.stats lists it, with its memory, for the daemon's total
+        self.assertEqual(len(listed), 1, st)
+        self.assertGreater(listed[0]["pss_kib"], 0)
+        self.assertGreater(listed[0]["uss_kib"], 0)
         kids = []
         for p in os.listdir("/proc"):
             try:
@@ -112,7 +122,7 @@ class ProcessTree(unittest.TestCase):
             except FileNotFoundError:
                 pass        # another user's process, gone meanwhile
         others = [p for p in kids if p not in helpers]
-        self.assertEqual(len(others), 1, (kids, helpers))
+        self.assertEqual(others, [listed[0]["pid"]], (kids, helpers))
         spawner = others[0]
         with open("/proc/%d/cmdline" % spawner, "rb") as f, \
                 open("/proc/%d/cmdline" % self.d.proc.pid, "rb") as g:
@@ -357,15 +367,16 @@ class ControlSocket(unittest.TestCase):
         r = subprocess.run([rtsb.RTSANDBOXCTL, "-s", self.d.socket, "stats"],
                            capture_output=True, text=True, timeout=10)
         self.assertEqual(r.returncode, 0, r.stderr)
-        for role in ("supervisor", "fsguard", "docker", "egress"):
+        for role in ("supervisor", "spawner", "fsguard", "docker", "egress"):
             self.assertIn(role, r.stdout)
         self.assertIn("RSS KiB", r.stdout)
+        self.assertIn("USS KiB", r.stdout)
         r = subprocess.run([rtsb.RTSANDBOXCTL, "-s", self.d.socket,
                             "--json", "stats"],
                            capture_output=True, text=True, timeout=10)
         self.assertEqual(r.returncode, 0, r.stderr)
         stats = json.loads(r.stdout)
-        self.assertEqual(len(stats["processes"]), 4)
+        self.assertEqual(len(stats["processes"]), 5)
         r = subprocess.run([rtsb.RTSANDBOXCTL, "-s", self.d.socket, "call",
                             "no.such"], capture_output=True, text=True,
                            timeout=10)

@@ -97,14 +97,16 @@ class AsServiceUser(unittest.TestCase):
     def test_every_process_not_dumpable_and_measured(self):
         with Client(self.d.socket) as c:
             procs = c.call("daemon.stats")["processes"]
-        self.assertEqual(len(procs), 4, procs)
+        self.assertEqual(len(procs), 5, procs)
         for p in procs:
             # from the file each child handed over: its /proc is hidden
             # from the spawner
             self.assertGreater(p.get("rss_kib", 0), 0, p)
             self.assertGreater(p.get("pss_kib", 0), 0, p)
             self.assertLessEqual(p["pss_kib"], p["rss_kib"], p)
-        for pid in [p["pid"] for p in procs] + [self.spawner(procs)]:
+            self.assertLessEqual(p["uss_kib"], p["pss_kib"], p)
+        self.assertIn(self.spawner(procs), [p["pid"] for p in procs])
+        for pid in [p["pid"] for p in procs]:
             self.assertEqual(status_fields(pid)["Uid"].split()[0],
                              str(self.uid))
             # root's, not the process's user's: not dumpable
@@ -150,7 +152,7 @@ class AsServiceUser(unittest.TestCase):
         self.assertIn("r-x", perms_of)
 
     def spawner(self, procs):
-        pids = {p["pid"] for p in procs}
+        pids = {p["pid"] for p in procs if p["role"] != "spawner"}
         kids = []
         for p in os.listdir("/proc"):
             try:
@@ -169,7 +171,8 @@ class AsServiceUser(unittest.TestCase):
         with Client(self.d.socket) as c:
             procs = c.call("daemon.stats")["processes"]
         spawner = self.spawner(procs)
-        children = {p["pid"] for p in procs if p["role"] != "supervisor"}
+        children = {p["pid"] for p in procs
+                    if p["role"] not in ("supervisor", "spawner")}
 
         def fds():
             out = {}
@@ -191,7 +194,8 @@ class AsServiceUser(unittest.TestCase):
                 p["state"] == "ready" and p["pid"] != egress
                 for p in c.call("daemon.stats")["processes"]), 10)
             procs = c.call("daemon.stats")["processes"]
-        children = {p["pid"] for p in procs if p["role"] != "supervisor"}
+        children = {p["pid"] for p in procs
+                    if p["role"] not in ("supervisor", "spawner")}
         self.assertNotIn(egress, children)
         rest = sorted(v for k, v in fds().items() if k > 3)
         self.assertEqual(rest, sorted(

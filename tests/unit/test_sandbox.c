@@ -641,7 +641,7 @@ START_TEST(test_role_memory_handoff)
 	struct cmsghdr	*c;
 	char		 one, path[64], want[64], link[64];
 	ssize_t		 n;
-	long		 rss, pss;
+	struct proc_mem	 pm;
 	pid_t		 pid;
 	int		 sp[2], fd, status, tries;
 
@@ -684,19 +684,23 @@ START_TEST(test_role_memory_handoff)
 			break;
 		usleep(10000);
 	}
-	ck_assert_int_eq(proc_rollup_fd(fd, &rss, &pss), 0);
-	ck_assert_int_gt(rss, 0);
-	ck_assert_int_gt(pss, 0);
-	ck_assert_int_le(pss, rss);
+	ck_assert_int_eq(proc_rollup_fd(fd, &pm), 0);
+	ck_assert_int_gt(pm.pm_rss_kib, 0);
+	ck_assert_int_gt(pm.pm_pss_kib, 0);
+	ck_assert_int_le(pm.pm_pss_kib, pm.pm_rss_kib);
+	/* what the process alone has: no more than its share */
+	ck_assert_int_gt(pm.pm_uss_kib, 0);
+	ck_assert_int_le(pm.pm_uss_kib, pm.pm_pss_kib);
 	/* and again: read from the start each time */
-	ck_assert_int_eq(proc_rollup_fd(fd, &rss, &pss), 0);
-	ck_assert_int_gt(pss, 0);
+	ck_assert_int_eq(proc_rollup_fd(fd, &pm), 0);
+	ck_assert_int_gt(pm.pm_pss_kib, 0);
 	ck_assert_int_eq(kill(pid, SIGKILL), 0);
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	/* the child gone, nothing more to read */
-	ck_assert_int_eq(proc_rollup_fd(fd, &rss, &pss), -1);
-	ck_assert_int_eq(rss, -1);
-	ck_assert_int_eq(pss, -1);
+	ck_assert_int_eq(proc_rollup_fd(fd, &pm), -1);
+	ck_assert_int_eq(pm.pm_rss_kib, -1);
+	ck_assert_int_eq(pm.pm_pss_kib, -1);
+	ck_assert_int_eq(pm.pm_uss_kib, -1);
 	close(fd);
 }
 END_TEST
