@@ -240,7 +240,7 @@ compact_build_answer(const cJSON *c, const struct compact_info *ci,
 {
 	const cJSON	*summary, *first, *details;
 	cJSON		*res, *comp, *d;
-	uint64_t	 before, est = 0;
+	uint64_t	 before = 0, est = 0;
 	int		 have_est;
 
 	*json = NULL;
@@ -354,7 +354,7 @@ compact_check_report(const char *body, size_t len, char *line,
 	const cJSON	*it, *eng, *error;
 	cJSON		*root;
 	enum body_err	 e;
-	uint64_t	 before, tafter, next;
+	uint64_t	 before = 0, tafter, next;
 	char		 head[UTF8_BYTES_MAX(COMPACT_LOG_TEXT_MAX) + 1];
 	char		 nums[128];
 	int		 r, off;
