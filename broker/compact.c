@@ -125,6 +125,12 @@ compact_body(struct http_conn *c, const char *body, size_t len, void *arg)
 	hold_done(br->br_hold, c);
 	if ((sc = compact_scope(br, c)) == NULL)
 		return;
+	/* Another came in whole while this one's body was on its way. */
+	if (br->br_compact_id != 0) {
+		compact_fallback(br, c, "running", "a compaction is already "
+		    "running");
+		return;
+	}
 	switch (compact_check_request(body, len, &ci, NULL, err,
 	    sizeof(err))) {
 	case BODY_OK:

@@ -1458,6 +1458,30 @@ class Compaction(BrokerCase):
             time.sleep(1)   # the late answer is dropped
         self.assertIn("the compactor took over 2000 ms", self.d.read_log())
 
+    def test_second_while_the_first_body_comes(self):
+        """One request's head, then another whole: the second goes to the
+        compactor, the first's body then finds it running, and the broker
+        never sends the supervisor two at once (which it would refuse)."""
+        def hook(params):
+            time.sleep(1)
+            return self.compaction(params["request"])
+        with self.in_turn(memory="", compact=hook) as (w, tr, _):
+            body = json.dumps(compact_request()).encode()
+            raw = build_request("POST", "/compaction/compact", body)
+            first = w.send("POST", "/compaction/compact",
+                           raw=raw[:len(raw) - 10])
+            time.sleep(0.3)
+            second = w.send("POST", "/compaction/compact", compact_request())
+            time.sleep(0.3)
+            first.sendall(raw[len(raw) - 10:])
+            r = read_response(first, 10)
+            self.assertEqual(r.json(), {"ok": False, "fallback":
+                                        "a compaction is already running"})
+            r = read_response(second, 10)
+            self.assertTrue(r.json()["ok"], r)
+            self.assertEqual(len(tr.compact_calls), 1)
+        self.assertNotIn("must answer itself", self.d.read_log())
+
     def test_request_bounds(self):
         seen = []
         hook = (lambda p: seen.append(p) or self.compaction(p["request"]))
