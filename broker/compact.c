@@ -72,12 +72,29 @@ compact_scope(struct broker *br, struct http_conn *c)
 	return sc;
 }
 
+/* The worker's body to the supervisor, of the scope's turn; -1 when it
+ * could not be queued, answered 503. */
+static int
+compact_forward(struct broker *br, struct http_conn *c, struct scope *sc,
+    enum msg_type type, uint64_t id, const char *body, size_t len)
+{
+	struct msgb	 mb;
+
+	msgb_init(&mb, type, id);
+	msg_add_str(&mb, "turn_id", sc->sc_turn_id);
+	msg_add_data(&mb, body, len);
+	if (sup_send(br, &mb) == -1) {
+		respond_text(c, 503, BROKER_BUSY);
+		return -1;
+	}
+	return 0;
+}
+
 static void
 report_body(struct http_conn *c, const char *body, size_t len, void *arg)
 {
 	struct broker	*br = arg;
 	struct scope	*sc;
-	struct msgb	 mb;
 	char		 err[256];
 
 	hold_done(br->br_hold, c);
@@ -94,14 +111,9 @@ report_body(struct http_conn *c, const char *body, size_t len, void *arg)
 		respond_text(c, 400, "Invalid report");
 		return;
 	}
-	msgb_init(&mb, MSG_BRK_COMPACT_REPORT, 0);
-	msg_add_str(&mb, "turn_id", sc->sc_turn_id);
-	msg_add_data(&mb, body, len);
-	if (sup_send(br, &mb) == -1) {
-		respond_text(c, 503, BROKER_BUSY);
-		return;
-	}
-	respond_text(c, 200, "Accepted");
+	if (compact_forward(br, c, sc, MSG_BRK_COMPACT_REPORT, 0, body,
+	    len) == 0)
+		respond_text(c, 200, "Accepted");
 }
 
 static void
@@ -119,7 +131,6 @@ compact_body(struct http_conn *c, const char *body, size_t len, void *arg)
 	struct broker		*br = arg;
 	struct compact_info	 ci;
 	struct scope		*sc;
-	struct msgb		 mb;
 	char			 err[256];
 
 	hold_done(br->br_hold, c);
@@ -143,13 +154,9 @@ compact_body(struct http_conn *c, const char *body, size_t len, void *arg)
 		compact_fallback(br, c, "invalid", "the request is invalid");
 		return;
 	}
-	msgb_init(&mb, MSG_BRK_COMPACT, ++br->br_next_id);
-	msg_add_str(&mb, "turn_id", sc->sc_turn_id);
-	msg_add_data(&mb, body, len);
-	if (sup_send(br, &mb) == -1) {
-		respond_text(c, 503, BROKER_BUSY);
+	if (compact_forward(br, c, sc, MSG_BRK_COMPACT, ++br->br_next_id,
+	    body, len) == -1)
 		return;
-	}
 	br->br_compact_id = br->br_next_id;
 	br->br_compact_conn = c;
 	conn_state(c)->cs_role = CONN_COMPACT;
