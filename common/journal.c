@@ -175,14 +175,15 @@ journal_decode(const uint8_t *buf, size_t len, journal_field_cb cb, void *arg)
 	return 0;
 }
 
-/* The log's line: " key=value", the value quoted when it needs to be. */
+/* The log's line: " key=value", the value quoted when it needs to be.
+ * Put together with memcpy: a record is made for every upstream call. */
 static void
 jrec_line(struct jrec *jr, const char *key, const void *value, size_t len,
     int escaped)
 {
-	char	 esc[1600];
-	size_t	 taken, i, room;
-	int	 quote = len == 0, n;
+	char	 esc[1600], *p;
+	size_t	 taken, elen, klen = strlen(key), room, n;
+	int	 quote = len == 0;
 
 	if (escaped) {
 		taken = len < sizeof(esc) ? len : sizeof(esc) - 1;
@@ -190,14 +191,13 @@ jrec_line(struct jrec *jr, const char *key, const void *value, size_t len,
 		esc[taken] = '\0';
 	} else
 		taken = journal_escape(esc, sizeof(esc), value, len);
-	for (i = 0; esc[i] != '\0' && !quote; i++)
-		if (esc[i] == ' ' || esc[i] == '=')
-			quote = 1;
+	elen = strlen(esc);
+	if (!quote && (memchr(esc, ' ', elen) != NULL ||
+	    memchr(esc, '=', elen) != NULL))
+		quote = 1;
 	room = sizeof(jr->jr_line) - jr->jr_linelen;
-	n = snprintf(jr->jr_line + jr->jr_linelen, room, " %s=%s%s%s%s",
-	    key, quote ? "\"" : "", esc, taken < len ? "..." : "",
-	    quote ? "\"" : "");
-	if (n < 0 || (size_t)n >= room) {
+	n = 1 + klen + 1 + elen + (taken < len ? 3 : 0) + (quote ? 2 : 0);
+	if (n >= room) {
 		/* What fitted stays; the line says it was cut. */
 		jr->jr_line[jr->jr_linelen] = '\0';
 		if (room > 5 && !jr->jr_full) {
@@ -207,7 +207,23 @@ jrec_line(struct jrec *jr, const char *key, const void *value, size_t len,
 		jr->jr_full = 1;
 		return;
 	}
-	jr->jr_linelen += (size_t)n;
+	p = jr->jr_line + jr->jr_linelen;
+	*p++ = ' ';
+	memcpy(p, key, klen);
+	p += klen;
+	*p++ = '=';
+	if (quote)
+		*p++ = '"';
+	memcpy(p, esc, elen);
+	p += elen;
+	if (taken < len) {
+		memcpy(p, "...", 3);
+		p += 3;
+	}
+	if (quote)
+		*p++ = '"';
+	*p = '\0';
+	jr->jr_linelen += n;
 }
 
 void
@@ -223,16 +239,16 @@ jrec_init(struct jrec *jr, int priority, const char *what)
 static void
 jrec_field(struct jrec *jr, const char *key, const void *value, size_t len)
 {
-	char	 name[JOURNAL_NAME_MAX + 1];
-	size_t	 i;
-	int	 n;
+	static const char	 prefix[] = "RTSANDBOX_";
+	char			 name[JOURNAL_NAME_MAX + 1];
+	size_t			 i, klen = strlen(key);
 
-	n = snprintf(name, sizeof(name), "RTSANDBOX_%s", key);
-	if (n < 0 || (size_t)n >= sizeof(name))
+	if (sizeof(prefix) - 1 + klen >= sizeof(name))
 		return;
-	for (i = 0; name[i] != '\0'; i++)
-		if (name[i] >= 'a' && name[i] <= 'z')
-			name[i] -= 'a' - 'A';
+	memcpy(name, prefix, sizeof(prefix) - 1);
+	for (i = 0; i <= klen; i++)	/* its NUL too */
+		name[sizeof(prefix) - 1 + i] = key[i] >= 'a' && key[i] <= 'z' ?
+		    (char)(key[i] - ('a' - 'A')) : key[i];
 	/* The room kept for MESSAGE= and the rest at the end. */
 	if (journal_encode(jr->jr_buf, sizeof(jr->jr_buf) - sizeof(jr->jr_line)
 	    - 128, &jr->jr_len, name, value, len) == -1)
@@ -264,10 +280,13 @@ jrec_add_str(struct jrec *jr, const char *key, const char *value)
 void
 jrec_add_uint(struct jrec *jr, const char *key, uint64_t v)
 {
-	char	 num[24];
+	char	 num[24], *p = num + sizeof(num);
 
-	(void)snprintf(num, sizeof(num), "%llu", (unsigned long long)v);
-	jrec_add(jr, key, num, strlen(num));
+	do {
+		*--p = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	jrec_add(jr, key, p, (size_t)(num + sizeof(num) - p));
 }
 
 void
