@@ -398,8 +398,8 @@ body_numbers_raw(cJSON *n)
 		 * (sizes, counts, pids): its digits, as "%1.15g" prints
 		 * them, without the printf and the sscanf cJSON takes for
 		 * every number, a few microseconds each. */
-		if (fabs(n->valuedouble) < 1e15 &&
-		    n->valuedouble == floor(n->valuedouble)) {
+		if (fabs(n->valuedouble) < 1e15 && n->valuedouble ==
+		    (double)(int64_t)n->valuedouble) {
 			if ((s = body_integer_text(n->valuedouble)) == NULL)
 				return -1;
 			goto raw;

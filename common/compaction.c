@@ -56,8 +56,9 @@ cp_tokens(const cJSON *it, const char *what, int optional, uint64_t *v,
 		return body_fail(err, errlen, BODY_BAD, "%s is missing", what);
 	}
 	d = cJSON_IsNumber(it) ? it->valuedouble : -1;
+	/* in range first: that makes the cast defined */
 	if (!isfinite(d) || d < 0 || d > (double)COMPACT_TOKENS_MAX ||
-	    d != floor(d))
+	    d != (double)(uint64_t)d)
 		return body_fail(err, errlen, BODY_BAD, "%s is not an integer "
 		    "from 0 to 2^53 - 1", what);
 	if (v != NULL)
