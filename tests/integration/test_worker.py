@@ -147,6 +147,8 @@ class Timers(unittest.TestCase):
         b = Broker(self.tmp, name)
         self.brokers.append(b)
         b.next("GET", "/mcp-tools").answer(200, {"servers": []})
+        # a 0.7.3 broker's answer: no host compactor
+        b.next("GET", "/worker/config").answer(404, "Not found")
         return b
 
     def ready_next(self, b):
