@@ -12,6 +12,7 @@
 #include <syslog.h>
 
 #include <cjson/cJSON.h>
+#include <event2/event.h>
 
 #include "journal.h"
 #include "limits.h"
@@ -20,6 +21,8 @@
 
 /* Lines asked of the engine: PiSandboxRuntime 0.7.10's. */
 #define EVIDENCE_LOG_LINES	200u
+/* How long a worker's last lines may take to reach the engine's log. */
+#define EVIDENCE_SETTLE_MS	300
 /* A line as the Docker client escaped it (DOCK_LOG_LINE_MAX and "..."). */
 #define EVIDENCE_LINE_BYTES	516u
 
@@ -27,6 +30,7 @@ struct evidence_logs {
 	char	*el_key;
 	char	*el_turn;
 	int	 el_removed;	/* the container goes after this */
+	struct event *el_timer;	/* until its log has settled */
 };
 
 static const char *
@@ -109,19 +113,18 @@ evidence_logged(struct child *dk, struct msg *m, void *arg)
 }
 
 static void
-evidence_worker_logs(const char *key, const char *turn_id, int removed)
+evidence_ask(struct evidence_logs *el)
 {
-	struct evidence_logs	*el;
 	struct child		*dk;
 	struct msgb		 mb;
+	const char		*key = el->el_key, *turn_id = el->el_turn;
 
-	if ((dk = child_singleton(PROC_DOCKER)) == NULL)
+	if ((dk = child_singleton(PROC_DOCKER)) == NULL) {
+		free(el->el_key);
+		free(el->el_turn);
+		free(el);
 		return;
-	if ((el = calloc(1, sizeof(*el))) == NULL)
-		fatal("%s", __func__);
-	el->el_key = xstrdup(key);
-	el->el_turn = xstrdup(turn_id);
-	el->el_removed = removed;
+	}
 	msgb_init(&mb, MSG_DOCK_LOGS, 0);
 	msg_add_str(&mb, "channel", key);
 	msg_add_uint(&mb, "lines", EVIDENCE_LOG_LINES);
@@ -132,6 +135,42 @@ evidence_worker_logs(const char *key, const char *turn_id, int removed)
 		free(el->el_turn);
 		free(el);
 	}
+}
+
+static void
+evidence_settled(evutil_socket_t fd, short ev, void *arg)
+{
+	struct evidence_logs	*el = arg;
+
+	event_free(el->el_timer);
+	el->el_timer = NULL;
+	evidence_ask(el);
+}
+
+/*
+ * A container that goes is read at once: its removal waits behind the
+ * read.  One that stays, after a worker that answered its failure, is
+ * read EVIDENCE_SETTLE_MS later: the worker's last lines, written just
+ * before its answer, may not have reached the engine's log yet.
+ */
+static void
+evidence_worker_logs(const char *key, const char *turn_id, int removed)
+{
+	struct evidence_logs	*el;
+	struct timeval		 tv = { 0, EVIDENCE_SETTLE_MS * 1000 };
+
+	if ((el = calloc(1, sizeof(*el))) == NULL)
+		fatal("%s", __func__);
+	el->el_key = xstrdup(key);
+	el->el_turn = xstrdup(turn_id);
+	el->el_removed = removed;
+	if (removed) {
+		evidence_ask(el);
+		return;
+	}
+	if ((el->el_timer = evtimer_new(sv->sv_base, evidence_settled,
+	    el)) == NULL || evtimer_add(el->el_timer, &tv) == -1)
+		fatalx("%s: timer", __func__);
 }
 
 void
