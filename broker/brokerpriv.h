@@ -138,10 +138,17 @@ struct broker {
 };
 
 void		 broker_idle_later(struct broker *);
+
+/* scope.c */
+/* NULL when out of memory. */
+struct scope	*scope_new(int turn, uint64_t calls, uint64_t deadline);
+void		 scope_unref(struct scope *);
 /* The current scope, or NULL when none is in force. */
 struct scope	*scope_current(struct broker *);
 /* The startup window again, where PROTOCOL.md 3.4 allows it. */
 void		 window_rearm(struct broker *);
+
+/* answer.c */
 void		 respond_text(struct http_conn *, int status, const char *);
 void		 respond_json(struct http_conn *, int status, const char *,
 		    size_t);

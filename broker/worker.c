@@ -185,18 +185,6 @@ result_body(struct http_conn *c, const char *body, size_t len, void *arg)
 	hold_done(br->br_hold, c);
 }
 
-/* A worker's body that could not be read: 400 with invalid, 503 short of
- * memory; anything else closed the conn already. */
-void
-respond_body_err(struct http_conn *c, enum http_body_err e,
-    const char *invalid)
-{
-	if (e == HTTP_BODY_TOO_LARGE || e == HTTP_BODY_INVALID)
-		respond_text(c, 400, invalid);
-	else if (e == HTTP_BODY_NOMEM)
-		respond_text(c, 503, BROKER_BUSY);
-}
-
 static void
 result_body_err(struct http_conn *c, enum http_body_err e, void *arg)
 {

@@ -8,8 +8,6 @@
 
 #include <stddef.h>
 
-#include "whttp.h"
-
 /*
  * The numbers of PROTOCOL.md that the worker keeps to.  The worker is built
  * from worker/ alone (a static binary that shares no code with the host),
@@ -57,11 +55,6 @@ struct wjson;
 char	*agent_turn(const struct agent_config *, const char *, size_t,
 	    size_t *);
 int	 agent_safe_name(const char *, size_t);
-
-/* worker.c: one request to the broker, its answer in resp. */
-enum whttp_err worker_call(const struct agent_config *, const char *method,
-	    const char *path, const char *body, size_t len, int timeout_ms,
-	    size_t max, struct whttp_response *resp);
 
 /* compact.c: GET /worker/config, once at start */
 void	 compact_config(struct agent_config *);

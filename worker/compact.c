@@ -34,7 +34,7 @@ compact_config(struct agent_config *cfg)
 	size_t			 len;
 
 	cfg->ac_compactor[0] = '\0';
-	e = worker_call(cfg, "GET", "/worker/config", NULL, 0,
+	e = whttp_call(cfg->ac_socket, "GET", "/worker/config", NULL, 0,
 	    CONFIG_TIMEOUT_MS, SMALL_MAX, &resp);
 	if (e != WHTTP_OK)
 		wlog("worker/config: %s", whttp_err_to_string(e));
@@ -97,7 +97,7 @@ report(const struct agent_config *cfg, long long tokens,
 	wjson_free(r);
 	if (body == NULL)
 		return;
-	if (worker_call(cfg, "POST", "/compaction/report", body, len,
+	if (whttp_call(cfg->ac_socket, "POST", "/compaction/report", body, len,
 	    CONFIG_TIMEOUT_MS, SMALL_MAX, &resp) == WHTTP_OK &&
 	    resp.ws_status != 200)
 		wlog("compaction/report: HTTP %d", resp.ws_status);
@@ -155,7 +155,7 @@ compact_turn(const struct agent_config *cfg, const char *turn_id,
 		    "encoded");
 		return NULL;
 	}
-	e = worker_call(cfg, "POST", "/compaction/compact", body, len,
+	e = whttp_call(cfg->ac_socket, "POST", "/compaction/compact", body, len,
 	    COMPACT_TIMEOUT_MS, ANSWER_MAX, &resp);
 	free(body);
 	if (e != WHTTP_OK || resp.ws_status != 200) {

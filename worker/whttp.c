@@ -582,3 +582,22 @@ whttp_response_free(struct whttp_response *resp)
 {
 	wbuf_free(&resp->ws_body);
 }
+
+enum whttp_err
+whttp_call(const char *sockpath, const char *method, const char *path,
+    const char *body, size_t len, int timeout_ms, size_t max,
+    struct whttp_response *resp)
+{
+	struct whttp_request	 req;
+
+	memset(&req, 0, sizeof(req));
+	req.wr_method = method;
+	req.wr_path = path;
+	if (body != NULL)
+		req.wr_content_type = "application/json";
+	req.wr_body = body;
+	req.wr_body_len = len;
+	req.wr_timeout_ms = timeout_ms;
+	req.wr_body_max = max;
+	return whttp_do(sockpath, &req, resp);
+}

@@ -53,6 +53,11 @@ enum whttp_err {
 const char	*whttp_err_to_string(enum whttp_err);
 enum whttp_err	 whttp_do(const char *, const struct whttp_request *,
 		    struct whttp_response *);
+/* A request with a JSON body (or none) and nothing else to set: the
+ * answer's body in resp, at most max bytes. */
+enum whttp_err	 whttp_call(const char *sockpath, const char *method,
+		    const char *path, const char *body, size_t len,
+		    int timeout_ms, size_t max, struct whttp_response *);
 void		 whttp_response_free(struct whttp_response *);
 
 #endif /* WHTTP_H */

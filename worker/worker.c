@@ -102,25 +102,6 @@ backoff(void)
 		continue;
 }
 
-enum whttp_err
-worker_call(const struct agent_config *cfg, const char *method,
-    const char *path, const char *body, size_t len, int timeout_ms,
-    size_t max, struct whttp_response *resp)
-{
-	struct whttp_request	 req;
-
-	memset(&req, 0, sizeof(req));
-	req.wr_method = method;
-	req.wr_path = path;
-	if (body != NULL)
-		req.wr_content_type = "application/json";
-	req.wr_body = body;
-	req.wr_body_len = len;
-	req.wr_timeout_ms = timeout_ms;
-	req.wr_body_max = max;
-	return whttp_do(cfg->ac_socket, &req, resp);
-}
-
 /* Once at start; the agent has no use for the list yet, so it is logged. */
 static void
 discover(const struct agent_config *cfg)
@@ -129,8 +110,8 @@ discover(const struct agent_config *cfg)
 	struct wjson		*list, *servers;
 	enum whttp_err		 e;
 
-	e = worker_call(cfg, "GET", "/mcp-tools", NULL, 0, DISCOVERY_TIMEOUT_MS,
-	    SMALL_BODY_MAX, &resp);
+	e = whttp_call(cfg->ac_socket, "GET", "/mcp-tools", NULL, 0,
+	    DISCOVERY_TIMEOUT_MS, SMALL_BODY_MAX, &resp);
 	if (e != WHTTP_OK)
 		wlog("mcp-tools: %s", whttp_err_to_string(e));
 	else if (resp.ws_status != 200)
@@ -165,7 +146,7 @@ announce(const struct agent_config *cfg)
 	enum whttp_err		 e;
 	int			 status;
 
-	e = worker_call(cfg, "POST", "/worker/ready", ready_body,
+	e = whttp_call(cfg->ac_socket, "POST", "/worker/ready", ready_body,
 	    sizeof(ready_body) - 1, READY_TIMEOUT_MS, SMALL_BODY_MAX, &resp);
 	status = resp.ws_status;
 	whttp_response_free(&resp);
@@ -188,8 +169,8 @@ poll_turn(const struct agent_config *cfg, size_t *lenp)
 	enum whttp_err		 e;
 	char			*body = NULL;
 
-	e = worker_call(cfg, "GET", "/worker/next", NULL, 0, NEXT_TIMEOUT_MS,
-	    W_TURN_BODY_MAX, &resp);
+	e = whttp_call(cfg->ac_socket, "GET", "/worker/next", NULL, 0,
+	    NEXT_TIMEOUT_MS, W_TURN_BODY_MAX, &resp);
 	if (e != WHTTP_OK)
 		complain("/worker/next: %s", whttp_err_to_string(e));
 	else if (resp.ws_status == 200) {
@@ -210,7 +191,7 @@ post_result(const struct agent_config *cfg, const char *body, size_t len)
 	enum whttp_err		 e;
 
 	/* Its status changes nothing (PROTOCOL.md 2), but the log helps. */
-	e = worker_call(cfg, "POST", "/worker/result", body, len,
+	e = whttp_call(cfg->ac_socket, "POST", "/worker/result", body, len,
 	    RESULT_TIMEOUT_MS, SMALL_BODY_MAX, &resp);
 	if (e != WHTTP_OK)
 		wlog("/worker/result: %s", whttp_err_to_string(e));
