@@ -1086,6 +1086,12 @@ turn_egress_gone(void)
 
 	for (t = TAILQ_FIRST(&turns); t != NULL; t = next) {
 		next = TAILQ_NEXT(t, t_entry);
+		/* Its egr_bind was asked once the pipe had closed, before
+		 * the death was reaped: it waits for the egress that follows
+		 * (child_request()), and one that was sent has had its
+		 * answer of none already (turn_bound()). */
+		if (t->t_binding)
+			continue;
 		/* Bound early, the channel still starting: bound again by
 		 * turn_submit() once it is, at the egress that follows. */
 		if (t->t_state == TURN_STARTING && !t->t_binding &&
