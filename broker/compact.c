@@ -91,13 +91,12 @@ compact_forward(struct broker *br, struct http_conn *c, struct scope *sc,
 }
 
 static void
-report_body(struct http_conn *c, const char *body, size_t len, void *arg)
+report_use(struct broker *br, struct http_conn *c, const char *body,
+    size_t len)
 {
-	struct broker	*br = arg;
 	struct scope	*sc;
 	char		 err[256];
 
-	hold_done(br->br_hold, c);
 	if ((sc = compact_scope(br, c)) == NULL)
 		return;
 	switch (compact_check_report(body, len, NULL, 0, err, sizeof(err))) {
@@ -116,6 +115,16 @@ report_body(struct http_conn *c, const char *body, size_t len, void *arg)
 		respond_text(c, 200, "Accepted");
 }
 
+/* Once the body was used, the next may be read (as every route does). */
+static void
+report_body(struct http_conn *c, const char *body, size_t len, void *arg)
+{
+	struct broker	*br = arg;
+
+	report_use(br, c, body, len);
+	hold_done(br->br_hold, c);
+}
+
 static void
 report_body_err(struct http_conn *c, enum http_body_err e, void *arg)
 {
@@ -126,14 +135,13 @@ report_body_err(struct http_conn *c, enum http_body_err e, void *arg)
 }
 
 static void
-compact_body(struct http_conn *c, const char *body, size_t len, void *arg)
+compact_use(struct broker *br, struct http_conn *c, const char *body,
+    size_t len)
 {
-	struct broker		*br = arg;
 	struct compact_info	 ci;
 	struct scope		*sc;
 	char			 err[256];
 
-	hold_done(br->br_hold, c);
 	if ((sc = compact_scope(br, c)) == NULL)
 		return;
 	/* Another came in whole while this one's body was on its way. */
@@ -160,6 +168,15 @@ compact_body(struct http_conn *c, const char *body, size_t len, void *arg)
 	br->br_compact_id = br->br_next_id;
 	br->br_compact_conn = c;
 	conn_state(c)->cs_role = CONN_COMPACT;
+}
+
+static void
+compact_body(struct http_conn *c, const char *body, size_t len, void *arg)
+{
+	struct broker	*br = arg;
+
+	compact_use(br, c, body, len);
+	hold_done(br->br_hold, c);
 }
 
 static void
