@@ -236,6 +236,44 @@ _Static_assert(BROKER_POLL_MS < WORKER_NEXT_TIMEOUT_MS,
 #define COMPACT_ENGINE_MAX		100u
 /* The log keeps the head of a report's error or reason. */
 #define COMPACT_LOG_TEXT_MAX		1000u
+/*
+ * rtsandbox-protocol(7), contract 0.7.11/0.7.13: precheck runs.  The
+ * worker reads one input of at most 64 KiB on its stdin and answers on its
+ * stdout in at most 64 KiB; its stderr is read up to 128 KiB and dropped.
+ * The run's broker reads a request body of at most 64 KiB and egress an
+ * upstream answer of at most 1 MiB; a run makes 1 to 100 calls (16), one
+ * at a time, within 1 000 to 600 000 ms (60 000).  A script's error comes
+ * back as at most 1 000 chars.  The container: 64 to 1 536 MiB (256),
+ * 0.01 to 1 CPU (1), 8 to 256 processes (32), its command 1 to 16 parts of
+ * 1 to 256 bytes.  A JSON answer is looked into at most 64 levels deep,
+ * strings that hold JSON included.  At most 32 servers are granted.
+ */
+#define PRECHECK_INPUT_MAX		(64u * 1024)
+#define PRECHECK_STDOUT_MAX		(64u * 1024)
+#define PRECHECK_STDERR_MAX		(128u * 1024)
+#define PRECHECK_REQUEST_MAX		(64u * 1024)
+#define PRECHECK_RESPONSE_MAX		(1024u * 1024)
+#define PRECHECK_CALLS_MIN		1u
+#define PRECHECK_CALLS_MAX		100u
+#define PRECHECK_CALLS_DEFAULT		16u
+#define PRECHECK_TIMEOUT_MS_MIN		1000u
+#define PRECHECK_TIMEOUT_MS_MAX		600000u
+#define PRECHECK_TIMEOUT_MS_DEFAULT	60000u
+#define PRECHECK_ERROR_MAX		1000u
+#define PRECHECK_MEMORY_MIB_MIN		64u
+#define PRECHECK_MEMORY_MIB_MAX		1536u
+#define PRECHECK_MEMORY_MIB_DEFAULT	256u
+#define PRECHECK_NANO_CPUS_MIN		10000000u
+#define PRECHECK_NANO_CPUS_MAX		1000000000u
+#define PRECHECK_PIDS_MIN		8u
+#define PRECHECK_PIDS_MAX		256u
+#define PRECHECK_PIDS_DEFAULT		32u
+#define PRECHECK_ARGV_MAX		16u
+#define PRECHECK_ARG_BYTES_MAX		256u
+#define PRECHECK_DEPTH_MAX		64u
+#define PRECHECK_SERVERS_MAX		32u
+/* The tmpfs at /tmp of a precheck container, in MiB. */
+#define PRECHECK_TMP_MIB		64u
 /* 4.1: "text": ≤100 000 chars. */
 #define TURN_TEXT_MAX			100000u
 /* 4.1: "memory": ≤100 000 chars (may be ""); DESIGN.md 6 says the same. */

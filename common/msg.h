@@ -64,6 +64,12 @@
 	X(FSG_FRESHENED,   "fsg_freshened",   R_FSG, R_SUP, 0, 0, NONE) \
 	X(FSG_ATTACH,      "fsg_attach",      R_SUP, R_FSG, 0, 1, FSG_ATTACHED) \
 	X(FSG_ATTACHED,    "fsg_attached",    R_FSG, R_SUP, 0, 0, NONE) \
+	/* precheck runs: a run's empty directories and its broker's \
+	 * socket under <state>/.precheck/<run>, and their removal {run} */ \
+	X(FSG_PRECHECK_MAKE, "fsg_precheck_make", R_SUP, R_FSG, 0, 0, FSG_PRECHECK_MADE) \
+	X(FSG_PRECHECK_MADE, "fsg_precheck_made", R_FSG, R_SUP, 1, 0, NONE) \
+	X(FSG_PRECHECK_CLEAN, "fsg_precheck_clean", R_SUP, R_FSG, 0, 0, FSG_PRECHECK_CLEANED) \
+	X(FSG_PRECHECK_CLEANED, "fsg_precheck_cleaned", R_FSG, R_SUP, 0, 0, NONE) \
 	/* Docker client */ \
 	X(DOCK_STATUS,     "dock_status",     R_SUP, R_DOCK, 0, 0, DOCK_STATE) \
 	X(DOCK_STATE,      "dock_state",      R_DOCK, R_SUP, 0, 0, NONE) \
@@ -77,6 +83,14 @@
 	 * it is removed {channel, lines} -> {lines, cut, missing} */	\
 	X(DOCK_LOGS,       "dock_logs",       R_SUP, R_DOCK, 0, 0, DOCK_LOGGED) \
 	X(DOCK_LOGGED,     "dock_logged",     R_DOCK, R_SUP, 0, 0, NONE) \
+	/* a precheck run's sealed container: the raw data is its stdin, \
+	 * the answer's its stdout; the container is gone when it comes. \
+	 * {run, channel, entrypoint, memory_mib, nano_cpus, pids,	\
+	 * timeout_ms} -> {exit_code, timed_out, stdout_over,		\
+	 * stderr_bytes}; a stop ends the run at once {run} */		\
+	X(DOCK_PRECHECK,   "dock_precheck",   R_SUP, R_DOCK, 0, 1, DOCK_PRECHECKED) \
+	X(DOCK_PRECHECKED, "dock_prechecked", R_DOCK, R_SUP, 0, 1, NONE) \
+	X(DOCK_PRECHECK_STOP, "dock_precheck_stop", R_SUP, R_DOCK, 0, 0, NONE) \
 	/* the event stream: {news: live, lost, or die, destroy, oom, pause \
 	 * with the container and a die's exit_code} */		\
 	X(DOCK_EVENT,      "dock_event",      R_DOCK, R_SUP, 0, 0, NONE) \

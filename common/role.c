@@ -174,6 +174,10 @@ static const struct frame_limits edge_small = {
 static const struct frame_limits edge_body = {
 	EDGE_JSON_SMALL, EDGE_DATA_BODY
 };
+/* A precheck run's stdout. */
+static const struct frame_limits edge_docker = {
+	EDGE_JSON_SMALL, PRECHECK_STDOUT_MAX
+};
 static const struct frame_limits edge_research = {
 	EDGE_JSON_SMALL, EDGE_DATA_RESEARCH
 };
@@ -192,8 +196,9 @@ edge_limits(enum proc_role from, enum proc_role to)
 	if (to == PROC_SUPERVISOR) {
 		switch (from) {
 		case PROC_FSGUARD:
-		case PROC_DOCKER:
 			return &edge_small;
+		case PROC_DOCKER:
+			return &edge_docker;	/* a precheck's stdout */
 		case PROC_RESEARCH:
 			return &edge_research;	/* the report */
 		default:
