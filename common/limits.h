@@ -272,6 +272,10 @@ _Static_assert(BROKER_POLL_MS < WORKER_NEXT_TIMEOUT_MS,
 #define PRECHECK_ARG_BYTES_MAX		256u
 #define PRECHECK_DEPTH_MAX		64u
 #define PRECHECK_SERVERS_MAX		32u
+/* A run's number, in its directory and its container's name. */
+#define PRECHECK_RUN_MAX		9007199254740991ull
+/* A schedule's title, in chars. */
+#define PRECHECK_TITLE_MAX		1000u
 /* The tmpfs at /tmp of a precheck container, in MiB. */
 #define PRECHECK_TMP_MIB		64u
 /* 4.1: "text": ≤100 000 chars. */
@@ -575,8 +579,11 @@ _Static_assert(BROKER_POLL_MS < WORKER_NEXT_TIMEOUT_MS,
 #define PATH_BYTES_MAX			4096u
 /* An upstream or MCP URL in the configuration. */
 #define URL_BYTES_MAX			8192u
-/* MCP servers in the configuration. */
+/* MCP servers in the configuration, and tools of each. */
 #define MCP_SERVERS_MAX			32u
+#define MCP_TOOLS_PER_SERVER_MAX	128u
+/* An IANA time zone name (time_zone, a precheck run's timeZone). */
+#define TIME_ZONE_BYTES_MAX		64u
 /* A profile's model name. */
 #define MODEL_NAME_BYTES_MAX		256u
 /* The client name given to initialize on the control socket. */

@@ -503,3 +503,26 @@ hex_digit(int c)
 		return c - 'A' + 10;
 	return -1;
 }
+
+int
+time_zone_valid(const char *s, size_t len)
+{
+	size_t	 i, start = 0, n;
+
+	if (len == 0 || len > TIME_ZONE_BYTES_MAX)
+		return 0;
+	for (i = 0; i <= len; i++) {
+		if (i < len && s[i] != '/') {
+			if (!(is_alnum((uint8_t)s[i]) ||
+			    strchr("_+-.", s[i]) != NULL) || s[i] == '\0')
+				return 0;
+			continue;
+		}
+		n = i - start;
+		if (n == 0 || (n == 1 && s[start] == '.') ||
+		    (n == 2 && s[start] == '.' && s[start + 1] == '.'))
+			return 0;
+		start = i + 1;
+	}
+	return 1;
+}

@@ -76,5 +76,9 @@ int	valid_image_name(const char *s, size_t len);
 int	valid_runtime_name(const char *s, size_t len);
 /* Thinking level: low, medium, high or xhigh. */
 int	valid_thinking(const char *s, size_t len);
+/* An IANA zone name of 1 to TIME_ZONE_BYTES_MAX bytes of [a-zA-Z0-9_+-./]:
+ * no leading or trailing "/", no empty, "." or ".." component, so that TZ
+ * names a zone and never a file elsewhere. */
+int	time_zone_valid(const char *s, size_t len);
 
 #endif

@@ -124,6 +124,43 @@ fsguard_bind(struct fsguard *fg, struct role_parent *rp, struct msg *m)
 	return 0;
 }
 
+/* A precheck run's directories and its broker's socket, or their
+ * removal. */
+static int
+fsguard_precheck(struct fsguard *fg, struct role_parent *rp, struct msg *m)
+{
+	struct msgb	 mb;
+	uint64_t	 run;
+	enum fs_err	 e;
+	int		 fd;
+
+	if (msg_get_uint(m, "run", 1, PRECHECK_RUN_MAX, &run) == -1 ||
+	    msg_end(m) == -1)
+		return -1;
+	if (m->m_type == MSG_FSG_PRECHECK_CLEAN) {
+		if ((e = fs_precheck_clean(fg->fg_state_fd, run)) != FS_OK) {
+			log_warnx("precheck run %llu: %s",
+			    (unsigned long long)run, fsguard_why(e));
+			role_error(rp, m->m_id, "%s", fsguard_why(e));
+			return 0;
+		}
+		msgb_init(&mb, MSG_FSG_PRECHECK_CLEANED, m->m_id);
+		role_send(rp, &mb);
+		return 0;
+	}
+	if ((e = fs_precheck_make(fg->fg_state_fd, fg->fg_state_dir, run,
+	    &fd)) != FS_OK) {
+		log_warnx("precheck run %llu: %s", (unsigned long long)run,
+		    fsguard_why(e));
+		role_error(rp, m->m_id, "%s", fsguard_why(e));
+		return 0;
+	}
+	msgb_init(&mb, MSG_FSG_PRECHECK_MADE, m->m_id);
+	msg_add_fd(&mb, fd);
+	role_send(rp, &mb);
+	return 0;
+}
+
 static int
 fsguard_fresh(struct fsguard *fg, struct role_parent *rp, struct msg *m)
 {
@@ -225,6 +262,9 @@ fsguard_dispatch_supervisor(struct role_parent *rp, struct msg *m, void *arg)
 		return fsguard_fresh(fg, rp, m);
 	case MSG_FSG_ATTACH:
 		return fsguard_attach(fg, rp, m);
+	case MSG_FSG_PRECHECK_MAKE:
+	case MSG_FSG_PRECHECK_CLEAN:
+		return fsguard_precheck(fg, rp, m);
 	default:
 		return -1;
 	}
@@ -248,6 +288,8 @@ fsguard_configured(struct role_parent *rp, void *arg)
 		return why;
 	}
 	log_debug("state directory %s open", fg->fg_state_dir);
+	/* No precheck run outlives the daemon that started it. */
+	fs_precheck_clean_all(fg->fg_state_fd);
 	return NULL;
 }
 

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,6 +34,8 @@
 #define FS_RUN_DIR		"run"
 #define FS_WORKSPACE_DIR	"workspace"
 #define FS_BROKER_SOCK		"broker.sock"
+#define FS_PRECHECK_DIR		".precheck"
+#define FS_PRECHECK_WS_DIR	"ws"
 #define FS_ATTACHMENTS_DIR	"attachments"
 #define FS_OUTBOX_DIR		"outbox"
 #define FS_SESSIONS_DIR		"sessions"
@@ -788,32 +791,23 @@ fs_path_chars(const char *s, size_t len)
 	return units;
 }
 
-enum fs_err
-fs_bind_broker_socket(struct fs_channel *ch, const char *state_dir,
-    int *listen_fd)
+/*
+ * Bind and listen on broker.sock beneath run_fd, whose host path is host
+ * (checked against PROTOCOL.md's 100 chars by the caller).
+ */
+static enum fs_err
+fs_bind_sock_at(int run_fd, int *listen_fd)
 {
 	struct sockaddr_un	 sun;
 	struct stat		 st;
-	char			 host[sizeof(sun.sun_path)];
 	enum fs_err		 e;
 	mode_t			 mask;
-	int			 n, s, pfd, rc;
-
-	*listen_fd = -1;
-	if ((e = fs_state_path_check(state_dir)) != FS_OK)
-		return e;
-	if (!fs_valid_segment(ch->segment))
-		return FS_SEGMENT_INVALID;
-	n = snprintf(host, sizeof(host), "%s/%s/%s/%s", state_dir,
-	    ch->segment, FS_RUN_DIR, FS_BROKER_SOCK);
-	if (n < 0 || (size_t)n >= sizeof(host) ||
-	    fs_path_chars(host, n) > BROKER_SOCK_PATH_MAX)
-		return FS_SOCK_PATH_TOO_LONG;
+	int			 s, pfd, rc;
 
 	/* Whatever a previous run left there is removed, never followed. */
-	if (unlinkat(ch->run_fd, FS_BROKER_SOCK, 0) == -1 && errno != ENOENT &&
+	if (unlinkat(run_fd, FS_BROKER_SOCK, 0) == -1 && errno != ENOENT &&
 	    (errno != EISDIR ||
-	    unlinkat(ch->run_fd, FS_BROKER_SOCK, AT_REMOVEDIR) == -1))
+	    unlinkat(run_fd, FS_BROKER_SOCK, AT_REMOVEDIR) == -1))
 		return FS_IO;
 
 	/*
@@ -823,7 +817,7 @@ fs_bind_broker_socket(struct fs_channel *ch, const char *state_dir,
 	memset(&sun, 0, sizeof(sun));
 	sun.sun_family = AF_UNIX;
 	(void)snprintf(sun.sun_path, sizeof(sun.sun_path),
-	    "/proc/self/fd/%d/%s", ch->run_fd, FS_BROKER_SOCK);
+	    "/proc/self/fd/%d/%s", run_fd, FS_BROKER_SOCK);
 	if ((s = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 	    0)) == -1)
 		return FS_IO;
@@ -839,7 +833,7 @@ fs_bind_broker_socket(struct fs_channel *ch, const char *state_dir,
 	/* A default ACL on the directory overrides the umask: set the mode
 	 * on the inode itself, then read it back. */
 	e = FS_IO;
-	if ((pfd = fs_entry(ch->run_fd, FS_BROKER_SOCK, &st)) == -1)
+	if ((pfd = fs_entry(run_fd, FS_BROKER_SOCK, &st)) == -1)
 		goto fail;
 	if (!S_ISSOCK(st.st_mode)) {
 		e = FS_RACE;
@@ -863,8 +857,164 @@ fs_bind_broker_socket(struct fs_channel *ch, const char *state_dir,
 fail:
 	fs_close(pfd);
 	fs_close(s);
-	fs_unlink(ch->run_fd, FS_BROKER_SOCK);
+	fs_unlink(run_fd, FS_BROKER_SOCK);
 	return e;
+}
+
+enum fs_err
+fs_bind_broker_socket(struct fs_channel *ch, const char *state_dir,
+    int *listen_fd)
+{
+	char		 host[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	enum fs_err	 e;
+	int		 n;
+
+	*listen_fd = -1;
+	if ((e = fs_state_path_check(state_dir)) != FS_OK)
+		return e;
+	if (!fs_valid_segment(ch->segment))
+		return FS_SEGMENT_INVALID;
+	n = snprintf(host, sizeof(host), "%s/%s/%s/%s", state_dir,
+	    ch->segment, FS_RUN_DIR, FS_BROKER_SOCK);
+	if (n < 0 || (size_t)n >= sizeof(host) ||
+	    fs_path_chars(host, n) > BROKER_SOCK_PATH_MAX)
+		return FS_SOCK_PATH_TOO_LONG;
+	return fs_bind_sock_at(ch->run_fd, listen_fd);
+}
+
+/*
+ * Precheck runs: <state>/.precheck/<run>/{run,ws}.  A channel's segment
+ * is [a-zA-Z0-9_-], so ".precheck" is never one.
+ */
+static int
+fs_precheck_name(uint64_t run, char *buf, size_t len)
+{
+	int	 n;
+
+	if (run == 0 || run > PRECHECK_RUN_MAX)
+		return -1;
+	n = snprintf(buf, len, "%llu", (unsigned long long)run);
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+enum fs_err
+fs_precheck_make(int statefd, const char *state_dir, uint64_t run,
+    int *listen_fd)
+{
+	char		 host[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char		 name[24];
+	enum fs_err	 e;
+	int		 n, pcfd = -1, runfd = -1, rfd = -1;
+
+	*listen_fd = -1;
+	if ((e = fs_state_path_check(state_dir)) != FS_OK)
+		return e;
+	if (fs_precheck_name(run, name, sizeof(name)) == -1)
+		return FS_NAME_INVALID;
+	n = snprintf(host, sizeof(host), "%s/%s/%s/%s/%s", state_dir,
+	    FS_PRECHECK_DIR, name, FS_RUN_DIR, FS_BROKER_SOCK);
+	if (n < 0 || (size_t)n >= sizeof(host) ||
+	    fs_path_chars(host, n) > BROKER_SOCK_PATH_MAX)
+		return FS_SOCK_PATH_TOO_LONG;
+	/* A run of the same number an earlier daemon left goes first. */
+	if ((e = fs_precheck_clean(statefd, run)) != FS_OK)
+		return e;
+	if ((e = fs_own_dir(statefd, FS_PRECHECK_DIR, FS_DIR_PRIVATE,
+	    &pcfd)) != FS_OK ||
+	    (e = fs_own_dir(pcfd, name, FS_DIR_PRIVATE, &runfd)) != FS_OK ||
+	    (e = fs_own_dir(runfd, FS_PRECHECK_WS_DIR, FS_DIR_PRIVATE,
+	    NULL)) != FS_OK ||
+	    (e = fs_own_dir(runfd, FS_RUN_DIR, FS_DIR_PRIVATE, &rfd)) != FS_OK)
+		goto done;
+	e = fs_bind_sock_at(rfd, listen_fd);
+ done:
+	fs_close(rfd);
+	fs_close(runfd);
+	fs_close(pcfd);
+	if (e != FS_OK)
+		(void)fs_precheck_clean(statefd, run);
+	return e;
+}
+
+/* Remove an empty directory beneath dfd; gone already is fine. */
+static int
+fs_rmdir_at(int dfd, const char *name)
+{
+	return unlinkat(dfd, name, AT_REMOVEDIR) == -1 && errno != ENOENT ?
+	    -1 : 0;
+}
+
+enum fs_err
+fs_precheck_clean(int statefd, uint64_t run)
+{
+	char		 name[24];
+	enum fs_err	 e = FS_OK;
+	int		 pcfd, runfd = -1, rfd = -1;
+
+	if (fs_precheck_name(run, name, sizeof(name)) == -1)
+		return FS_NAME_INVALID;
+	/* not there, or not a directory: no run of it to remove, and
+	 * fs_precheck_make() replaces what is there */
+	if ((pcfd = openat(statefd, FS_PRECHECK_DIR, O_RDONLY | O_DIRECTORY |
+	    O_NOFOLLOW | O_CLOEXEC)) == -1)
+		return errno == ENOENT || errno == ELOOP || errno == ENOTDIR ?
+		    FS_OK : FS_IO;
+	if ((runfd = openat(pcfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1) {
+		if (errno == ENOENT)
+			goto done;
+		/* not a directory: whatever it is goes, never followed */
+		e = unlinkat(pcfd, name, 0) == -1 && errno != ENOENT ?
+		    FS_IO : FS_OK;
+		goto done;
+	}
+	/* Both were mounted read-only: only the socket was ever made. */
+	if ((rfd = openat(runfd, FS_RUN_DIR, O_RDONLY | O_DIRECTORY |
+	    O_NOFOLLOW | O_CLOEXEC)) != -1) {
+		if (unlinkat(rfd, FS_BROKER_SOCK, 0) == -1 && errno != ENOENT)
+			e = FS_IO;
+	} else if (errno != ENOENT &&
+	    unlinkat(runfd, FS_RUN_DIR, 0) == -1 && errno != ENOENT)
+		e = FS_IO;
+	if (e == FS_OK && (fs_rmdir_at(runfd, FS_RUN_DIR) == -1 ||
+	    fs_rmdir_at(runfd, FS_PRECHECK_WS_DIR) == -1 ||
+	    fs_rmdir_at(pcfd, name) == -1))
+		e = FS_IO;
+ done:
+	fs_close(rfd);
+	fs_close(runfd);
+	fs_close(pcfd);
+	return e;
+}
+
+void
+fs_precheck_clean_all(int statefd)
+{
+	struct dirent	*de;
+	DIR		*d;
+	uint64_t	 run;
+	char		*end;
+	int		 pcfd;
+
+	if ((pcfd = openat(statefd, FS_PRECHECK_DIR, O_RDONLY | O_DIRECTORY |
+	    O_NOFOLLOW | O_CLOEXEC)) == -1)
+		return;
+	if ((d = fdopendir(pcfd)) == NULL) {
+		fs_close(pcfd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		errno = 0;
+		run = strtoull(de->d_name, &end, 10);
+		if (errno != 0 || *end != '\0')
+			continue;
+		if (fs_precheck_clean(statefd, run) != FS_OK)
+			log_warn("%s/%s: not removed", FS_PRECHECK_DIR,
+			    de->d_name);
+	}
+	closedir(d);
 }
 
 /*

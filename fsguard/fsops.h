@@ -129,6 +129,20 @@ enum fs_err	fs_bind_broker_socket(struct fs_channel *ch,
 		    const char *state_dir, int *listen_fd);
 
 /*
+ * A precheck run's directories, <state>/.precheck/<run>/run and ws, both
+ * empty and ours, with run/broker.sock bound as fs_bind_broker_socket()
+ * binds a channel's; whatever an earlier run of that number left is
+ * removed first.
+ */
+enum fs_err	fs_precheck_make(int statefd, const char *state_dir,
+		    uint64_t run, int *listen_fd);
+/* Its removal: the socket, the two directories, the run's; gone is fine,
+ * and nothing is followed. */
+enum fs_err	fs_precheck_clean(int statefd, uint64_t run);
+/* Every run an earlier daemon left. */
+void		fs_precheck_clean_all(int statefd);
+
+/*
  * Room for an archive folder name: "YYYY-MM-DDTHH-MM-SS.mmmZ" and a
  * "-<counter>" suffix, with its NUL.
  */

@@ -91,6 +91,11 @@ void		 config_creds_free(struct config_cred *, size_t);
 int		 config_creds_same(const struct config_cred *, size_t,
 		    const struct config_cred *, size_t);
 
+/* cfgprecheck.c: the precheck section; defaults set, then parsed. */
+void		 config_precheck_defaults(struct config *);
+void		 config_parse_precheck(struct cctx *, struct config *,
+		    const struct cJSON *);
+
 /* strdup() that notes exhausted memory instead of failing. */
 static inline char *
 xstrdup(struct cctx *c, const char *s)

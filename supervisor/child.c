@@ -138,6 +138,9 @@ child_free(struct child *c)
 	if (c->c_config != NULL)
 		msgb_free(c->c_config);
 	free(c->c_config);
+	while (c->c_ngrant > 0)
+		free(c->c_grant[--c->c_ngrant]);
+	free(c->c_grant);
 	free(c);
 }
 
@@ -637,6 +640,54 @@ child_egress_reload(void)
 	child_send(c, &mb);
 }
 
+static void	child_send(struct child *, struct msgb *);
+
+/*
+ * A precheck run's broker: no host tools, no compactor, only the granted
+ * tools of each granted server, its calls and its time.
+ */
+static void
+child_precheck_config(struct child *c)
+{
+	const struct config	*conf = sv->sv_conf;
+	const struct config_profile *p;
+	const char		*tools[MCP_TOOLS_PER_SERVER_MAX], *slash;
+	struct msgb		 mb;
+	char			 server[128];
+	size_t			 i, j, n, len;
+
+	if ((p = config_profile(conf, c->c_profile)) == NULL)
+		fatalx("precheck broker for unknown profile %s", c->c_profile);
+	msgb_init(&mb, MSG_CONFIG_BROKER, 0);
+	msg_add_str(&mb, "channel", c->c_channel);
+	msg_add_str(&mb, "profile", p->name);
+	msg_add_str(&mb, "model", p->model);
+	msg_add_uint(&mb, "max_calls", c->c_pc_calls);
+	msg_add_uint(&mb, "max_output_tokens", conf->max_output_tokens);
+	msg_add_strv(&mb, "tools", NULL, 0);
+	msg_add_bool(&mb, "precheck", 1);
+	msg_add_uint(&mb, "deadline_ms", c->c_pc_deadline_ms);
+	msg_add_fd(&mb, c->c_listen_fd);
+	c->c_listen_fd = -1;
+	child_send(c, &mb);
+	for (i = 0; i < c->c_ngrant; i = j) {
+		slash = strchr(c->c_grant[i], '/');
+		len = (size_t)(slash - c->c_grant[i]);
+		if (len >= sizeof(server))
+			fatalx("%s: grant %s", __func__, c->c_grant[i]);
+		memcpy(server, c->c_grant[i], len);
+		server[len] = '\0';
+		for (j = i, n = 0; j < c->c_ngrant && n < MCP_TOOLS_PER_SERVER_MAX &&
+		    strncmp(c->c_grant[j], server, len) == 0 &&
+		    c->c_grant[j][len] == '/'; j++)
+			tools[n++] = c->c_grant[j] + len + 1;
+		msgb_init(&mb, MSG_CONFIG_BROKER_MCP, 0);
+		msg_add_str(&mb, "name", server);
+		msg_add_strv(&mb, "tools", tools, n);
+		child_send(c, &mb);
+	}
+}
+
 static void
 child_send_config(struct child *c)
 {
@@ -707,6 +758,10 @@ child_send_config(struct child *c)
 		child_egress_tables(c, conf);
 		break;
 	case PROC_BROKER:
+		if (c->c_precheck) {
+			child_precheck_config(c);
+			break;
+		}
 		if ((p = config_profile(conf, c->c_profile)) == NULL)
 			fatalx("broker for unknown profile %s", c->c_profile);
 		msgb_init(&mb, MSG_CONFIG_BROKER, 0);
@@ -821,6 +876,12 @@ child_attach(struct child *eg, struct child *c)
 		if (c->c_thinking != NULL)
 			msg_add_str(&mb, "thinking", c->c_thinking);
 		msg_add_uint(&mb, "max_calls", RESEARCH_MODEL_CALLS_MAX);
+	} else if (c->c_precheck) {
+		msg_add_str(&mb, "role", "precheck");
+		msg_add_str(&mb, "profile", c->c_profile);
+		msg_add_strv(&mb, "grant", (const char *const *)c->c_grant,
+		    c->c_ngrant);
+		msg_add_uint(&mb, "max_calls", c->c_pc_calls);
 	} else {
 		msg_add_str(&mb, "role", "broker");
 		msg_add_str(&mb, "profile", c->c_profile);
@@ -1001,6 +1062,38 @@ child_broker_start(const char *channel, const char *segment,
 	    (c->c_channel = strdup(channel)) == NULL ||
 	    (c->c_profile = strdup(profile)) == NULL)
 		fatal("%s", __func__);
+	c->c_listen_fd = listen_fd;
+	c->c_event_cb = cb;
+	c->c_msg_cb = mcb;
+	c->c_event_arg = arg;
+	child_spawn(c);
+	return c;
+}
+
+struct child *
+child_precheck_start(const char *channel, const char *name,
+    const char *profile, int listen_fd, const char *const *grant,
+    size_t ngrant, uint64_t calls, uint64_t deadline_ms, child_event_cb cb,
+    child_msg_cb mcb, void *arg)
+{
+	struct child	*c;
+	size_t		 i;
+
+	c = child_new(PROC_BROKER, name, 0);
+	if ((c->c_timer = evtimer_new(sv->sv_base, child_timer, c)) == NULL ||
+	    (c->c_channel = strdup(channel)) == NULL ||
+	    (c->c_profile = strdup(profile)) == NULL ||
+	    (ngrant > 0 && (c->c_grant = calloc(ngrant,
+	    sizeof(*c->c_grant))) == NULL))
+		fatal("%s", __func__);
+	for (i = 0; i < ngrant; i++) {
+		if ((c->c_grant[i] = strdup(grant[i])) == NULL)
+			fatal("%s", __func__);
+		c->c_ngrant++;
+	}
+	c->c_precheck = 1;
+	c->c_pc_calls = calls;
+	c->c_pc_deadline_ms = deadline_ms;
 	c->c_listen_fd = listen_fd;
 	c->c_event_cb = cb;
 	c->c_msg_cb = mcb;

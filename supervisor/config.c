@@ -792,35 +792,6 @@ parse_docker(struct cctx *c, struct config *cfg, const cJSON *obj)
 	cfg->docker_log_driver = xstrdup(c, s);
 }
 
-/*
- * No leading "/" and no empty, "." or ".." component, so that TZ names a
- * zone and never a file elsewhere.
- */
-static int
-valid_time_zone(const char *s, size_t len)
-{
-	size_t	 i, start = 0, n;
-
-	if (len == 0 || len > TIME_ZONE_MAX)
-		return 0;
-	for (i = 0; i <= len; i++) {
-		if (i < len && s[i] != '/') {
-			if (!((s[i] >= 'a' && s[i] <= 'z') ||
-			    (s[i] >= 'A' && s[i] <= 'Z') ||
-			    (s[i] >= '0' && s[i] <= '9') ||
-			    strchr("_+-.", s[i]) != NULL))
-				return 0;
-			continue;
-		}
-		n = i - start;
-		if (n == 0 || (n == 1 && s[start] == '.') ||
-		    (n == 2 && s[start] == '.' && s[start + 1] == '.'))
-			return 0;
-		start = i + 1;
-	}
-	return 1;
-}
-
 static void
 parse_time_zone(struct cctx *c, struct config *cfg, const cJSON *it)
 {
@@ -829,7 +800,7 @@ parse_time_zone(struct cctx *c, struct config *cfg, const cJSON *it)
 
 	if (it != NULL &&
 	    (s = str_value(c, it, "time_zone", &len)) != NULL &&
-	    !valid_time_zone(s, len)) {
+	    !time_zone_valid(s, len)) {
 		cerr(c, "time_zone", "must be an IANA zone name: 1 to %u "
 		    "letters, digits or \"_+-./\", not starting or ending "
 		    "with \"/\", no empty, \".\" or \"..\" component",
@@ -1015,7 +986,8 @@ enum {
 	T_STATE_DIR, T_CONTROL_SOCKET, T_CONTROL_GROUP, T_BOT_GROUP, T_IMAGE,
 	T_PROFILES,
 	T_UPSTREAM, T_MCP, T_TOOLS, T_DOCKER, T_TIME_ZONE, T_TIMEOUTS,
-	T_BUDGETS, T_DEFAULT_THINKING, T_RESEARCH, T_COMPACTION, T_SANDBOX,
+	T_BUDGETS, T_DEFAULT_THINKING, T_RESEARCH, T_COMPACTION, T_PRECHECK,
+	T_SANDBOX,
 #if RTSANDBOX_TEST_SEAMS
 	T_TEST,
 #endif
@@ -1025,7 +997,8 @@ static const char *const top_names[T_N] = {
 	"state_dir", "control_socket", "control_group", "bot_group", "image",
 	"profiles",
 	"upstream", "mcp", "tools", "docker", "time_zone", "timeouts",
-	"budgets", "default_thinking", "research", "compaction", "sandbox",
+	"budgets", "default_thinking", "research", "compaction", "precheck",
+	"sandbox",
 #if RTSANDBOX_TEST_SEAMS
 	"test",
 #endif
@@ -1047,6 +1020,7 @@ parse_top(struct cctx *c, struct config *cfg, const cJSON *root)
 	cfg->research_deadline_ms = RESEARCH_DEADLINE_MS;
 	cfg->compaction_timeout_ms = COMPACT_TIMEOUT_MS_DEFAULT;
 	cfg->compaction_max_request_bytes = COMPACT_REQUEST_BYTES_DEFAULT;
+	config_precheck_defaults(cfg);
 
 	members(c, root, "", top_names, f, T_N);
 	parse_state_dir(c, cfg, f[T_STATE_DIR]);
@@ -1064,6 +1038,7 @@ parse_top(struct cctx *c, struct config *cfg, const cJSON *root)
 	parse_thinking(c, cfg, f[T_DEFAULT_THINKING]);
 	parse_research(c, cfg, f[T_RESEARCH]);
 	parse_compaction(c, cfg, f[T_COMPACTION]);
+	config_parse_precheck(c, cfg, f[T_PRECHECK]);
 	parse_sandbox(c, cfg, f[T_SANDBOX]);
 	if (cfg->research_model == NULL && cfg->nprofiles > 0 &&
 	    cfg->profiles[0].model != NULL)
@@ -1257,6 +1232,7 @@ config_free(struct config *cfg)
 	free(cfg->docker_runtime);
 	free(cfg->docker_log_driver);
 	free(cfg->compaction_engine);
+	strv_free(cfg->precheck_argv, cfg->precheck_argc);
 	free(cfg->time_zone);
 	free(cfg->default_thinking);
 	free(cfg->research_model);

@@ -98,6 +98,16 @@ struct config {
 	char			 *compaction_engine;
 	uint64_t		  compaction_timeout_ms;
 	uint64_t		  compaction_max_request_bytes;
+	/* precheck: runs of a script in a sealed container of their own
+	 * (NULL argv: precheck.run is refused, not configured) */
+	char			**precheck_argv;
+	size_t			  precheck_argc;
+	uint64_t		  precheck_timeout_ms;
+	uint64_t		  precheck_max_calls;
+	uint64_t		  precheck_max_runs;
+	uint64_t		  precheck_memory_mib;
+	uint64_t		  precheck_nano_cpus;
+	uint64_t		  precheck_pids;
 	/* sandbox.empty_root "optional": brokers and research jobs may run
 	 * without their empty root where the kernel refuses one */
 	int			  empty_root_optional;

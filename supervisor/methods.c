@@ -462,6 +462,7 @@ const struct ctl_method ctl_methods[] = {
 	{ "turn.cancel",	method_turn_cancel,	0 },
 	{ "research.run",	method_research_run,	0 },
 	{ "research.cancel",	method_research_cancel,	0 },
+	{ "precheck.run",	method_precheck_run,	0 },
 	{ "attachments.fetch",	method_attachments_fetch, 0 },
 	{ "fetch.get",		method_fetch_get,	0 },
 	{ "fetch.check",	method_fetch_check,	0 },

@@ -137,6 +137,13 @@ struct child {
 	uint64_t		 c_mem_ms;	/* monotonic ms, 0 never */
 	/* research jobs: their configuration, sent at bring-up */
 	struct msgb		*c_config;
+	/* precheck brokers: the tools granted, "server/tool", grouped by
+	 * server; the calls and the time the run may spend */
+	int			 c_precheck;
+	char			**c_grant;
+	size_t			 c_ngrant;
+	uint64_t		 c_pc_calls;
+	uint64_t		 c_pc_deadline_ms;
 };
 TAILQ_HEAD(child_list, child);
 extern struct child_list	 children;
@@ -157,6 +164,13 @@ void		 child_egress_reload(void);
 struct child	*child_broker_start(const char *channel, const char *segment,
 		    const char *profile, int listen_fd, child_event_cb,
 		    child_msg_cb, void *arg);
+/* Start the broker of a precheck run: grant ("server/tool", grouped by
+ * server) is copied. */
+struct child	*child_precheck_start(const char *channel, const char *name,
+		    const char *profile, int listen_fd,
+		    const char *const *grant, size_t ngrant, uint64_t calls,
+		    uint64_t deadline_ms, child_event_cb, child_msg_cb,
+		    void *arg);
 /* Start a research job; config (CONFIG_RESEARCH, heap-allocated) is
  * owned by the child from here on. */
 struct child	*child_research_start(const char *channel,
@@ -293,6 +307,9 @@ void		 method_channel_list(struct ctl_req *, struct cJSON *);
 void		 method_research_run(struct ctl_req *, struct cJSON *);
 void		 method_research_cancel(struct ctl_req *, struct cJSON *);
 uint64_t	 research_running(void);
+/* precheck.c */
+void		 method_precheck_run(struct ctl_req *, struct cJSON *);
+uint64_t	 precheck_running(void);
 /* The client that asked for the job child runs, or NULL. */
 struct ctl_client *research_client(const struct child *);
 

@@ -1531,6 +1531,109 @@ START_TEST(sock_path_limit)
 }
 END_TEST
 
+/*
+ * Precheck runs: <state>/.precheck/<run>/{run,ws}
+ */
+
+static void
+pc_sock_path(char *buf, size_t len, const char *dir, uint64_t run)
+{
+	pathf(buf, len, "%s/.precheck/%llu/run/broker.sock", dir,
+	    (unsigned long long)run);
+}
+
+START_TEST(precheck_made_and_cleaned)
+{
+	char	 path[PATH_MAX];
+	int	 lfd, runfd, pcfd;
+
+	ck_assert_int_eq(fs_precheck_make(statefd, state, 7, &lfd), FS_OK);
+	ck_assert_int_ge(pcfd = openat(statefd, ".precheck/7", O_RDONLY |
+	    O_DIRECTORY | O_NOFOLLOW), 0);
+	/* run/ holds the socket, ws/ nothing; both private to the owner */
+	ck_assert_uint_eq(count_entries(pcfd, "ws"), 0);
+	ck_assert_uint_eq(count_entries(pcfd, "run"), 1);
+	assert_type(pcfd, "ws", S_IFDIR);
+	ck_assert_int_ge(runfd = openat(pcfd, "run", O_RDONLY | O_DIRECTORY |
+	    O_NOFOLLOW), 0);
+	pc_sock_path(path, sizeof(path), state, 7);
+	assert_listening(lfd, runfd, path);
+	close(lfd);
+	close(runfd);
+	close(pcfd);
+	ck_assert_int_eq(fs_precheck_clean(statefd, 7), FS_OK);
+	assert_type(statefd, ".precheck/7", 0);
+	/* gone already is fine, and so is a run never made */
+	ck_assert_int_eq(fs_precheck_clean(statefd, 7), FS_OK);
+	ck_assert_int_eq(fs_precheck_clean(statefd, 8), FS_OK);
+	ck_assert_int_eq(fs_precheck_make(statefd, state, 0, &lfd),
+	    FS_NAME_INVALID);
+	ck_assert_int_eq(lfd, -1);
+	ck_assert_int_eq(fs_precheck_make(statefd, state,
+	    PRECHECK_RUN_MAX + 1, &lfd), FS_NAME_INVALID);
+	ck_assert_int_eq(fs_precheck_make(statefd, state, PRECHECK_RUN_MAX,
+	    &lfd), FS_OK);
+	close(lfd);
+	ck_assert_int_eq(fs_precheck_clean(statefd, PRECHECK_RUN_MAX), FS_OK);
+}
+END_TEST
+
+/* What an earlier run (or anyone) left under a run's name is replaced,
+ * and a link is never followed. */
+START_TEST(precheck_planted)
+{
+	int	 lfd, pcfd;
+
+	switch (_i) {
+	case 0:
+		plant_link(statefd, ".precheck", "dir");
+		break;
+	case 1:
+		ck_assert_int_eq(mkdirat(statefd, ".precheck", 0700), 0);
+		plant_link(statefd, ".precheck/3", "dir");
+		break;
+	case 2:
+		ck_assert_int_eq(mkdirat(statefd, ".precheck", 0700), 0);
+		ck_assert_int_eq(mkdirat(statefd, ".precheck/3", 0700), 0);
+		plant_link(statefd, ".precheck/3/run", "dir");
+		break;
+	case 3:
+		ck_assert_int_eq(mkdirat(statefd, ".precheck", 0700), 0);
+		ck_assert_int_eq(fs_precheck_make(statefd, state, 3, &lfd),
+		    FS_OK);
+		close(lfd);
+		break;
+	}
+	ck_assert_int_eq(fs_precheck_make(statefd, state, 3, &lfd), FS_OK);
+	close(lfd);
+	ck_assert_int_ge(pcfd = openat(statefd, ".precheck/3", O_RDONLY |
+	    O_DIRECTORY | O_NOFOLLOW), 0);
+	ck_assert_uint_eq(count_entries(pcfd, "ws"), 0);
+	close(pcfd);
+	fs_precheck_clean_all(statefd);
+	assert_type(statefd, ".precheck/3", 0);
+}
+END_TEST
+
+START_TEST(precheck_path_limit)
+{
+	char	 dir[PATH_MAX];
+	int	 sfd, lfd;
+
+	/* "<dir>/.precheck/1/run/broker.sock" is the directory and 28
+	 * more. */
+	make_state_of_len(dir, sizeof(dir), "p", 72);
+	ck_assert_int_eq(fs_open_state_dir(dir, getuid(), &sfd), FS_OK);
+	ck_assert_int_eq(fs_precheck_make(sfd, dir, 1, &lfd), FS_OK);
+	close(lfd);
+	ck_assert_int_eq(fs_precheck_make(sfd, dir, 10, &lfd),
+	    FS_SOCK_PATH_TOO_LONG);
+	ck_assert_int_eq(lfd, -1);
+	ck_assert_int_eq(fs_precheck_clean(sfd, 1), FS_OK);
+	close(sfd);
+}
+END_TEST
+
 START_TEST(sock_refusals)
 {
 	struct fs_channel	 ch;
@@ -2137,6 +2240,9 @@ fsops_suite(void)
 	tcase_add_test(tc, sock_path_limit);
 	tcase_add_test(tc, sock_refusals);
 	tcase_add_test(tc, sock_landlock);
+	tcase_add_test(tc, precheck_made_and_cleaned);
+	tcase_add_loop_test(tc, precheck_planted, 0, 4);
+	tcase_add_test(tc, precheck_path_limit);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("archive");
