@@ -53,6 +53,11 @@ usage(FILE *f)
 	    "                         run a research job, print its report;"
 	    " web_search\n"
 	    "                         is answered with FILE's text when given\n"
+	    "  precheck CHANNEL PROFILE SCRIPT [--server NAME:TOOL[,TOOL]]...\n"
+	    "       [--time-zone ZONE] [--title TITLE] [--id N]\n"
+	    "                         run SCRIPT (a file) as a precheck run "
+	    "with the\n"
+	    "                         tools granted; print what it returned\n"
 	    "  attach CHANNEL MESSAGE_ID URL... [--ref URL]...\n"
 	    "                         download attachments into the channel's\n"
 	    "                         attachments/, each named by its URL's "
@@ -781,6 +786,129 @@ cmd_research(struct ctl_opts *o, int argc, char *argv[])
 	return rc;
 }
 
+/* --server NAME:TOOL[,TOOL...], added to servers. */
+static int
+precheck_server(cJSON *servers, const char *arg)
+{
+	const char	*colon = strchr(arg, ':'), *t, *end;
+	cJSON		*o, *tools;
+	char		 buf[257];
+
+	if (colon == NULL || colon == arg || colon - arg > 256)
+		return -1;
+	snprintf(buf, sizeof(buf), "%.*s", (int)(colon - arg), arg);
+	if ((o = cJSON_CreateObject()) == NULL ||
+	    cJSON_AddStringToObject(o, "name", buf) == NULL ||
+	    (tools = cJSON_AddArrayToObject(o, "tools")) == NULL) {
+		cJSON_Delete(o);
+		return -1;
+	}
+	cJSON_AddItemToArray(servers, o);
+	for (t = colon + 1; *t != '\0'; t = *end == ',' ? end + 1 : end) {
+		end = t + strcspn(t, ",");
+		if (end == t || end - t > 256)
+			return -1;
+		snprintf(buf, sizeof(buf), "%.*s", (int)(end - t), t);
+		cJSON_AddItemToArray(tools, cJSON_CreateString(buf));
+	}
+	return 0;
+}
+
+static int
+cmd_precheck(struct ctl_opts *o, int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "server",	required_argument,	NULL, 's' },
+		{ "time-zone",	required_argument,	NULL, 'z' },
+		{ "title",	required_argument,	NULL, 't' },
+		{ "id",		required_argument,	NULL, 'i' },
+		{ NULL,		0,			NULL, 0 }
+	};
+	const char	*zone = "UTC", *title = "rtsandboxctl";
+	char		*script, fired[32], today[16];
+	struct rpc	*r;
+	struct tm	 tm;
+	time_t		 now = time(NULL);
+	cJSON		*p, *servers, *sched, *res;
+	long long	 id = 1;
+	int		 ch, code, rc = 1;
+
+	if ((servers = cJSON_CreateArray()) == NULL)
+		return 1;
+	optind = 0;
+	while ((ch = getopt_long(argc, argv, "s:z:t:i:", longopts, NULL)) !=
+	    -1) {
+		switch (ch) {
+		case 's':
+			if (precheck_server(servers, optarg) == 0)
+				break;
+			fprintf(stderr, "rtsandboxctl: --server %s: not "
+			    "NAME:TOOL[,TOOL...]\n", optarg);
+			cJSON_Delete(servers);
+			return 2;
+		case 'z':
+			zone = optarg;
+			break;
+		case 't':
+			title = optarg;
+			break;
+		case 'i':
+			id = strtoll(optarg, NULL, 10);
+			break;
+		default:
+			cJSON_Delete(servers);
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (argc - optind != 3) {
+		cJSON_Delete(servers);
+		usage(stderr);
+		return 2;
+	}
+	if ((script = text_load(argv[optind + 2], 64 * 1024)) == NULL) {
+		cJSON_Delete(servers);
+		return 1;
+	}
+	gmtime_r(&now, &tm);
+	strftime(fired, sizeof(fired), "%Y-%m-%dT%H:%M:%S.000Z", &tm);
+	/* today in the zone of the run, as a schedule's host has it */
+	setenv("TZ", zone, 1);
+	tzset();
+	localtime_r(&now, &tm);
+	strftime(today, sizeof(today), "%Y-%m-%d", &tm);
+	p = cJSON_CreateObject();
+	cJSON_AddStringToObject(p, "channel", argv[optind]);
+	cJSON_AddStringToObject(p, "profile", argv[optind + 1]);
+	cJSON_AddStringToObject(p, "script", script);
+	cJSON_AddStringToObject(p, "firedAt", fired);
+	cJSON_AddStringToObject(p, "timeZone", zone);
+	cJSON_AddStringToObject(p, "today", today);
+	sched = cJSON_AddObjectToObject(p, "schedule");
+	cJSON_AddNumberToObject(sched, "id", (double)id);
+	cJSON_AddStringToObject(sched, "title", title);
+	cJSON_AddItemToObject(p, "servers", servers);
+	free(script);
+	if ((r = rpc_open(o->socket, NULL)) == NULL) {
+		cJSON_Delete(p);
+		return 1;
+	}
+	if ((res = rpc_call(r, "precheck.run", p, &code)) != NULL) {
+		rc = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res,
+		    "ok")) ? 0 : 1;
+		if (o->json || rc == 0)
+			print_json(rc == 0 && !o->json ?
+			    cJSON_GetObjectItemCaseSensitive(res, "result") :
+			    res);
+		else
+			fprintf(stderr, "rtsandboxctl: precheck failed (%s): "
+			    "%s\n", str(res, "reason"), str(res, "message"));
+		cJSON_Delete(res);
+	}
+	rpc_close(r);
+	return rc;
+}
+
 /* A URL; its name is the last segment of its path. */
 static int
 attach_add(cJSON *arr, const char *url)
@@ -993,6 +1121,7 @@ static const struct {
 	{ "turn",	cmd_turn },
 	{ "cancel",	cmd_cancel },
 	{ "research",	cmd_research },
+	{ "precheck",	cmd_precheck },
 	{ "attach",	cmd_attach },
 	{ "doctor",	cmd_doctor },
 	{ "config",	cmd_config },
