@@ -110,6 +110,20 @@ precheck_body(const struct precheck_grant *pg, const cJSON *args)
 	return s;
 }
 
+/* A key the admission reads, more than once: ambiguous, refused as the
+ * policy refuses it in every other MCP body. */
+static int
+twice(const cJSON *o, const char *key)
+{
+	const cJSON	*c;
+	int		 n = 0;
+
+	for (c = o->child; c != NULL; c = c->next)
+		if (c->string != NULL && strcmp(c->string, key) == 0)
+			n++;
+	return n > 1;
+}
+
 enum violation
 precheck_admit(const struct precheck_policy *pp, const char *kind,
     const char *path, const char *query, const char *server,
@@ -154,6 +168,13 @@ precheck_admit(const struct precheck_policy *pp, const char *kind,
 		    "a body that is not a JSON object");
 		goto out;
 	}
+	params = cJSON_GetObjectItemCaseSensitive(root, "params");
+	if (twice(root, "method") || twice(root, "params") ||
+	    (cJSON_IsObject(params) && (twice(params, "name") ||
+	    twice(params, "arguments")))) {
+		v = refuse(VIOLATION_BODY, why, whylen, "a key twice");
+		goto out;
+	}
 	method = cJSON_GetObjectItemCaseSensitive(root, "method");
 	if (!cJSON_IsString(method) ||
 	    strcmp(method->valuestring, "tools/call") != 0) {
@@ -161,7 +182,6 @@ precheck_admit(const struct precheck_policy *pp, const char *kind,
 		    "a method other than tools/call");
 		goto out;
 	}
-	params = cJSON_GetObjectItemCaseSensitive(root, "params");
 	name = cJSON_GetObjectItemCaseSensitive(params, "name");
 	if (!cJSON_IsObject(params) || !cJSON_IsString(name) ||
 	    (pc->pc_grant = granted_tool(pp, server, name->valuestring)) ==
