@@ -7,6 +7,7 @@
 #include <sys/queue.h>
 #include <sys/socket.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -116,6 +117,7 @@ egress_peer_free(struct egress_peer *ep)
 	free(ep->ep_turn_speaker);
 	free(ep->ep_ended_turn_id);
 	free(ep->ep_model);
+	free(ep->ep_grants);
 	free(ep);
 }
 
@@ -210,6 +212,7 @@ egress_call_free(struct egress_call *ec)
 	egress_hold(ec->ec_peer, ec->ec_body_len, 0);
 	if (ec->ec_head_held)
 		msgb_free(&ec->ec_head);
+	egress_precheck_clear(ec);
 	reflect_free(ec->ec_reflect);
 	/* The record is written now, with the credential to take out. */
 	audit_close(ec->ec_audit, ec->ec_secret, ec->ec_secret_len);
@@ -556,7 +559,44 @@ struct egress_admit {
 	const char		*ea_model;
 	uint64_t		*ea_calls_left;	/* NULL: the window's bucket */
 	struct policy_mcp_call	 ea_call;	/* MCP: method and tool */
+	char			*ea_body;	/* precheck: egress's own */
+	size_t			 ea_body_len;
 };
+
+/*
+ * A precheck run's broker has one route, held to the run's grant and
+ * budget with one call in flight (precheck.h); the body that goes is the
+ * one egress writes.
+ */
+static enum violation
+egress_admit_precheck(struct egress_peer *ep, const char *kind,
+    const char *path, const char *query, const char *server,
+    const char *turn_id, const char *body, size_t len,
+    struct egress_admit *ea, char *why, size_t whylen)
+{
+	struct precheck_policy	 pp;
+	struct precheck_call	 pc;
+	enum violation		 v;
+
+	pp.pp_grants = ep->ep_grants;
+	pp.pp_ngrants = ep->ep_ngrants;
+	pp.pp_calls_left = ep->ep_calls_left;
+	pp.pp_inflight = ep->ep_ncalls;
+	if ((v = precheck_admit(&pp, kind, path, query, server, turn_id, body,
+	    len, &pc, why, whylen)) != VIOLATION_NONE)
+		return v;
+	ea->ea_mcp = 1;
+	ea->ea_server = egress_profile_mcp(ep->ep_profile, server);
+	ea->ea_scope = 1;
+	ea->ea_level = POLICY_LEVEL_NONE;
+	ea->ea_calls_left = &ep->ep_calls_left;
+	ea->ea_call.pc_method = "tools/call";
+	ea->ea_call.pc_tool = pc.pc_grant != NULL ? pc.pc_grant->pg_tool :
+	    NULL;
+	ea->ea_body = pc.pc_body;	/* NULL: out of memory */
+	ea->ea_body_len = pc.pc_body_len;
+	return VIOLATION_NONE;
+}
 
 /*
  * The scope of a call: the peer's bound turn (turn_id names it), the
@@ -622,6 +662,10 @@ egress_admit(struct egress_peer *ep, const char *kind, const char *path,
 	enum violation		 v;
 
 	memset(ea, 0, sizeof(*ea));
+	*ended = 0;
+	if (ep->ep_precheck)
+		return egress_admit_precheck(ep, kind, path, query, server,
+		    turn_id, body, len, ea, why, whylen);
 	ea->ea_mcp = strcmp(kind, "mcp") == 0;
 	if (!ea->ea_mcp && strcmp(kind, "model") != 0) {
 		snprintf(why, whylen, "a call of kind %s", kind);
@@ -699,6 +743,9 @@ egress_call_go(struct egress_call *ec, const char *url, const struct hdr *in,
 	struct up_hdr		 uh[HDRS_REQ_MAX];
 	struct up_request	 req;
 
+	/* A precheck call sends none of the broker's headers. */
+	if (ec->ec_precheck)
+		n = 0;
 	if ((ec->ec_reflect = reflect_new(ec->ec_secret,
 	    ec->ec_secret_len)) == NULL ||
 	    (ec->ec_mcp ? hdrs_mcp_request(&hr, in, n, ec->ec_secret) :
@@ -722,8 +769,10 @@ egress_call_go(struct egress_call *ec, const char *url, const struct hdr *in,
 	req.body_len = ec->ec_body_len;
 	/* upstream.ca_file is the operator's private CA for MCP too */
 	req.ca_file = eg->eg_ca_file;
-	req.max_body = RESPONSE_BODY_MAX;
-	ec->ec_up = upstream_call(eg->eg_upstream, &req, &egress_up_cbs, ec);
+	req.max_body = ec->ec_precheck ? PRECHECK_RESPONSE_MAX :
+	    RESPONSE_BODY_MAX;
+	ec->ec_up = upstream_call(eg->eg_upstream, &req, ec->ec_precheck ?
+	    &egress_precheck_cbs : &egress_up_cbs, ec);
 	hdrs_req_free(&hr);
 	if (ec->ec_up == NULL) {
 		egress_end(ec, 0, 502, "cannot start the call");
@@ -886,6 +935,18 @@ egress_call(struct egress_peer *ep, struct msg *m)
 
 	v = egress_admit(ep, kind, path, query, server, turn_id,
 	    (const char *)data, len, &ea, &ended, why, sizeof(why));
+	if (v == VIOLATION_NONE && ep->ep_precheck) {
+		if (ea.ea_body == NULL) {
+			log_warn("%s: call refused", ep->ep_name);
+			egress_refuse_call(ep, id, 503, "busy");
+			return 0;
+		}
+		/* What goes is egress's body, with none of the broker's
+		 * headers. */
+		data = (const uint8_t *)ea.ea_body;
+		len = ea.ea_body_len;
+		n = 0;
+	}
 	if (v != VIOLATION_NONE) {
 		egress_violation(ep, v, why);
 		egress_refuse_call(ep, id, 403, "refused");
@@ -903,25 +964,30 @@ egress_call(struct egress_peer *ep, struct msg *m)
 		    "body bytes, %zu and %zu of them this peer's", ep->ep_name,
 		    eg->eg_ncalls, eg->eg_body_bytes, ep->ep_ncalls,
 		    ep->ep_body_bytes);
+		free(ea.ea_body);
 		egress_refuse_call(ep, id, 503, "busy");
 		return 0;
 	}
 	if (ea.ea_calls_left != NULL)
 		(*ea.ea_calls_left)--;
 	if ((ec = egress_call_alloc()) == NULL ||
-	    (ec->ec_body = malloc(len + 1)) == NULL ||
+	    (ec->ec_body = ea.ea_body != NULL ? ea.ea_body :
+	    malloc(len + 1)) == NULL ||
 	    (ec->ec_route = ea.ea_mcp ? xasprintf_opt("mcp/%s",
 	    ea.ea_server->em_name) : strdup(path + 1)) == NULL) {
 		log_warn("%s: call refused", ep->ep_name);
 		if (ec != NULL) {
 			free(ec->ec_body);
 			free(ec);
-		}
+		} else
+			free(ea.ea_body);
 		egress_refuse_call(ep, id, 503, "busy");
 		return 0;
 	}
-	memcpy(ec->ec_body, data, len);
+	if (ec->ec_body != ea.ea_body)
+		memcpy(ec->ec_body, data, len);
 	ec->ec_body_len = len;
+	ec->ec_precheck = ep->ep_precheck;
 	ec->ec_audit = egress_audit_new(ep, &ea, path, query, turn_id, len);
 	ec->ec_peer = ep;
 	ec->ec_id = id;
@@ -1137,10 +1203,12 @@ egress_attach(struct egress *eg, struct msg *m)
 	struct egress_profile	*epr = NULL;
 	const char		*channel, *role, *profile = NULL;
 	const char		*model = NULL, *thinking = NULL;
+	const char		**grant = NULL;
 	enum policy_level	 level = POLICY_LEVEL_NONE;
 	enum proc_role		 r;
 	uint64_t		 id, calls = 0;
-	int			 fd;
+	size_t			 ngrant = 0;
+	int			 fd, precheck = 0;
 
 	if (msg_get_uint(m, "peer", 1, UINT64_C(1) << 53, &id) == -1 ||
 	    msg_get_str(m, "channel", CHANNEL_KEY_BYTES_MAX, &channel) == -1 ||
@@ -1150,6 +1218,17 @@ egress_attach(struct egress *eg, struct msg *m)
 		r = PROC_BROKER;
 		if (msg_get_str(m, "profile", PROFILE_NAME_MAX, &profile) ==
 		    -1 || (epr = egress_profile_find(eg, profile)) == NULL)
+			return -1;
+	} else if (strcmp(role, "precheck") == 0) {
+		/* the run's broker is the broker's binary */
+		r = PROC_BROKER;
+		precheck = 1;
+		if (msg_get_str(m, "profile", PROFILE_NAME_MAX, &profile) ==
+		    -1 || (epr = egress_profile_find(eg, profile)) == NULL ||
+		    msg_get_strv(m, "grant", PRECHECK_GRANTS_MAX,
+		    PRECHECK_GRANT_BYTES_MAX, &grant, &ngrant) == -1 ||
+		    msg_get_uint(m, "max_calls", PRECHECK_CALLS_MIN,
+		    PRECHECK_CALLS_MAX, &calls) == -1)
 			return -1;
 	} else if (strcmp(role, "research") == 0) {
 		r = PROC_RESEARCH;
@@ -1170,8 +1249,8 @@ egress_attach(struct egress *eg, struct msg *m)
 	/* Short of memory, the peer goes without an edge (it stops on the
 	 * closed pipe); egress goes on. */
 	if ((ep = calloc(1, sizeof(*ep))) == NULL ||
-	    asprintf(&ep->ep_name, "%s[%s]", proc_role_name(r), channel) ==
-	    -1) {
+	    asprintf(&ep->ep_name, "%s[%s]", precheck ? "precheck" :
+	    proc_role_name(r), channel) == -1) {
 		log_warn("%s: peer %llu", __func__, (unsigned long long)id);
 		free(ep);
 		close(fd);
@@ -1182,6 +1261,19 @@ egress_attach(struct egress *eg, struct msg *m)
 	ep->ep_role = r;
 	ep->ep_id = id;
 	ep->ep_profile = epr;
+	/* A grant beyond the profile is the supervisor's bug, as any other
+	 * attach that breaks the message's rules. */
+	if (precheck && egress_precheck_grants(ep, grant, ngrant) == -1) {
+		int	 bad = errno == EINVAL;
+
+		log_warn("%s: the grant of %s", __func__, ep->ep_name);
+		free(ep->ep_name);
+		free(ep->ep_channel);
+		free(ep);
+		close(fd);
+		return bad ? -1 : 0;
+	}
+	ep->ep_precheck = precheck;
 	if (epr != NULL)
 		epr->epr_refs++;
 	ep->ep_max_output_tokens = eg->eg_max_output_tokens;
@@ -1200,6 +1292,7 @@ egress_attach(struct egress *eg, struct msg *m)
 		log_warnx("%s: cannot watch the %s edge", __func__,
 		    ep->ep_name);
 		egress_profile_release(eg, epr);
+		free(ep->ep_grants);
 		free(ep->ep_model);
 		free(ep->ep_channel);
 		free(ep->ep_name);
@@ -1270,7 +1363,7 @@ egress_bind(struct egress *eg, struct msg *m)
 	    policy_level_parse(thinking, &level) == -1)
 		return -1;
 	if ((ep = egress_peer_find(eg, id)) == NULL ||
-	    ep->ep_role != PROC_BROKER) {
+	    ep->ep_role != PROC_BROKER || ep->ep_precheck) {
 		role_error(eg->eg_rp, m->m_id, "no broker edge %llu",
 		    (unsigned long long)id);
 		return 0;

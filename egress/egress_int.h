@@ -21,11 +21,13 @@
 #include "limits.h"
 #include "msg.h"
 #include "policy.h"
+#include "precheck.h"
 #include "proc.h"
 #include "violation.h"
 
 struct audit;
 struct up_call;
+struct up_callbacks;
 struct reflect;
 struct upstream;
 struct role_parent;
@@ -91,7 +93,11 @@ struct egress_peer {
 	/* research jobs: the research model, thinking and budget */
 	char				*ep_model;
 	enum policy_level		 ep_level;
-	uint64_t			 ep_calls_left;
+	uint64_t			 ep_calls_left;	/* precheck's too */
+	/* a precheck run's broker: the tools granted, names of ep_profile */
+	int				 ep_precheck;
+	struct precheck_grant		*ep_grants;
+	size_t				 ep_ngrants;
 };
 
 /* One controlled fetch, for a research job or the supervisor. */
@@ -135,6 +141,13 @@ struct egress_call {
 	char				*ec_url;
 	struct hdr			*ec_hdrs;
 	size_t				 ec_nhdrs;
+	/* a precheck call: its answer, read whole before any goes back */
+	int				 ec_precheck;
+	char				*ec_pc_buf;
+	size_t				 ec_pc_len;
+	size_t				 ec_pc_cap;
+	int				 ec_pc_sse;	/* text/event-stream */
+	const char			*ec_pc_fail;	/* its fixed text */
 };
 
 struct egress {
@@ -213,6 +226,16 @@ void		 egress_profile_release(struct egress *,
  * there is none and the call was answered 401 and freed. */
 int		 egress_cred_file(struct egress_call *, const char **path,
 		    struct cred_cache **);
+
+/* precall.c: a precheck run's broker and its calls' answers. */
+/* The grant of an attach, "server/tool" each, held to the profile's MCP
+ * servers and their tools: 0, or -1 (errno EINVAL for a grant beyond the
+ * profile or malformed, ENOMEM). */
+int		 egress_precheck_grants(struct egress_peer *,
+		    const char *const *grant, size_t n);
+extern const struct up_callbacks egress_precheck_cbs;
+/* What a precheck call holds of its answer, wiped and freed. */
+void		 egress_precheck_clear(struct egress_call *);
 
 /* fetchreq.c: the controlled fetch for a research job or (ep NULL) the
  * supervisor. */

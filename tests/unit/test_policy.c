@@ -18,6 +18,8 @@
 #include "agent.h"
 #include "limits.h"
 #include "policy.h"
+#include "precheck.h"
+#include "egress_int.h"
 #include "rebuild.h"
 
 static const struct policy_model pm_low = {
@@ -1377,6 +1379,256 @@ START_TEST(levels)
 }
 END_TEST
 
+
+/*
+ * Precheck runs (egress/precheck.c): one route, a granted tool, one call
+ * at a time within the run's budget; the body that goes is egress's.
+ */
+static const struct precheck_grant pg_run[] = {
+	{ "docs", "search" }, { "docs", "fetch.page" }, { "git", "log" }
+};
+
+#define PC_CALL(tool, args) \
+	"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\"," \
+	"\"params\":{\"name\":\"" tool "\"" args "}}"
+
+static enum violation
+pre(const char *kind, const char *path, const char *query,
+    const char *server, const char *turn, const char *body, uint64_t left,
+    size_t inflight, struct precheck_call *pc)
+{
+	struct precheck_policy	 pp = { pg_run, 3, left, inflight };
+
+	return precheck_admit(&pp, kind, path, query, server, turn, body,
+	    strlen(body), pc, why, sizeof(why));
+}
+
+static enum violation
+pre_body(const char *server, const char *body)
+{
+	struct precheck_call	 pc;
+	enum violation		 v;
+
+	v = pre("mcp", "", NULL, server, NULL, body, 1, 0, &pc);
+	free(pc.pc_body);
+	return v;
+}
+
+START_TEST(precheck_admitted)
+{
+	struct precheck_call	 pc;
+
+	ck_assert_int_eq(pre("mcp", "", NULL, "docs", NULL, PC_CALL("search",
+	    ",\"arguments\":{\"q\":\"x\",\"n\":[1,{}]}"), 1, 0, &pc),
+	    VIOLATION_NONE);
+	ck_assert_str_eq(pc.pc_body, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+	    "\"tools/call\",\"params\":{\"name\":\"search\",\"arguments\":"
+	    "{\"q\":\"x\",\"n\":[1,{}]}}}");
+	ck_assert_uint_eq(pc.pc_body_len, strlen(pc.pc_body));
+	ck_assert_ptr_eq(pc.pc_grant, &pg_run[0]);
+	free(pc.pc_body);
+	/* no arguments: an empty object; the peer's other fields dropped */
+	ck_assert_int_eq(pre("mcp", "", NULL, "git", NULL, "{\"method\":"
+	    "\"tools/call\",\"x\":1,\"params\":{\"name\":\"log\",\"_meta\":"
+	    "{\"a\":1}}}", 1, 0, &pc), VIOLATION_NONE);
+	ck_assert_str_eq(pc.pc_body, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+	    "\"tools/call\",\"params\":{\"name\":\"log\",\"arguments\":{}}}");
+	free(pc.pc_body);
+	/* an escaped name is the name; the configuration's goes */
+	ck_assert_int_eq(pre("mcp", "", NULL, "docs", NULL,
+	    PC_CALL("fetch\\u002epage", ""), 1, 0, &pc), VIOLATION_NONE);
+	ck_assert_ptr_eq(pc.pc_grant, &pg_run[1]);
+	free(pc.pc_body);
+}
+END_TEST
+
+START_TEST(precheck_route)
+{
+	struct precheck_call	 pc;
+	const char		*ok = PC_CALL("search", "");
+
+	ck_assert_int_eq(pre("model", "", NULL, "docs", NULL, ok, 1, 0, &pc),
+	    VIOLATION_KIND);
+	ck_assert_int_eq(pre("model", "/v1/messages", NULL, NULL, NULL, ok, 1,
+	    0, &pc), VIOLATION_KIND);
+	ck_assert_int_eq(pre("mcp", "/v1/messages", NULL, "docs", NULL, ok, 1,
+	    0, &pc), VIOLATION_KIND);
+	ck_assert_int_eq(pre("mcp", "", "beta=true", "docs", NULL, ok, 1, 0,
+	    &pc), VIOLATION_KIND);
+	ck_assert_int_eq(pre("mcp", "", NULL, "docs", "turn-1", ok, 1, 0,
+	    &pc), VIOLATION_KIND);
+	ck_assert_int_eq(pre("mcp", "", NULL, NULL, NULL, ok, 1, 0, &pc),
+	    VIOLATION_MCP_SERVER);
+	ck_assert_int_eq(pre("mcp", "", NULL, "other", NULL, ok, 1, 0, &pc),
+	    VIOLATION_MCP_SERVER);
+	ck_assert_int_eq(pre("mcp", "", NULL, "Docs", NULL, ok, 1, 0, &pc),
+	    VIOLATION_MCP_SERVER);
+	ck_assert_ptr_null(pc.pc_body);
+}
+END_TEST
+
+START_TEST(precheck_budget_and_in_flight)
+{
+	struct precheck_call	 pc;
+	const char		*ok = PC_CALL("search", "");
+	uint64_t		 left;
+
+	/* a run of the most calls: each admitted, then none */
+	for (left = PRECHECK_CALLS_MAX; left > 0; left--) {
+		ck_assert_int_eq(pre("mcp", "", NULL, "docs", NULL, ok, left,
+		    0, &pc), VIOLATION_NONE);
+		free(pc.pc_body);
+	}
+	ck_assert_int_eq(pre("mcp", "", NULL, "docs", NULL, ok, 0, 0, &pc),
+	    VIOLATION_BUDGET);
+	/* one in flight at most */
+	ck_assert_int_eq(pre("mcp", "", NULL, "docs", NULL, ok, 5, 1, &pc),
+	    VIOLATION_IN_FLIGHT);
+	ck_assert_ptr_null(pc.pc_body);
+}
+END_TEST
+
+START_TEST(precheck_bodies)
+{
+	char	*big;
+	size_t	 head;
+
+	ck_assert_int_eq(pre_body("docs", PC_CALL("log", "")),
+	    VIOLATION_MCP_TOOL);	/* git's, not docs' */
+	ck_assert_int_eq(pre_body("git", PC_CALL("search", "")),
+	    VIOLATION_MCP_TOOL);
+	ck_assert_int_eq(pre_body("docs", PC_CALL("searc", "")),
+	    VIOLATION_MCP_TOOL);
+	ck_assert_int_eq(pre_body("docs", "{\"method\":\"tools/call\"}"),
+	    VIOLATION_MCP_TOOL);
+	ck_assert_int_eq(pre_body("docs", "{\"method\":\"tools/call\","
+	    "\"params\":[\"search\"]}"), VIOLATION_MCP_TOOL);
+	ck_assert_int_eq(pre_body("docs", "{\"method\":\"tools/call\","
+	    "\"params\":{\"name\":1}}"), VIOLATION_MCP_TOOL);
+	ck_assert_int_eq(pre_body("docs", "{\"method\":\"tools/list\","
+	    "\"params\":{\"name\":\"search\"}}"), VIOLATION_MCP_METHOD);
+	ck_assert_int_eq(pre_body("docs", "{\"params\":{\"name\":\"search\"}}"),
+	    VIOLATION_MCP_METHOD);
+	ck_assert_int_eq(pre_body("docs", PC_CALL("search",
+	    ",\"arguments\":[]")), VIOLATION_FIELD);
+	ck_assert_int_eq(pre_body("docs", PC_CALL("search",
+	    ",\"arguments\":null")), VIOLATION_FIELD);
+	ck_assert_int_eq(pre_body("docs", PC_CALL("search",
+	    ",\"arguments\":\"{}\"")), VIOLATION_FIELD);
+	ck_assert_int_eq(pre_body("docs", "[" PC_CALL("search", "") "]"),
+	    VIOLATION_BODY);
+	ck_assert_int_eq(pre_body("docs", PC_CALL("search", "") " {}"),
+	    VIOLATION_BODY);
+	ck_assert_int_eq(pre_body("docs", "{\"method\":\"tools/call\","),
+	    VIOLATION_BODY);
+	ck_assert_int_eq(pre_body("docs", ""), VIOLATION_BODY);
+	ck_assert_int_eq(pre_body("docs", "{\"method\":\"tools/call\","
+	    "\"params\":{\"name\":\"search\",\"name\":\"x\"}}"),
+	    VIOLATION_BODY);
+	ck_assert_int_eq(pre_body("docs", "{\"method\":\"tools/call\","
+	    "\"method\":\"tools/call\",\"params\":{\"name\":\"search\"}}"),
+	    VIOLATION_BODY);
+	ck_assert_int_eq(pre_body("docs", PC_CALL("search",
+	    ",\"arguments\":{},\"arguments\":{}")), VIOLATION_BODY);
+	ck_assert_int_eq(pre_body("docs", "{\"method\":\"tools/call\","
+	    "\"params\":{\"name\":\"search\",\"arguments\":{\"a\":\"\xff\"}}}"),
+	    VIOLATION_BODY);
+
+	/* PRECHECK_REQUEST_MAX bytes, then one more */
+	ck_assert_ptr_nonnull(big = malloc(PRECHECK_REQUEST_MAX + 2));
+	head = (size_t)sprintf(big, "%s", PC_CALL("search",
+	    ",\"arguments\":{\"q\":\""));
+	memset(big + head, 'a', PRECHECK_REQUEST_MAX - head - 4);
+	strcpy(big + PRECHECK_REQUEST_MAX - 4, "\"}}}");
+	ck_assert_uint_eq(strlen(big), PRECHECK_REQUEST_MAX);
+	ck_assert_int_eq(pre_body("docs", big), VIOLATION_NONE);
+	strcpy(big + PRECHECK_REQUEST_MAX - 4, "\"}}} ");
+	ck_assert_int_eq(pre_body("docs", big), VIOLATION_BODY);
+	free(big);
+}
+END_TEST
+
+START_TEST(precheck_grant_entries)
+{
+	char	 server[MCP_SERVER_NAME_MAX + 1];
+	char	 tool[PRECHECK_TOOL_NAME_MAX + 1];
+	char	 e[400];
+
+	ck_assert_int_eq(precheck_grant_split("my-srv_1/fetch.page-2_x",
+	    server, tool), 0);
+	ck_assert_str_eq(server, "my-srv_1");
+	ck_assert_str_eq(tool, "fetch.page-2_x");
+	ck_assert_int_eq(precheck_grant_split("docs", server, tool), -1);
+	ck_assert_int_eq(precheck_grant_split("/search", server, tool), -1);
+	ck_assert_int_eq(precheck_grant_split("docs/", server, tool), -1);
+	ck_assert_int_eq(precheck_grant_split("do.cs/search", server, tool),
+	    -1);
+	ck_assert_int_eq(precheck_grant_split("docs/a/b", server, tool), -1);
+	ck_assert_int_eq(precheck_grant_split("docs/se arch", server, tool),
+	    -1);
+	ck_assert_int_eq(precheck_grant_split("docs/s\xc3\xa9", server, tool),
+	    -1);
+	/* each name at its length and one past it */
+	memset(e, 's', MCP_SERVER_NAME_MAX);
+	strcpy(e + MCP_SERVER_NAME_MAX, "/t");
+	ck_assert_int_eq(precheck_grant_split(e, server, tool), 0);
+	ck_assert_uint_eq(strlen(server), MCP_SERVER_NAME_MAX);
+	memset(e, 's', MCP_SERVER_NAME_MAX + 1);
+	strcpy(e + MCP_SERVER_NAME_MAX + 1, "/t");
+	ck_assert_int_eq(precheck_grant_split(e, server, tool), -1);
+	strcpy(e, "s/");
+	memset(e + 2, 't', PRECHECK_TOOL_NAME_MAX);
+	e[2 + PRECHECK_TOOL_NAME_MAX] = '\0';
+	ck_assert_int_eq(precheck_grant_split(e, server, tool), 0);
+	ck_assert_uint_eq(strlen(tool), PRECHECK_TOOL_NAME_MAX);
+	strcat(e, "t");
+	ck_assert_int_eq(precheck_grant_split(e, server, tool), -1);
+}
+END_TEST
+
+/* egress re-checks a grant against the profile (egress/precall.c) */
+START_TEST(precheck_grant_profile)
+{
+	static char		*docs_tools[] = { "search", "fetch.page" };
+	static char		*git_tools[] = { "log" };
+	struct egress_profile	 epr;
+	struct egress_peer	 ep;
+	const char		*ok[] = { "docs/search", "git/log",
+				    "docs/search" };
+	const char		*bad[][1] = { { "docs/log" }, { "other/x" },
+				    { "git/search" }, { "docs" },
+				    { "docs/fetch_page" } };
+
+	memset(&epr, 0, sizeof(epr));
+	epr.epr_mcp[0].em_name = "docs";
+	epr.epr_mcp[0].em_tools = docs_tools;
+	epr.epr_mcp[0].em_ntools = 2;
+	epr.epr_mcp[1].em_name = "git";
+	epr.epr_mcp[1].em_tools = git_tools;
+	epr.epr_mcp[1].em_ntools = 1;
+	epr.epr_nmcp = 2;
+	memset(&ep, 0, sizeof(ep));
+	ep.ep_profile = &epr;
+
+	ck_assert_int_eq(egress_precheck_grants(&ep, ok, 3), 0);
+	ck_assert_uint_eq(ep.ep_ngrants, 2);	/* once each */
+	ck_assert_ptr_eq(ep.ep_grants[0].pg_server, epr.epr_mcp[0].em_name);
+	ck_assert_ptr_eq(ep.ep_grants[1].pg_tool, git_tools[0]);
+	free(ep.ep_grants);
+	ep.ep_grants = NULL;
+	ep.ep_ngrants = 0;
+	ck_assert_int_eq(egress_precheck_grants(&ep, ok, 0), 0);
+	ck_assert_uint_eq(ep.ep_ngrants, 0);
+	free(ep.ep_grants);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ep.ep_grants = NULL;
+		ep.ep_ngrants = 0;
+		ck_assert_int_eq(egress_precheck_grants(&ep, bad[i], 1), -1);
+		ck_assert_ptr_null(ep.ep_grants);
+	}
+}
+END_TEST
+
 static Suite *
 policy_suite(void)
 {
@@ -1425,6 +1677,15 @@ policy_suite(void)
 	tcase_add_test(tc, mcp_methods);
 	tcase_add_test(tc, mcp_tool_calls);
 	tcase_add_test(tc, levels);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("precheck");
+	tcase_add_test(tc, precheck_admitted);
+	tcase_add_test(tc, precheck_route);
+	tcase_add_test(tc, precheck_budget_and_in_flight);
+	tcase_add_test(tc, precheck_bodies);
+	tcase_add_test(tc, precheck_grant_entries);
+	tcase_add_test(tc, precheck_grant_profile);
 	suite_add_tcase(s, tc);
 
 	return s;
