@@ -343,6 +343,35 @@ method_daemon_stats(struct ctl_req *cr, cJSON *params)
  * them, never a credential or where one is kept: only whether each comes
  * from a file, from the client's credential.get hook, or (MCP) nowhere.
  */
+/* The precheck section as it runs, or null without one. */
+static void
+daemon_config_precheck(cJSON *res, const struct config *cfg)
+{
+	cJSON	*o, *lim, *argv;
+	size_t	 i;
+
+	if (cfg->precheck_argv == NULL) {
+		cJSON_AddNullToObject(res, "precheck");
+		return;
+	}
+	if ((o = cJSON_AddObjectToObject(res, "precheck")) == NULL ||
+	    (argv = cJSON_AddArrayToObject(o, "entrypoint")) == NULL ||
+	    (lim = cJSON_AddObjectToObject(o, "limits")) == NULL)
+		fatalx("%s: out of memory", __func__);
+	for (i = 0; i < cfg->precheck_argc; i++)
+		cJSON_AddItemToArray(argv,
+		    cJSON_CreateString(cfg->precheck_argv[i]));
+	cJSON_AddNumberToObject(o, "timeout_ms",
+	    (double)cfg->precheck_timeout_ms);
+	cJSON_AddNumberToObject(o, "max_calls", (double)cfg->precheck_max_calls);
+	cJSON_AddNumberToObject(o, "max_runs", (double)cfg->precheck_max_runs);
+	cJSON_AddNumberToObject(lim, "memory_mib",
+	    (double)cfg->precheck_memory_mib);
+	cJSON_AddNumberToObject(lim, "cpus",
+	    (double)cfg->precheck_nano_cpus / 1e9);
+	cJSON_AddNumberToObject(lim, "pids", (double)cfg->precheck_pids);
+}
+
 static cJSON *
 daemon_config(const struct config *cfg)
 {
@@ -416,6 +445,7 @@ daemon_config(const struct config *cfg)
 		cJSON_AddStringToObject(res, "bot_group", cfg->bot_group);
 	else
 		cJSON_AddNullToObject(res, "bot_group");
+	daemon_config_precheck(res, cfg);
 	return res;
 }
 

@@ -413,6 +413,7 @@ class DaemonConfig(unittest.TestCase):
             "budgets": {"max_calls": 7, "max_output_tokens": 4096},
             "default_thinking": "medium",
             "bot_group": self.group,
+            "precheck": None,
         }
 
     def setUp(self):
@@ -494,6 +495,8 @@ class DaemonConfig(unittest.TestCase):
                 conf["timeouts"] = {"start_ms": 9000, "turn_ms": 4000}
                 conf["budgets"] = {"max_calls": 1000}
                 conf["default_thinking"] = "xhigh"
+                conf["precheck"] = {"max_calls": 100,
+                                    "limits": {"cpus": 0.5}}
             self.reload(c, change)
             got = c.call("daemon.config")
             want["profiles"] = {
@@ -505,6 +508,12 @@ class DaemonConfig(unittest.TestCase):
             want["budgets"] = {"max_calls": 1000,
                                "max_output_tokens": 128000}
             want["default_thinking"] = "xhigh"
+            want["precheck"] = {
+                "entrypoint": ["bun", "/app/node_modules/"
+                               "pi-roundtable-sandbox/worker/"
+                               "precheck-main.ts"],
+                "timeout_ms": 60000, "max_calls": 100, "max_runs": 4,
+                "limits": {"memory_mib": 256, "cpus": 0.5, "pids": 32}}
             self.assertEqual(got, want)
             # a reload refused changes nothing it says
             self.reload(c, lambda conf: conf.update(image="other:1"),
