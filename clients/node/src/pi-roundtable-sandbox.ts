@@ -64,6 +64,15 @@ export {
 	type SafeFetchResult,
 } from "./pi/safe-fetch.js";
 export { SandboxResearchWorker, type ResearchError, type SandboxResearchOptions } from "./pi/research.js";
+export {
+	precheckScriptRunner,
+	type PrecheckMcpServer,
+	type PrecheckResult,
+	type PrecheckScope,
+	type PrecheckScriptContext,
+	type PrecheckScriptRunner,
+	type PrecheckScriptRunnerOptions,
+} from "./pi/precheck.js";
 export { ScopedSandboxDelegator, type ScopedDelegatorOptions } from "./pi/delegator.js";
 export {
 	AgentRunError,

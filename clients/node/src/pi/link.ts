@@ -27,6 +27,14 @@ export interface DaemonConfig {
 	bot_group: string | null;
 	/** research.model, when the daemon reports it. */
 	research?: { model?: string };
+	/** The precheck section, null without one. */
+	precheck?: {
+		entrypoint: string[];
+		timeout_ms: number;
+		max_calls: number;
+		max_runs: number;
+		limits: { memory_mib: number; cpus: number; pids: number };
+	} | null;
 }
 
 export interface HookError extends Error {
