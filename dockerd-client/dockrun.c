@@ -146,9 +146,10 @@ run_end(struct dock_run *r, const struct dock_run_result *res,
 		    dock_err_to_string(e), dock_api_last_error(rs->rs_api));
 		res = NULL;
 	}
-	run_free(r);
+	/* res may point into the run: it is told before it is freed. */
 	rs->rs_cb(msgid, run, err[0] == '\0' ? res : NULL,
 	    err[0] != '\0' ? err : NULL, rs->rs_arg);
+	run_free(r);
 }
 
 /* A Docker call's failure, worded as the other requests' are. */
