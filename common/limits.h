@@ -372,6 +372,8 @@ _Static_assert(BROKER_POLL_MS < WORKER_NEXT_TIMEOUT_MS,
  */
 /* "Created through the Docker Engine API ... 15 s per call". */
 #define DOCKER_CALL_TIMEOUT_MS		15000
+/* Precheck runs the Docker client follows at once; more are refused. */
+#define DOCKER_PRECHECK_RUNS_MAX	16u
 /* "prefix [a-z0-9][a-z0-9-]{0,40}". */
 #define CONTAINER_PREFIX_MAX		41u
 /* "Name <prefix>-<segment>". */

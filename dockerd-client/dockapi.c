@@ -573,17 +573,18 @@ log_warnings(const char *name, const cJSON *reply)
 			    "%.200s", name, it->valuestring);
 }
 
+/* POST /containers/create of body, which it frees. */
 static enum dock_err
-create(struct dock_api *da, const struct dock_config *dc,
-    const struct dock_spec *ds, const char *name, char *id, size_t idlen)
+create(struct dock_api *da, const struct dock_config *dc, cJSON *body,
+    const char *name, char *id, size_t idlen)
 {
 	struct dock_call	 c = { .dc_method = "POST" };
-	cJSON			*body;
+	const cJSON		*cid_item;
 	const char		*cid;
 	char			*esc, *path = NULL;
 	enum dock_err		 e;
 
-	if ((body = dock_create_body(dc, ds, da->da_engine.ei_engine)) == NULL)
+	if (body == NULL)
 		return DOCK_NOMEM;
 	if ((esc = escaped(da, name)) == NULL) {
 		cJSON_Delete(body);
@@ -615,7 +616,8 @@ create(struct dock_api *da, const struct dock_config *dc,
 		e = unexpected(da, &c);
 		goto done;
 	}
-	cid = str_member(c.dc_reply, "Id");
+	cid_item = cJSON_GetObjectItemCaseSensitive(c.dc_reply, "Id");
+	cid = cJSON_IsString(cid_item) ? cid_item->valuestring : NULL;
 	if (cid == NULL || !dock_valid_id(cid, idlen - 1)) {
 		e = malformed(da, &c, "an Id that fits");
 		goto done;
@@ -806,7 +808,8 @@ dock_ensure_running(struct dock_api *da, const struct dock_config *dc,
 	if (st.state != DOCK_MISSING &&
 	    (e = force_remove(da, st.id)) != DOCK_OK)
 		return e;
-	if ((e = create(da, dc, ds, name, cid, sizeof(cid))) != DOCK_OK)
+	if ((e = create(da, dc, dock_create_body(dc, ds,
+	    da->da_engine.ei_engine), name, cid, sizeof(cid))) != DOCK_OK)
 		return e;
 	*recreated = 1;
 	if ((e = start(da, cid)) != DOCK_OK)
@@ -955,6 +958,10 @@ list_entry(const struct dock_config *dc, const cJSON *it, struct dock_entry *de)
 	    dc->prefix)) == NULL)
 		return -1;
 	labels = cJSON_GetObjectItemCaseSensitive(it, "Labels");
+	/* A precheck run's container is no channel's. */
+	if (cJSON_GetObjectItemCaseSensitive(labels, DOCK_PRECHECK_LABEL) !=
+	    NULL)
+		return -1;
 	channel = str_member(labels, dc->label_channel);
 	profile = str_member(labels, dc->label_profile);
 	id = str_member(it, "Id");
@@ -1040,6 +1047,158 @@ dock_list(struct dock_api *da, const struct dock_config *dc,
 	cJSON_Delete(filters);
 	cJSON_free(fjson);
 	curl_free(esc);
+	free(path);
+	return e;
+}
+
+/* Precheck runs: the short calls around the attach stream (dockrun.c). */
+
+enum dock_err
+dock_precheck_create(struct dock_api *da, const struct dock_config *dc,
+    const struct dock_precheck *pc, char *id, size_t idlen)
+{
+	char		 name[DOCK_PRECHECK_NAME_MAX + 1];
+	const char	*runtime;
+	enum dock_err	 e;
+
+	if (idlen > 0)
+		id[0] = '\0';
+	da->da_error[0] = '\0';
+	if ((e = dock_check_precheck(dc, pc)) != DOCK_OK ||
+	    (e = dock_precheck_name(dc, pc->run, name, sizeof(name))) !=
+	    DOCK_OK)
+		return e;
+	/* The body depends on the engine, and a runtime must be there. */
+	if ((e = want_runtime(da, dc, &runtime)) != DOCK_OK)
+		return e;
+	/* An earlier run's leftover of this number: gone first. */
+	if ((e = force_remove(da, name)) != DOCK_OK)
+		return e;
+	return create(da, dc, dock_precheck_body(dc, pc,
+	    da->da_engine.ei_engine), name, id, idlen);
+}
+
+enum dock_err
+dock_start_id(struct dock_api *da, const char *id)
+{
+	da->da_error[0] = '\0';
+	if (!dock_valid_id(id, 79))
+		return DOCK_API;
+	return start(da, id);
+}
+
+enum dock_err
+dock_remove_id(struct dock_api *da, const char *id)
+{
+	da->da_error[0] = '\0';
+	if (!dock_valid_id(id, 79))
+		return DOCK_API;
+	return force_remove(da, id);
+}
+
+enum dock_err
+dock_precheck_remove(struct dock_api *da, const struct dock_config *dc,
+    uint64_t run)
+{
+	char		 name[DOCK_PRECHECK_NAME_MAX + 1];
+	enum dock_err	 e;
+
+	da->da_error[0] = '\0';
+	if ((e = dock_precheck_name(dc, run, name, sizeof(name))) != DOCK_OK)
+		return e;
+	return force_remove(da, name);
+}
+
+enum dock_err
+dock_wait_id(struct dock_api *da, const char *id, int64_t *code)
+{
+	struct dock_call	 c = { .dc_method = "POST" };
+	const cJSON		*v;
+	char			*path;
+	enum dock_err		 e;
+
+	*code = -1;
+	da->da_error[0] = '\0';
+	if (!dock_valid_id(id, 79))
+		return DOCK_API;
+	if (asprintf(&path, "/containers/%s/wait", id) == -1)
+		return DOCK_NOMEM;
+	c.dc_path = path;
+	if ((e = dock_call(da, &c)) != DOCK_OK)
+		goto done;
+	if (c.dc_status != 200) {
+		e = unexpected(da, &c);
+		goto done;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(c.dc_reply, "StatusCode");
+	if (!cJSON_IsNumber(v) || v->valuedouble < -2147483648.0 ||
+	    v->valuedouble > 2147483647.0) {
+		e = malformed(da, &c, "a StatusCode");
+		goto done;
+	}
+	*code = (int64_t)v->valuedouble;
+ done:
+	call_done(&c);
+	free(path);
+	return e;
+}
+
+enum dock_err
+dock_precheck_sweep(struct dock_api *da, const struct dock_config *dc,
+    size_t *removed)
+{
+	struct dock_call	 c = { .dc_method = "GET" };
+	const cJSON		*it, *names, *nm;
+	const char		*id;
+	char			 want[DOCK_PRECHECK_NAME_MAX + 2];
+	char			*esc = NULL, *path = NULL;
+	enum dock_err		 e;
+	size_t			 wl;
+	int			 ours;
+
+	*removed = 0;
+	da->da_error[0] = '\0';
+	if (dc->prefix == NULL ||
+	    !valid_container_prefix(dc->prefix, strlen(dc->prefix)))
+		return DOCK_BAD_NAME;
+	(void)snprintf(want, sizeof(want), "/%s" DOCK_PRECHECK_INFIX,
+	    dc->prefix);
+	wl = strlen(want);
+	if ((esc = escaped(da, "{\"label\":[\"" DOCK_PRECHECK_LABEL "\"]}")) ==
+	    NULL ||
+	    asprintf(&path, "/containers/json?all=1&filters=%s", esc) == -1) {
+		curl_free(esc);
+		return DOCK_NOMEM;
+	}
+	curl_free(esc);
+	c.dc_path = path;
+	if ((e = dock_call(da, &c)) != DOCK_OK)
+		goto done;
+	if (c.dc_status != 200) {
+		e = unexpected(da, &c);
+		goto done;
+	}
+	if (!cJSON_IsArray(c.dc_reply)) {
+		e = malformed(da, &c, "an array");
+		goto done;
+	}
+	cJSON_ArrayForEach(it, c.dc_reply) {
+		id = str_member(it, "Id");
+		names = cJSON_GetObjectItemCaseSensitive(it, "Names");
+		ours = 0;
+		cJSON_ArrayForEach(nm, names)
+			if (cJSON_IsString(nm) &&
+			    strncmp(nm->valuestring, want, wl) == 0 &&
+			    strchr(nm->valuestring + 1, '/') == NULL)
+				ours = 1;
+		if (!ours || id == NULL || !dock_valid_id(id, 79))
+			continue;
+		if ((e = force_remove(da, id)) != DOCK_OK)
+			goto done;
+		(*removed)++;
+	}
+ done:
+	call_done(&c);
 	free(path);
 	return e;
 }

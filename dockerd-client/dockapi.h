@@ -7,6 +7,7 @@
 #define RTSANDBOX_DOCKAPI_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "dockinfo.h"
 #include "docklogs.h"
@@ -107,5 +108,30 @@ enum dock_err	 dock_image(struct dock_api *, const char *image,
  */
 enum dock_err	 dock_list(struct dock_api *, const struct dock_config *,
 		    struct dock_entry **out, size_t *n);
+
+/*
+ * A precheck run's container (dock_precheck_body()), made after its name's
+ * leftover is force-removed; id receives its id.  The engine is asked what
+ * it is first, as by dock_ensure_running().
+ */
+enum dock_err	 dock_precheck_create(struct dock_api *,
+		    const struct dock_config *, const struct dock_precheck *,
+		    char *id, size_t idlen);
+/* POST /containers/<id>/start. */
+enum dock_err	 dock_start_id(struct dock_api *, const char *id);
+/* DELETE /containers/<id>?force=true; a missing container is DOCK_OK. */
+enum dock_err	 dock_remove_id(struct dock_api *, const char *id);
+/* The run's container removed by its name; missing is DOCK_OK. */
+enum dock_err	 dock_precheck_remove(struct dock_api *,
+		    const struct dock_config *, uint64_t run);
+/* POST /containers/<id>/wait: the exit code once it is not running. */
+enum dock_err	 dock_wait_id(struct dock_api *, const char *id,
+		    int64_t *code);
+/*
+ * Force-removes every "<prefix>.precheck-*" container carrying the
+ * precheck label: an earlier daemon's runs.  *removed counts them.
+ */
+enum dock_err	 dock_precheck_sweep(struct dock_api *,
+		    const struct dock_config *, size_t *removed);
 
 #endif

@@ -12,6 +12,7 @@
 #include "dockevents.h"
 #include "docker.h"
 #include "dockops.h"
+#include "dockrun.h"
 #include "limits.h"
 #include "log.h"
 #include "proc.h"
@@ -30,6 +31,8 @@ struct docker {
 	struct event_base	*dk_base;
 	struct role_parent	*dk_rp;
 	struct dock_watch	*dk_watch;
+	struct dock_runs	*dk_runs;
+	struct event		*dk_sweep;
 };
 
 static int
@@ -283,6 +286,89 @@ docker_list(struct docker *dk, struct role_parent *rp, struct msg *m)
 	return 0;
 }
 
+/*
+ * A precheck run.  Every bound is decoded loosely and checked by
+ * dock_check_precheck(), so that a bad request is refused with an answer,
+ * not taken for a broken supervisor.
+ */
+static int
+docker_precheck(struct docker *dk, struct role_parent *rp, struct msg *m)
+{
+	struct dock_precheck	 pc;
+	const char		**argv;
+	const uint8_t		*data = NULL;
+	size_t			 argc, dlen = 0;
+	enum dock_err		 e;
+
+	memset(&pc, 0, sizeof(pc));
+	if (msg_get_uint(m, "run", 0, UINT64_MAX, &pc.run) == -1 ||
+	    msg_get_str(m, "channel", CHANNEL_KEY_BYTES_MAX, &pc.channel) ==
+	    -1 ||
+	    msg_get_strv(m, "entrypoint", PRECHECK_ARGV_MAX + 1,
+	    PRECHECK_ARG_BYTES_MAX + 1, &argv, &argc) == -1 ||
+	    msg_get_uint(m, "memory_mib", 0, UINT64_MAX, &pc.memory_mib) ==
+	    -1 ||
+	    msg_get_uint(m, "nano_cpus", 0, UINT64_MAX, &pc.nano_cpus) == -1 ||
+	    msg_get_uint(m, "pids", 0, UINT64_MAX, &pc.pids) == -1 ||
+	    msg_get_uint(m, "timeout_ms", 0, UINT64_MAX, &pc.timeout_ms) ==
+	    -1 ||
+	    msg_get_data(m, &data, &dlen) == -1 ||
+	    msg_end(m) == -1)
+		return -1;
+	pc.argv = argv;
+	pc.argc = argc;
+	pc.input_len = dlen;
+	if ((e = dock_check_precheck(&dk->dk_conf, &pc)) != DOCK_OK) {
+		log_warnx("precheck %llu: refused: %s",
+		    (unsigned long long)pc.run, dock_err_to_string(e));
+		role_error(rp, m->m_id, "refused: %s", dock_err_to_string(e));
+		return 0;
+	}
+	dock_runs_start(dk->dk_runs, m->m_id, &pc, data);
+	return 0;
+}
+
+static void
+docker_precheck_done(uint64_t msgid, uint64_t run,
+    const struct dock_run_result *res, const char *err, void *arg)
+{
+	struct docker	*dk = arg;
+	struct msgb	 mb;
+
+	if (res == NULL) {
+		log_warnx("precheck %llu: %s", (unsigned long long)run, err);
+		role_error(dk->dk_rp, msgid, "%s", err);
+		return;
+	}
+	log_debug("precheck %llu: exit %lld%s%s, %zu bytes out, %llu on "
+	    "stderr", (unsigned long long)run, (long long)res->exit_code,
+	    res->timed_out ? ", timed out" : "",
+	    res->stdout_over ? ", stdout over" : "", res->out_len,
+	    (unsigned long long)res->stderr_bytes);
+	msgb_init(&mb, MSG_DOCK_PRECHECKED, msgid);
+	msg_add_int(&mb, "exit_code", res->exit_code);
+	msg_add_bool(&mb, "timed_out", res->timed_out);
+	msg_add_bool(&mb, "stdout_over", res->stdout_over);
+	msg_add_uint(&mb, "stderr_bytes", res->stderr_bytes);
+	msg_add_data(&mb, res->out, res->out_len);
+	role_send(dk->dk_rp, &mb);
+}
+
+static int
+docker_precheck_stop(struct docker *dk, struct msg *m)
+{
+	uint64_t	 run;
+
+	if (msg_get_uint(m, "run", 0, UINT64_MAX, &run) == -1 ||
+	    msg_end(m) == -1)
+		return -1;
+	/* A run that ended meanwhile has had its answer. */
+	if (!dock_runs_stop(dk->dk_runs, run))
+		log_debug("precheck %llu: stop: no such run",
+		    (unsigned long long)run);
+	return 0;
+}
+
 static int
 docker_dispatch_supervisor(struct role_parent *rp, struct msg *m, void *arg)
 {
@@ -308,6 +394,10 @@ docker_dispatch_supervisor(struct role_parent *rp, struct msg *m, void *arg)
 		return docker_list(dk, rp, m);
 	case MSG_DOCK_LOGS:
 		return docker_logs(dk, rp, m);
+	case MSG_DOCK_PRECHECK:
+		return docker_precheck(dk, rp, m);
+	case MSG_DOCK_PRECHECK_STOP:
+		return docker_precheck_stop(dk, m);
 	default:
 		return -1;
 	}
@@ -341,10 +431,27 @@ docker_watch_news(enum dock_watch_news news, const struct dock_event *ev,
 	role_send(dk->dk_rp, &mb);
 }
 
+/* An earlier daemon's runs are nobody's now: they go. */
+static void
+docker_sweep(evutil_socket_t unused, short what, void *arg)
+{
+	struct docker	*dk = arg;
+	size_t		 n = 0;
+	enum dock_err	 e;
+
+	if ((e = dock_precheck_sweep(dk->dk_api, &dk->dk_conf, &n)) !=
+	    DOCK_OK)
+		log_warnx("precheck leftovers: %s: %s", dock_err_to_string(e),
+		    dock_api_last_error(dk->dk_api));
+	if (n > 0)
+		log_info("precheck leftovers: %zu removed", n);
+}
+
 static const char *
 docker_configured(struct role_parent *rp, void *arg)
 {
 	struct docker	*dk = arg;
+	struct timeval	 now = { 0, 0 };
 
 	if (!dk->dk_have_config)
 		return "no configuration";
@@ -354,6 +461,13 @@ docker_configured(struct role_parent *rp, void *arg)
 	if ((dk->dk_watch = dock_watch_new(dk->dk_base, dk->dk_socket_arg,
 	    dk->dk_conf.prefix, docker_watch_news, dk)) == NULL)
 		return "the Docker socket path is too long";
+	if ((dk->dk_runs = dock_runs_new(dk->dk_base, dk->dk_socket_arg,
+	    dk->dk_api, &dk->dk_conf, docker_precheck_done, dk)) == NULL)
+		return "the Docker socket path is too long";
+	/* After ready: the sweep may wait on a slow engine. */
+	if ((dk->dk_sweep = evtimer_new(dk->dk_base, docker_sweep, dk)) ==
+	    NULL || evtimer_add(dk->dk_sweep, &now) == -1)
+		return "cannot schedule the removal of leftover runs";
 	/* libcurl brings TLS libraries a Unix socket never needs: what
 	 * loading and setting them up ran is given back. */
 	(void)proc_drop_text();

@@ -66,6 +66,14 @@ dock_err_to_string(enum dock_err e)
 		return "runtime name refused";
 	case DOCK_NO_RUNTIME:
 		return "runtime not available from the engine";
+	case DOCK_BAD_RUN:
+		return "run number refused";
+	case DOCK_BAD_ENTRYPOINT:
+		return "entrypoint refused";
+	case DOCK_BAD_LIMITS:
+		return "run limits refused";
+	case DOCK_BAD_INPUT:
+		return "run input refused";
 	}
 	return "unknown error";
 }
@@ -485,6 +493,227 @@ dock_create_body(const struct dock_config *dc, const struct dock_spec *ds,
 	}
 	if ((o = add_obj(body, "HostConfig", &ok)) != NULL)
 		host_config(o, dc, ds, engine, &ok);
+	if (!ok) {
+		cJSON_Delete(body);
+		return NULL;
+	}
+	return body;
+}
+
+/* Precheck runs. */
+
+enum dock_err
+dock_precheck_name(const struct dock_config *dc, uint64_t run, char *out,
+    size_t outlen)
+{
+	int	 n;
+
+	if (outlen > 0)
+		out[0] = '\0';
+	if (dc->prefix == NULL ||
+	    !valid_container_prefix(dc->prefix, strlen(dc->prefix)))
+		return DOCK_BAD_NAME;
+	if (run < 1 || run > PRECHECK_RUN_MAX)
+		return DOCK_BAD_RUN;
+	n = snprintf(out, outlen, "%s" DOCK_PRECHECK_INFIX "%llu", dc->prefix,
+	    (unsigned long long)run);
+	if (n < 0 || (size_t)n >= outlen || (size_t)n > DOCK_PRECHECK_NAME_MAX ||
+	    !docker_name_pattern(out)) {
+		if (outlen > 0)
+			out[0] = '\0';
+		return DOCK_BAD_NAME;
+	}
+	return DOCK_OK;
+}
+
+enum dock_err
+dock_precheck_dir(const struct dock_config *dc, uint64_t run, const char *leaf,
+    char *out, size_t outlen)
+{
+	int	 n;
+
+	if (outlen > 0)
+		out[0] = '\0';
+	if (!canonical_path(dc->state_dir))
+		return DOCK_BAD_CONFIG;
+	if (run < 1 || run > PRECHECK_RUN_MAX)
+		return DOCK_BAD_RUN;
+	if (leaf == NULL || (strcmp(leaf, "run") != 0 && strcmp(leaf, "ws") != 0))
+		return DOCK_BAD_BIND;
+	n = snprintf(out, outlen, "%s/.precheck/%llu/%s", dc->state_dir,
+	    (unsigned long long)run, leaf);
+	if (n < 0 || (size_t)n >= outlen || (size_t)n > PATH_BYTES_MAX ||
+	    !canonical_path(out)) {
+		if (outlen > 0)
+			out[0] = '\0';
+		return DOCK_BAD_BIND;
+	}
+	return DOCK_OK;
+}
+
+/* One part of the command: 1..PRECHECK_ARG_BYTES_MAX bytes, no option. */
+static int
+precheck_arg(const char *a)
+{
+	size_t	 len;
+
+	if (a == NULL || (len = strlen(a)) == 0 ||
+	    len > PRECHECK_ARG_BYTES_MAX || a[0] == '-')
+		return 0;
+	/* Go reads it as a string: a changed byte would run another file. */
+	if (utf8_text_check(a, len, PRECHECK_ARG_BYTES_MAX) == -1)
+		return 0;
+	return strpbrk(a, "\r\n") == NULL;
+}
+
+enum dock_err
+dock_check_precheck(const struct dock_config *dc,
+    const struct dock_precheck *pc)
+{
+	char		 seg[SEGMENT_MAX + 1];
+	char		 path[PATH_BYTES_MAX + 1];
+	size_t		 i;
+	enum dock_err	 e;
+
+	if ((e = check_config(dc)) != DOCK_OK)
+		return e;
+	if (pc->run < 1 || pc->run > PRECHECK_RUN_MAX)
+		return DOCK_BAD_RUN;
+	/* Its own label must not be taken for the channel's. */
+	if (strcmp(dc->label_channel, DOCK_PRECHECK_LABEL) == 0)
+		return DOCK_BAD_LABEL;
+	if (segment_of(pc->channel, seg, sizeof(seg)) < 1)
+		return DOCK_BAD_CHANNEL;
+	if (pc->argv == NULL || pc->argc < 1 || pc->argc > PRECHECK_ARGV_MAX)
+		return DOCK_BAD_ENTRYPOINT;
+	for (i = 0; i < pc->argc; i++)
+		if (!precheck_arg(pc->argv[i]))
+			return DOCK_BAD_ENTRYPOINT;
+	if (pc->memory_mib < PRECHECK_MEMORY_MIB_MIN ||
+	    pc->memory_mib > PRECHECK_MEMORY_MIB_MAX ||
+	    pc->nano_cpus < PRECHECK_NANO_CPUS_MIN ||
+	    pc->nano_cpus > PRECHECK_NANO_CPUS_MAX ||
+	    pc->pids < PRECHECK_PIDS_MIN || pc->pids > PRECHECK_PIDS_MAX ||
+	    pc->timeout_ms < PRECHECK_TIMEOUT_MS_MIN ||
+	    pc->timeout_ms > PRECHECK_TIMEOUT_MS_MAX)
+		return DOCK_BAD_LIMITS;
+	if (pc->input_len < 1 || pc->input_len > PRECHECK_INPUT_MAX)
+		return DOCK_BAD_INPUT;
+	if ((e = dock_precheck_name(dc, pc->run, path, sizeof(path))) !=
+	    DOCK_OK ||
+	    (e = dock_precheck_dir(dc, pc->run, "run", path, sizeof(path))) !=
+	    DOCK_OK ||
+	    (e = dock_precheck_dir(dc, pc->run, "ws", path, sizeof(path))) !=
+	    DOCK_OK)
+		return e;
+	return DOCK_OK;
+}
+
+static void
+push_bind(cJSON *a, const struct dock_config *dc, uint64_t run,
+    const char *leaf, const char *target, int *ok)
+{
+	char	 src[PATH_BYTES_MAX + 1], *bind;
+
+	if (dock_precheck_dir(dc, run, leaf, src, sizeof(src)) != DOCK_OK ||
+	    asprintf(&bind, "%s:%s:ro", src, target) == -1) {
+		*ok = 0;
+		return;
+	}
+	push_str(a, bind, ok);
+	free(bind);
+}
+
+static void
+precheck_host_config(cJSON *hc, const struct dock_config *dc,
+    const struct dock_precheck *pc, enum dock_engine engine, int *ok)
+{
+	cJSON	*o, *a, *u;
+	char	 tmpfs[96];
+
+	add_str(hc, "NetworkMode", "none", ok);
+	add_bool(hc, "ReadonlyRootfs", 1, ok);
+	(void)snprintf(tmpfs, sizeof(tmpfs),
+	    "rw,noexec,nosuid,nodev,size=%um,mode=1777", PRECHECK_TMP_MIB);
+	if ((o = add_obj(hc, "Tmpfs", ok)) != NULL)
+		add_str(o, "/tmp", tmpfs, ok);
+	add_num(hc, "Memory", (double)(pc->memory_mib * MIB), ok);
+	add_num(hc, "MemorySwap", (double)(pc->memory_mib * MIB), ok);
+	add_num(hc, "NanoCpus", (double)pc->nano_cpus, ok);
+	add_num(hc, "PidsLimit", (double)pc->pids, ok);
+	if ((a = add_arr(hc, "Ulimits", ok)) != NULL) {
+		if ((u = cJSON_CreateObject()) == NULL ||
+		    !cJSON_AddItemToArray(a, u)) {
+			cJSON_Delete(u);
+			*ok = 0;
+		} else {
+			add_str(u, "Name", "nofile", ok);
+			add_num(u, "Soft", CONTAINER_NOFILE, ok);
+			add_num(u, "Hard", CONTAINER_NOFILE, ok);
+		}
+	}
+	if ((a = add_arr(hc, "CapDrop", ok)) != NULL)
+		push_str(a, "ALL", ok);
+	if ((a = add_arr(hc, "SecurityOpt", ok)) != NULL)
+		push_str(a, "no-new-privileges", ok);
+	/* A run is removed when it ends; nothing of it is kept or restarted. */
+	if ((o = add_obj(hc, "RestartPolicy", ok)) != NULL)
+		add_str(o, "Name", "no", ok);
+	if ((o = add_obj(hc, "LogConfig", ok)) != NULL)
+		add_str(o, "Type", "none", ok);
+	if (engine == DOCK_ENGINE_PODMAN)
+		add_str(hc, "UsernsMode", "keep-id", ok);
+	else if (dc->runtime != NULL)
+		add_str(hc, "Runtime", dc->runtime, ok);
+	if ((a = add_arr(hc, "Binds", ok)) == NULL)
+		return;
+	push_bind(a, dc, pc->run, "run", PRECHECK_BROKER_TARGET, ok);
+	push_bind(a, dc, pc->run, "ws", PRECHECK_WS_TARGET, ok);
+}
+
+cJSON *
+dock_precheck_body(const struct dock_config *dc,
+    const struct dock_precheck *pc, enum dock_engine engine)
+{
+	cJSON	*body, *o, *a;
+	char	 buf[64 + DOCK_TIME_ZONE_MAX];
+	size_t	 i;
+	int	 ok = 1;
+
+	if (dock_check_precheck(dc, pc) != DOCK_OK)
+		return NULL;
+	if (engine == DOCK_ENGINE_PODMAN && dc->runtime != NULL)
+		return NULL;
+	if ((body = cJSON_CreateObject()) == NULL)
+		return NULL;
+	add_str(body, "Image", dc->image, &ok);
+	(void)snprintf(buf, sizeof(buf), "%llu:%llu",
+	    (unsigned long long)dc->uid, (unsigned long long)dc->gid);
+	add_str(body, "User", buf, &ok);
+	if ((o = add_obj(body, "Labels", &ok)) != NULL) {
+		add_str(o, dc->label_channel, pc->channel, &ok);
+		(void)snprintf(buf, sizeof(buf), "%llu",
+		    (unsigned long long)pc->run);
+		add_str(o, DOCK_PRECHECK_LABEL, buf, &ok);
+	}
+	if ((a = add_arr(body, "Env", &ok)) != NULL) {
+		push_str(a, "HOME=/tmp/home", &ok);
+		(void)snprintf(buf, sizeof(buf), "TZ=%s", dc->time_zone);
+		push_str(a, buf, &ok);
+	}
+	if ((a = add_arr(body, "Entrypoint", &ok)) != NULL)
+		push_str(a, pc->argv[0], &ok);
+	if ((a = add_arr(body, "Cmd", &ok)) != NULL)
+		for (i = 1; i < pc->argc; i++)
+			push_str(a, pc->argv[i], &ok);
+	add_bool(body, "Tty", 0, &ok);
+	add_bool(body, "OpenStdin", 1, &ok);
+	add_bool(body, "StdinOnce", 1, &ok);
+	add_bool(body, "AttachStdin", 1, &ok);
+	add_bool(body, "AttachStdout", 1, &ok);
+	add_bool(body, "AttachStderr", 1, &ok);
+	if ((o = add_obj(body, "HostConfig", &ok)) != NULL)
+		precheck_host_config(o, dc, pc, engine, &ok);
 	if (!ok) {
 		cJSON_Delete(body);
 		return NULL;

@@ -79,8 +79,13 @@ enum dock_err {
 	DOCK_API,		/* any other answer, or a malformed one */
 	DOCK_NOMEM,
 	DOCK_BAD_RUNTIME,	/* the runtime's name breaks the pattern */
-	DOCK_NO_RUNTIME		/* the engine has no such runtime, or cannot
+	DOCK_NO_RUNTIME,	/* the engine has no such runtime, or cannot
 				 * be told one */
+	/* A precheck run's request (dock_check_precheck()). */
+	DOCK_BAD_RUN,		/* run number not 1..2^53-1 */
+	DOCK_BAD_ENTRYPOINT,	/* its command's count or parts */
+	DOCK_BAD_LIMITS,	/* memory, CPUs, processes or time */
+	DOCK_BAD_INPUT		/* stdin empty or too long */
 };
 
 /*
@@ -137,5 +142,60 @@ enum dock_err	 dock_check_spec(const struct dock_config *,
  */
 cJSON		*dock_create_body(const struct dock_config *,
 		    const struct dock_spec *, enum dock_engine);
+
+/*
+ * A precheck run: a short script in a sealed container of its own, stdin
+ * in, stdout out, its run's broker socket the only way out.
+ */
+struct dock_precheck {
+	uint64_t		 run;		/* 1..PRECHECK_RUN_MAX */
+	const char		*channel;	/* the channel label only */
+	const char *const	*argv;		/* Entrypoint, then Cmd */
+	size_t			 argc;
+	uint64_t		 memory_mib;	/* Memory = MemorySwap */
+	uint64_t		 nano_cpus;
+	uint64_t		 pids;
+	uint64_t		 timeout_ms;	/* from the start */
+	size_t			 input_len;	/* stdin bytes */
+};
+
+/* Run numbers are exact in a double: 1..2^53-1. */
+#define PRECHECK_RUN_MAX	((1ull << 53) - 1)
+/* The label that marks a precheck run's container; its value the run. */
+#define DOCK_PRECHECK_LABEL	"rtsandbox.precheck"
+/* "<prefix>.precheck-": the '.' is in no channel container's name. */
+#define DOCK_PRECHECK_INFIX	".precheck-"
+/* Longest precheck container name: prefix, infix and 16 digits. */
+#define DOCK_PRECHECK_NAME_MAX	(CONTAINER_PREFIX_MAX + 10u + 16u)
+/* The binds' targets in a precheck container. */
+#define PRECHECK_BROKER_TARGET	"/broker"
+#define PRECHECK_WS_TARGET	"/workspace"
+
+/*
+ * <prefix>.precheck-<run> into out (DOCK_PRECHECK_NAME_MAX + 1 bytes
+ * suffice).
+ */
+enum dock_err	 dock_precheck_name(const struct dock_config *, uint64_t run,
+		    char *out, size_t outlen);
+
+/*
+ * <state_dir>/.precheck/<run>/<leaf> into out, leaf "run" or "ws": made by
+ * the file guard, derived here, never taken from a request.
+ */
+enum dock_err	 dock_precheck_dir(const struct dock_config *, uint64_t run,
+		    const char *leaf, char *out, size_t outlen);
+
+/* The configuration and the request against their bounds in limits.h. */
+enum dock_err	 dock_check_precheck(const struct dock_config *,
+		    const struct dock_precheck *);
+
+/*
+ * The create body of a precheck run's container: sealed as a channel's is,
+ * with the run's limits, no restart policy and no log, its two binds
+ * read-only, the environment HOME and TZ only, and stdin open for one
+ * attach.  NULL when refused, as dock_create_body().
+ */
+cJSON		*dock_precheck_body(const struct dock_config *,
+		    const struct dock_precheck *, enum dock_engine);
 
 #endif

@@ -862,6 +862,304 @@ START_TEST(err_strings)
 }
 END_TEST
 
+
+/* Precheck runs. */
+
+static const char *const pc_argv[] = { "python3", "/workspace/check.py" };
+
+static struct dock_precheck
+pc_base(void)
+{
+	struct dock_precheck	 pc;
+
+	memset(&pc, 0, sizeof(pc));
+	pc.run = 42;
+	pc.channel = "discord:123";
+	pc.argv = pc_argv;
+	pc.argc = 2;
+	pc.memory_mib = PRECHECK_MEMORY_MIB_DEFAULT;
+	pc.nano_cpus = PRECHECK_NANO_CPUS_MAX;
+	pc.pids = PRECHECK_PIDS_DEFAULT;
+	pc.timeout_ms = PRECHECK_TIMEOUT_MS_DEFAULT;
+	pc.input_len = 2;
+	return pc;
+}
+
+static const char expected_precheck_body[] =
+    "{\"Image\":\"roundtable-worker:0.7.3\",\"User\":\"1000:1001\","
+    "\"Labels\":{\"roundtable.sandbox.channel\":\"discord:123\","
+    "\"rtsandbox.precheck\":\"42\"},"
+    "\"Env\":[\"HOME=/tmp/home\",\"TZ=UTC\"],"
+    "\"Entrypoint\":[\"python3\"],\"Cmd\":[\"/workspace/check.py\"],"
+    "\"Tty\":false,\"OpenStdin\":true,\"StdinOnce\":true,"
+    "\"AttachStdin\":true,\"AttachStdout\":true,\"AttachStderr\":true,"
+    "\"HostConfig\":{\"NetworkMode\":\"none\",\"ReadonlyRootfs\":true,"
+    "\"Tmpfs\":{\"/tmp\":\"rw,noexec,nosuid,nodev,size=64m,mode=1777\"},"
+    "\"Memory\":268435456,\"MemorySwap\":268435456,"
+    "\"NanoCpus\":1000000000,\"PidsLimit\":32,"
+    "\"Ulimits\":[{\"Name\":\"nofile\",\"Soft\":256,\"Hard\":256}],"
+    "\"CapDrop\":[\"ALL\"],\"SecurityOpt\":[\"no-new-privileges\"],"
+    "\"RestartPolicy\":{\"Name\":\"no\"},\"LogConfig\":{\"Type\":\"none\"},"
+    "\"Binds\":[\"" STATE "/.precheck/42/run:/broker:ro\","
+    "\"" STATE "/.precheck/42/ws:/workspace:ro\"]}}";
+
+START_TEST(precheck_body_exact)
+{
+	struct dock_precheck	 pc = pc_base();
+	cJSON			*want, *got;
+	char			*txt;
+
+	want = cJSON_Parse(expected_precheck_body);
+	ck_assert_ptr_nonnull(want);
+	got = dock_precheck_body(&base_config, &pc, DOCK_ENGINE_DOCKER);
+	ck_assert_ptr_nonnull(got);
+	txt = cJSON_PrintUnformatted(got);
+	ck_assert_msg(cJSON_Compare(want, got, 1), "body is %s", txt);
+	cJSON_free(txt);
+	cJSON_Delete(got);
+	cJSON_Delete(want);
+}
+END_TEST
+
+START_TEST(precheck_body_engines)
+{
+	struct dock_config	 dc = base_config;
+	struct dock_precheck	 pc = pc_base();
+	const char		*one[] = { "cat" };
+	const cJSON		*hc;
+	cJSON			*got;
+
+	pc.argv = one;
+	pc.argc = 1;
+	dc.runtime = "runsc";
+	got = dock_precheck_body(&dc, &pc, DOCK_ENGINE_DOCKER);
+	ck_assert_ptr_nonnull(got);
+	hc = cJSON_GetObjectItem(got, "HostConfig");
+	ck_assert_str_eq(cJSON_GetObjectItem(hc, "Runtime")->valuestring,
+	    "runsc");
+	ck_assert_ptr_null(cJSON_GetObjectItem(hc, "UsernsMode"));
+	/* One part: the image's own Cmd must not come back. */
+	ck_assert(cJSON_IsArray(cJSON_GetObjectItem(got, "Cmd")));
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(got, "Cmd")),
+	    0);
+	cJSON_Delete(got);
+	/* Podman: no runtime through this API; keep-id as for channels. */
+	ck_assert_ptr_null(dock_precheck_body(&dc, &pc, DOCK_ENGINE_PODMAN));
+	dc.runtime = NULL;
+	got = dock_precheck_body(&dc, &pc, DOCK_ENGINE_PODMAN);
+	ck_assert_ptr_nonnull(got);
+	hc = cJSON_GetObjectItem(got, "HostConfig");
+	ck_assert_str_eq(cJSON_GetObjectItem(hc, "UsernsMode")->valuestring,
+	    "keep-id");
+	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(hc,
+	    "LogConfig"), "Type")->valuestring, "none");
+	ck_assert_ptr_null(cJSON_GetObjectItem(hc, "Runtime"));
+	cJSON_Delete(got);
+	/* Refused requests have no body. */
+	pc.run = 0;
+	ck_assert_ptr_null(dock_precheck_body(&dc, &pc, DOCK_ENGINE_DOCKER));
+}
+END_TEST
+
+START_TEST(precheck_name_and_dirs)
+{
+	struct dock_config	 dc = base_config;
+	char			 name[DOCK_PRECHECK_NAME_MAX + 1];
+	char			 dir[PATH_BYTES_MAX + 1];
+	char			*pfx;
+
+	ck_assert_int_eq(dock_precheck_name(&dc, 1, name, sizeof(name)),
+	    DOCK_OK);
+	ck_assert_str_eq(name, "roundtable-sandbox.precheck-1");
+	ck_assert_int_eq(dock_precheck_name(&dc, PRECHECK_RUN_MAX, name,
+	    sizeof(name)), DOCK_OK);
+	ck_assert_str_eq(name, "roundtable-sandbox.precheck-9007199254740991");
+	ck_assert_int_eq(dock_precheck_name(&dc, PRECHECK_RUN_MAX + 1, name,
+	    sizeof(name)), DOCK_BAD_RUN);
+	ck_assert_str_eq(name, "");
+	ck_assert_int_eq(dock_precheck_name(&dc, 0, name, sizeof(name)),
+	    DOCK_BAD_RUN);
+	/* The longest prefix and run fit the bound. */
+	pfx = run_of('a', CONTAINER_PREFIX_MAX);
+	dc.prefix = pfx;
+	ck_assert_int_eq(dock_precheck_name(&dc, PRECHECK_RUN_MAX, name,
+	    sizeof(name)), DOCK_OK);
+	ck_assert_uint_eq(strlen(name), CONTAINER_PREFIX_MAX + 10 + 16);
+	ck_assert_int_eq(dock_precheck_name(&dc, 1, name, 10), DOCK_BAD_NAME);
+	free(pfx);
+	pfx = run_of('a', CONTAINER_PREFIX_MAX + 1);
+	dc.prefix = pfx;
+	ck_assert_int_eq(dock_precheck_name(&dc, 1, name, sizeof(name)),
+	    DOCK_BAD_NAME);
+	free(pfx);
+	dc.prefix = "Bad";
+	ck_assert_int_eq(dock_precheck_name(&dc, 1, name, sizeof(name)),
+	    DOCK_BAD_NAME);
+	dc = base_config;
+	ck_assert_int_eq(dock_precheck_dir(&dc, 7, "run", dir, sizeof(dir)),
+	    DOCK_OK);
+	ck_assert_str_eq(dir, STATE "/.precheck/7/run");
+	ck_assert_int_eq(dock_precheck_dir(&dc, 7, "ws", dir, sizeof(dir)),
+	    DOCK_OK);
+	ck_assert_str_eq(dir, STATE "/.precheck/7/ws");
+	ck_assert_int_eq(dock_precheck_dir(&dc, 7, "..", dir, sizeof(dir)),
+	    DOCK_BAD_BIND);
+	ck_assert_int_eq(dock_precheck_dir(&dc, 7, "workspace", dir,
+	    sizeof(dir)), DOCK_BAD_BIND);
+	ck_assert_int_eq(dock_precheck_dir(&dc, 0, "run", dir, sizeof(dir)),
+	    DOCK_BAD_RUN);
+	dc.state_dir = "/";
+	ck_assert_int_eq(dock_precheck_dir(&dc, 7, "run", dir, sizeof(dir)),
+	    DOCK_BAD_CONFIG);
+}
+END_TEST
+
+START_TEST(precheck_ok_at_limits)
+{
+	struct dock_precheck	 pc = pc_base();
+	const char		*v[PRECHECK_ARGV_MAX];
+	char			*big;
+	size_t			 i;
+
+	ck_assert_int_eq(dock_check_precheck(&base_config, &pc), DOCK_OK);
+	pc.run = 1;
+	pc.memory_mib = PRECHECK_MEMORY_MIB_MIN;
+	pc.nano_cpus = PRECHECK_NANO_CPUS_MIN;
+	pc.pids = PRECHECK_PIDS_MIN;
+	pc.timeout_ms = PRECHECK_TIMEOUT_MS_MIN;
+	pc.input_len = 1;
+	ck_assert_int_eq(dock_check_precheck(&base_config, &pc), DOCK_OK);
+	big = run_of('x', PRECHECK_ARG_BYTES_MAX);
+	for (i = 0; i < PRECHECK_ARGV_MAX; i++)
+		v[i] = big;
+	pc.argv = v;
+	pc.argc = PRECHECK_ARGV_MAX;
+	pc.run = PRECHECK_RUN_MAX;
+	pc.memory_mib = PRECHECK_MEMORY_MIB_MAX;
+	pc.nano_cpus = PRECHECK_NANO_CPUS_MAX;
+	pc.pids = PRECHECK_PIDS_MAX;
+	pc.timeout_ms = PRECHECK_TIMEOUT_MS_MAX;
+	pc.input_len = PRECHECK_INPUT_MAX;
+	ck_assert_int_eq(dock_check_precheck(&base_config, &pc), DOCK_OK);
+	free(big);
+	/* A channel key of 256 chars, 4 bytes each. */
+	pc = pc_base();
+	big = malloc(256 * 4 + 1);
+	ck_assert_ptr_nonnull(big);
+	for (i = 0; i < 256; i++)
+		memcpy(big + i * 4, "\xf0\x9f\x98\x80", 4);
+	big[256 * 4] = '\0';
+	pc.channel = big;
+	/* A char past U+FFFF counts twice in a key: 128 of them is 256. */
+	big[128 * 4] = '\0';
+	ck_assert_int_eq(dock_check_precheck(&base_config, &pc), DOCK_OK);
+	big[128 * 4] = '\xf0';
+	big[129 * 4] = '\0';
+	ck_assert_int_eq(dock_check_precheck(&base_config, &pc),
+	    DOCK_BAD_CHANNEL);
+	free(big);
+}
+END_TEST
+
+START_TEST(precheck_past_limits)
+{
+	struct dock_precheck	 pc;
+	const char		*v[PRECHECK_ARGV_MAX + 1];
+	char			*big;
+	size_t			 i;
+
+#define REFUSED(field, value, err) do {					\
+	pc = pc_base();							\
+	pc.field = (value);						\
+	ck_assert_int_eq(dock_check_precheck(&base_config, &pc), (err));\
+	ck_assert_ptr_null(dock_precheck_body(&base_config, &pc,	\
+	    DOCK_ENGINE_DOCKER));					\
+} while (0)
+	REFUSED(run, 0, DOCK_BAD_RUN);
+	REFUSED(run, PRECHECK_RUN_MAX + 1, DOCK_BAD_RUN);
+	REFUSED(run, UINT64_MAX, DOCK_BAD_RUN);
+	REFUSED(memory_mib, PRECHECK_MEMORY_MIB_MIN - 1, DOCK_BAD_LIMITS);
+	REFUSED(memory_mib, PRECHECK_MEMORY_MIB_MAX + 1, DOCK_BAD_LIMITS);
+	REFUSED(nano_cpus, PRECHECK_NANO_CPUS_MIN - 1, DOCK_BAD_LIMITS);
+	REFUSED(nano_cpus, PRECHECK_NANO_CPUS_MAX + 1, DOCK_BAD_LIMITS);
+	REFUSED(pids, PRECHECK_PIDS_MIN - 1, DOCK_BAD_LIMITS);
+	REFUSED(pids, PRECHECK_PIDS_MAX + 1, DOCK_BAD_LIMITS);
+	REFUSED(timeout_ms, PRECHECK_TIMEOUT_MS_MIN - 1, DOCK_BAD_LIMITS);
+	REFUSED(timeout_ms, PRECHECK_TIMEOUT_MS_MAX + 1, DOCK_BAD_LIMITS);
+	REFUSED(input_len, 0, DOCK_BAD_INPUT);
+	REFUSED(input_len, PRECHECK_INPUT_MAX + 1, DOCK_BAD_INPUT);
+	REFUSED(channel, NULL, DOCK_BAD_CHANNEL);
+	REFUSED(channel, "", DOCK_BAD_CHANNEL);
+	REFUSED(channel, "bad\xff", DOCK_BAD_CHANNEL);
+	REFUSED(argc, 0, DOCK_BAD_ENTRYPOINT);
+	REFUSED(argv, NULL, DOCK_BAD_ENTRYPOINT);
+	big = run_of('x', PRECHECK_ARG_BYTES_MAX + 1);
+	for (i = 0; i <= PRECHECK_ARGV_MAX; i++)
+		v[i] = "ok";
+	pc = pc_base();
+	pc.argv = v;
+	pc.argc = PRECHECK_ARGV_MAX + 1;
+	ck_assert_int_eq(dock_check_precheck(&base_config, &pc),
+	    DOCK_BAD_ENTRYPOINT);
+	pc.argc = 2;
+	v[1] = big;
+	ck_assert_int_eq(dock_check_precheck(&base_config, &pc),
+	    DOCK_BAD_ENTRYPOINT);
+	{
+		static const char *const bad[] = {
+			"", "-c", "--rm", "a\nb", "a\rb", "\n", "a\xff",
+			"\xc0\x80",
+		};
+		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			v[0] = "ok";
+			v[1] = bad[i];
+			ck_assert_msg(dock_check_precheck(&base_config, &pc) ==
+			    DOCK_BAD_ENTRYPOINT, "argv[1] #%zu", i);
+			v[0] = bad[i];
+			v[1] = "ok";
+			ck_assert_msg(dock_check_precheck(&base_config, &pc) ==
+			    DOCK_BAD_ENTRYPOINT, "argv[0] #%zu", i);
+		}
+	}
+	free(big);
+	/* The configuration is re-checked too. */
+	{
+		struct dock_config	 dc = base_config;
+
+		pc = pc_base();
+		dc.label_channel = DOCK_PRECHECK_LABEL;
+		ck_assert_int_eq(dock_check_precheck(&dc, &pc),
+		    DOCK_BAD_LABEL);
+		dc = base_config;
+		dc.uid = 0;
+		ck_assert_int_eq(dock_check_precheck(&dc, &pc),
+		    DOCK_BAD_USER);
+		dc = base_config;
+		dc.image = "Bad Image";
+		ck_assert_int_eq(dock_check_precheck(&dc, &pc),
+		    DOCK_BAD_IMAGE);
+		dc = base_config;
+		dc.state_dir = "/var/lib/../x";
+		ck_assert_int_eq(dock_check_precheck(&dc, &pc),
+		    DOCK_BAD_CONFIG);
+	}
+#undef REFUSED
+}
+END_TEST
+
+START_TEST(precheck_err_strings)
+{
+	ck_assert_str_eq(dock_err_to_string(DOCK_BAD_RUN),
+	    "run number refused");
+	ck_assert_str_eq(dock_err_to_string(DOCK_BAD_ENTRYPOINT),
+	    "entrypoint refused");
+	ck_assert_str_eq(dock_err_to_string(DOCK_BAD_LIMITS),
+	    "run limits refused");
+	ck_assert_str_eq(dock_err_to_string(DOCK_BAD_INPUT),
+	    "run input refused");
+}
+END_TEST
+
 static Suite *
 dockops_suite(void)
 {
@@ -899,6 +1197,14 @@ dockops_suite(void)
 	tcase_add_test(tc, log_tag_limits);
 	tcase_add_test(tc, body_refused);
 	tcase_add_test(tc, err_strings);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("precheck");
+	tcase_add_test(tc, precheck_body_exact);
+	tcase_add_test(tc, precheck_body_engines);
+	tcase_add_test(tc, precheck_name_and_dirs);
+	tcase_add_test(tc, precheck_ok_at_limits);
+	tcase_add_test(tc, precheck_past_limits);
+	tcase_add_test(tc, precheck_err_strings);
 	suite_add_tcase(s, tc);
 	return s;
 }
