@@ -159,8 +159,6 @@ struct dock_precheck {
 	size_t			 input_len;	/* stdin bytes */
 };
 
-/* Run numbers are exact in a double: 1..2^53-1. */
-#define PRECHECK_RUN_MAX	((1ull << 53) - 1)
 /* The label that marks a precheck run's container; its value the run. */
 #define DOCK_PRECHECK_LABEL	"rtsandbox.precheck"
 /* "<prefix>.precheck-": the '.' is in no channel container's name. */

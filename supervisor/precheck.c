@@ -312,6 +312,9 @@ pc_docked(struct child *c, struct msg *m, void *arg)
 	else if (over)
 		r = pc_failure("worker_failed", "the precheck worker wrote "
 		    "more than %u bytes", PRECHECK_STDOUT_MAX);
+	else if (errbytes > PRECHECK_STDERR_MAX)
+		r = pc_failure("worker_failed", "the precheck worker wrote "
+		    "more than %u bytes to stderr", PRECHECK_STDERR_MAX);
 	else if (code != 0)
 		r = pc_failure("worker_failed", "the precheck worker exited "
 		    "with status %lld", (long long)code);
