@@ -5,6 +5,7 @@ are served as the daemon's hooks on the runtime's one connection; each may
 be a plain function or a coroutine function."""
 
 import asyncio
+import datetime
 import base64
 import inspect
 import logging
@@ -391,6 +392,63 @@ class PiSandboxRuntime:
                 self._jobs[channel] = jobs
             else:
                 self._jobs.pop(channel, None)
+
+    async def precheck(self, channel, profile, script, fired_at, time_zone,
+                       today, schedule, servers=(), cancel=None):
+        """Run a schedule's precheck script in a sealed container of the
+        daemon's (precheck.run): {"ok": True, "result"} or {"ok": False,
+        "error": {"reason", "message"}}.  servers grants MCP servers of the
+        profile and tools of each: [{"name", "tools": [...]}]; fired_at is
+        an aware datetime or an ISO 8601 string, schedule {"id", "title"}."""
+        if cancel is not None and cancel.is_set():
+            return {"ok": False, "error": {
+                "reason": "cancelled",
+                "message": "the precheck run was cancelled"}}
+        if not isinstance(fired_at, str):
+            fired_at = fired_at.astimezone(datetime.timezone.utc).strftime(
+                "%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (
+                fired_at.microsecond // 1000)
+        params = {"channel": channel, "profile": profile, "script": script,
+                  "firedAt": fired_at, "timeZone": time_zone,
+                  "today": today,
+                  "schedule": {"id": schedule["id"],
+                               "title": schedule["title"]},
+                  "servers": [{"name": s["name"], "tools": list(s["tools"])}
+                              for s in servers]}
+        call = self._conn.call("precheck.run", params)
+        watcher = None
+        if cancel is not None:
+            async def watch():
+                await cancel.wait()
+                call.cancel()
+            watcher = asyncio.get_running_loop().create_task(watch())
+        try:
+            r = await call
+            if isinstance(r, dict) and r.get("ok") is True:
+                return {"ok": True, "result": r.get("result")}
+            if isinstance(r, dict) and r.get("ok") is False:
+                return {"ok": False, "error": {
+                    "reason": r.get("reason", "worker_failed"),
+                    "message": r.get("message", "the precheck run failed")}}
+            return {"ok": False, "error": {
+                "reason": "internal",
+                "message": "precheck.run: an answer of no known shape"}}
+        except RtsandboxRpcError as e:
+            if e.code == REQUEST_CANCELLED:
+                return {"ok": False, "error": {
+                    "reason": "cancelled",
+                    "message": "the precheck run was cancelled"}}
+            return {"ok": False, "error": {"reason": "internal",
+                                           "message": e.message}}
+        except RtsandboxConnectionError as e:
+            return {"ok": False, "error": {"reason": "internal",
+                                           "message": e.message}}
+        except asyncio.CancelledError:
+            call.cancel()
+            raise
+        finally:
+            if watcher is not None:
+                watcher.cancel()
 
     async def cancel_research(self, channel):
         return (await self._call("research.cancel",

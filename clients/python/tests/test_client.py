@@ -319,6 +319,41 @@ class Connection(Base):
 
 
 @unittest.skipUnless(seams_built(), "needs a build with -Dtest_seams=true")
+class Precheck(Base):
+    async def test_precheck(self):
+        def conf(c):
+            c["precheck"] = {"entrypoint": ["/rtsandbox-worker", "precheck"],
+                             "timeout_ms": 20000}
+        d = self.daemon(conf)
+        async with PiSandboxRuntime(socket=d.socket) as rt:
+            import datetime as dt
+            fired = dt.datetime(2026, 12, 6, 7, 0, tzinfo=dt.timezone.utc)
+            r = await rt.precheck("p:1", "default",
+                                  "wake ${today} ${firedAt}\n", fired,
+                                  "Asia/Taipei", "2026-12-06",
+                                  {"id": 3, "title": "t"})
+            self.assertEqual(r, {"ok": True, "result": {
+                "wake": True,
+                "context": "2026-12-06 2026-12-06T07:00:00.000Z"}})
+            r = await rt.precheck("p:1", "default", "fail no\n", fired,
+                                  "UTC", "2026-12-06", {"id": 3, "title": "t"})
+            self.assertEqual(r["error"], {"reason": "script_failed",
+                                          "message": "no"})
+            r = await rt.precheck("p:1", "default", "return 1\n", fired,
+                                  "UTC", "2026-12-06",
+                                  {"id": 3, "title": "t"},
+                                  servers=[{"name": "x", "tools": []}])
+            self.assertEqual(r["error"]["reason"], "invalid")
+            cancel = asyncio.Event()
+            task = asyncio.get_running_loop().create_task(rt.precheck(
+                "p:1", "default", "sleep 30000\n", fired, "UTC",
+                "2026-12-06", {"id": 3, "title": "t"}, cancel=cancel))
+            await asyncio.sleep(1)
+            cancel.set()
+            r = await task
+            self.assertEqual(r["error"]["reason"], "cancelled")
+
+
 class Research(Base):
     def setUp(self):
         super().setUp()
