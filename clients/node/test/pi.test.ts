@@ -17,6 +17,7 @@ import {
 	AgentRunError,
 	collectPiAttachments,
 	PiSandboxRuntime,
+	precheckScriptRunner,
 	RtsandboxConfigError,
 	SandboxResearchWorker,
 	ScopedSandboxDelegator,
@@ -568,6 +569,68 @@ describe("the host compactor (compaction)", { skip: compactions }, () => {
 		assert.equal(d3.text, "Compaction fell back: the compactor failed");
 		await rt.close();
 		assert.doesNotMatch(dc.log(), /compactor secret text/, "the compactor's error stays with the bot");
+	});
+});
+
+const prechecks = missing || (daemonKnows("precheck.run") ? false : "rtsandboxd lacks precheck.run");
+
+describe("precheck scripts (precheckScriptRunner)", { skip: prechecks }, () => {
+	let dp: Daemon;
+	const schedule = { id: 4, title: "standup", channel: "discord:pc" as ChannelKey, target: "owner", createdTier: "owner" as const };
+	const context = (signal = new AbortController().signal) => ({
+		schedule,
+		firedAt: new Date("2026-12-06T07:00:00.000Z"),
+		signal,
+		timeZone: "Asia/Taipei",
+		today: "2026-12-06",
+	});
+
+	before(async () => {
+		dp = new Daemon({
+			fu,
+			turnMs: 30000,
+			edit: (c) => {
+				c.precheck = { entrypoint: ["/rtsandbox-worker", "precheck"], timeout_ms: 20000 };
+			},
+		});
+		await dp.start();
+	});
+
+	after(async () => {
+		await dp?.cleanup();
+	});
+
+	it("runs a script with upstream's options and gives back its result or its error", async () => {
+		const rt = new PiSandboxRuntime(options(dp));
+		const scopes: unknown[] = [];
+		const runner = precheckScriptRunner({
+			image: "rtsandbox-worker:latest",
+			runRoot: "/tmp/unused",
+			uid: 1000,
+			gid: 1000,
+			entrypoint: ["/rtsandbox-worker", "precheck"],
+			grant: (scope) => {
+				scopes.push(scope);
+				return [];
+			},
+			runtime: rt,
+		});
+		assert.equal(runner.timeoutMs, undefined);
+		assert.match(await runner.describe({ channel: "discord:pc", target: "owner" }), /can call no MCP server/);
+		assert.deepEqual(await runner.run("wake ${today} ${schedule.title}\n", context()), {
+			wake: true,
+			context: "2026-12-06 standup",
+		});
+		assert.deepEqual(scopes[1], { channel: "discord:pc", target: "owner", tier: "owner" });
+		await assert.rejects(runner.run("fail not today\n", context()), /^Error: not today$/);
+		const ac = new AbortController();
+		const slow = runner.run("sleep 30000\n", context(ac.signal));
+		setTimeout(() => ac.abort(), 1000);
+		await assert.rejects(slow, /the precheck run was stopped/);
+		const wrong = precheckScriptRunner({ maxCalls: 5, grant: () => [], runtime: rt });
+		await assert.rejects(wrong.run("return 1\n", context()), /precheck\.max_calls is 16 in rtsandboxd\.json, 5 here/);
+		assert.throws(() => precheckScriptRunner({ maxCalls: 101, grant: () => [] }), /invalid precheck MCP call budget/);
+		await rt.close();
 	});
 });
 
