@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -499,14 +500,10 @@ has_body(const char *method)
 }
 
 static enum whttp_err
-exchange(struct conn *c, const struct whttp_request *req,
-    struct whttp_response *resp)
+exchange_send(struct conn *c, const struct whttp_request *req, int *reset)
 {
-	struct framing	 f;
-	struct body	 bd;
 	struct wbuf	 head;
 	enum whttp_err	 e;
-	int		 reset = 0;
 
 	wbuf_init(&head, WHTTP_HEAD_MAX);
 	wbuf_addf(&head, "%s %s HTTP/1.1\r\nHost: broker\r\n"
@@ -523,14 +520,24 @@ exchange(struct conn *c, const struct whttp_request *req,
 		wbuf_free(&head);
 		return e;
 	}
-	e = conn_write(c, head.b_data, head.b_len, &reset);
+	e = conn_write(c, head.b_data, head.b_len, reset);
 	wbuf_free(&head);
 	if (e != WHTTP_OK)
 		return e;
-	if (!reset && req->wr_body_len > 0 &&
-	    (e = conn_write(c, req->wr_body, req->wr_body_len, &reset)) !=
+	if (!*reset && req->wr_body_len > 0 &&
+	    (e = conn_write(c, req->wr_body, req->wr_body_len, reset)) !=
 	    WHTTP_OK)
 		return e;
+	return WHTTP_OK;
+}
+
+static enum whttp_err
+exchange_receive(struct conn *c, const struct whttp_request *req,
+    struct whttp_response *resp, int reset)
+{
+	struct framing	 f;
+	struct body	 bd;
+	enum whttp_err	 e;
 
 	if ((e = read_head(c, resp, &f)) != WHTTP_OK)
 		return reset ? WHTTP_ERR_IO : e;
@@ -552,29 +559,95 @@ exchange(struct conn *c, const struct whttp_request *req,
 	return body_take(c, &bd, SIZE_MAX);
 }
 
+static enum whttp_err
+request_check(const struct whttp_request *req)
+{
+	if (!method_ok(req->wr_method) || !path_ok(req->wr_path) ||
+	    req->wr_timeout_ms <= 0 ||
+	    (req->wr_body_len > 0 && req->wr_body == NULL))
+		return WHTTP_ERR_REQUEST;
+	return WHTTP_OK;
+}
+
+static enum whttp_err
+conn_start(struct conn *c, const char *sockpath,
+    const struct whttp_request *req, int *reset)
+{
+	enum whttp_err	 e;
+
+	c->c_fd = -1;
+	c->c_off = c->c_end = 0;
+	c->c_eof = 0;
+	c->c_deadline = now_ms() + req->wr_timeout_ms;
+	if ((e = conn_connect(c, sockpath)) != WHTTP_OK)
+		return e;
+	return exchange_send(c, req, reset);
+}
+
 enum whttp_err
 whttp_do(const char *sockpath, const struct whttp_request *req,
     struct whttp_response *resp)
 {
 	struct conn	 c;
 	enum whttp_err	 e;
+	int		 reset = 0;
 
 	memset(resp, 0, sizeof(*resp));
 	wbuf_init(&resp->ws_body, req->wr_body_max);
-	if (!method_ok(req->wr_method) || !path_ok(req->wr_path) ||
-	    req->wr_timeout_ms <= 0 ||
-	    (req->wr_body_len > 0 && req->wr_body == NULL))
-		return WHTTP_ERR_REQUEST;
-	c.c_fd = -1;
-	c.c_off = c.c_end = 0;
-	c.c_eof = 0;
-	c.c_deadline = now_ms() + req->wr_timeout_ms;
-	if ((e = conn_connect(&c, sockpath)) == WHTTP_OK)
-		e = exchange(&c, req, resp);
+	if ((e = request_check(req)) != WHTTP_OK)
+		return e;
+	if ((e = conn_start(&c, sockpath, req, &reset)) == WHTTP_OK)
+		e = exchange_receive(&c, req, resp, reset);
 	/* Nothing was written that a failed close could lose. */
 	if (c.c_fd != -1)
 		(void)close(c.c_fd);
 	return e;
+}
+
+struct whttp_pending {
+	struct conn			 p_conn;
+	const struct whttp_request	*p_req;
+	int				 p_reset;
+};
+
+enum whttp_err
+whttp_send(const char *sockpath, const struct whttp_request *req,
+    struct whttp_pending **pp)
+{
+	struct whttp_pending	*p;
+	enum whttp_err		 e;
+
+	*pp = NULL;
+	if ((e = request_check(req)) != WHTTP_OK)
+		return e;
+	if ((p = calloc(1, sizeof(*p))) == NULL)
+		return WHTTP_ERR_NOMEM;
+	p->p_req = req;
+	if ((e = conn_start(&p->p_conn, sockpath, req, &p->p_reset)) !=
+	    WHTTP_OK) {
+		whttp_pending_free(p);
+		return e;
+	}
+	*pp = p;
+	return WHTTP_OK;
+}
+
+enum whttp_err
+whttp_receive(struct whttp_pending *p, struct whttp_response *resp)
+{
+	memset(resp, 0, sizeof(*resp));
+	wbuf_init(&resp->ws_body, p->p_req->wr_body_max);
+	return exchange_receive(&p->p_conn, p->p_req, resp, p->p_reset);
+}
+
+void
+whttp_pending_free(struct whttp_pending *p)
+{
+	if (p == NULL)
+		return;
+	if (p->p_conn.c_fd != -1)
+		(void)close(p->p_conn.c_fd);
+	free(p);
 }
 
 void

@@ -60,4 +60,15 @@ enum whttp_err	 whttp_call(const char *sockpath, const char *method,
 		    int timeout_ms, size_t max, struct whttp_response *);
 void		 whttp_response_free(struct whttp_response *);
 
+/*
+ * A request sent whose answer is read later, so that two can be in
+ * flight at once; the request must outlive it.
+ */
+struct whttp_pending;
+enum whttp_err	 whttp_send(const char *, const struct whttp_request *,
+		    struct whttp_pending **);
+enum whttp_err	 whttp_receive(struct whttp_pending *,
+		    struct whttp_response *);
+void		 whttp_pending_free(struct whttp_pending *);
+
 #endif /* WHTTP_H */

@@ -6,7 +6,8 @@
  * The socket comes from RTSANDBOX_SOCKET and the workspace from
  * RTSANDBOX_WORKSPACE, so that the same binary runs outside Docker in
  * tests.  It resolves no names, reads no configuration and touches no file
- * but the outbox.
+ * but the outbox.  Started as "rtsandbox-worker precheck" it runs one
+ * precheck script instead (precheck.c).
  */
 #include <errno.h>
 #include <signal.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "precheck.h"
 #include "whttp.h"
 #include "wjson.h"
 #include "wlog.h"
@@ -201,12 +203,16 @@ post_result(const struct agent_config *cfg, const char *body, size_t len)
 }
 
 int
-main(void)
+main(int argc, char *argv[])
 {
 	struct agent_config	 cfg;
 	struct sigaction	 sa;
 	char			*turn, *result;
 	size_t			 len, rlen;
+
+	/* "/rtsandbox-worker precheck": a precheck container's one run. */
+	if (argc >= 2 && strcmp(argv[1], "precheck") == 0)
+		precheck_main();
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
