@@ -11,6 +11,7 @@
 
 #include <event2/event.h>
 
+#include "broker.h"
 #include "brokerpriv.h"
 #include "hold.h"
 #include "limits.h"
@@ -207,3 +208,19 @@ precheck_route(struct broker *br, struct http_conn *c,
 		http_conn_kill(c);
 	}
 }
+
+#ifdef RTSANDBOX_FUZZING
+void
+broker_fuzz_rerun(struct broker *br, uint64_t calls, int ended)
+{
+	struct scope	*sc;
+
+	if ((sc = scope_new(0, calls, proc_now_ms() + br->br_deadline_ms)) ==
+	    NULL)
+		fatal("%s", __func__);
+	sc->sc_ended = ended;
+	br->br_scope->sc_ended = 1;
+	scope_unref(br->br_scope);
+	br->br_scope = sc;
+}
+#endif
