@@ -120,7 +120,7 @@ mcp_tools(struct broker *br, struct http_conn *c)
 /* Calls */
 
 /* NULL when out of memory. */
-static struct call *
+struct call *
 call_new(struct broker *br, enum call_kind kind, struct http_conn *c,
     struct scope *sc)
 {
@@ -144,7 +144,7 @@ call_new(struct broker *br, enum call_kind kind, struct http_conn *c,
 	return cl;
 }
 
-static void
+void
 call_free(struct call *cl)
 {
 	struct broker	*br = cl->cl_broker;
@@ -205,7 +205,7 @@ call_fail(struct call *cl, int status, const char *text)
  * (PROTOCOL.md 3.2: a 5xx would make the worker's client retry for
  * minutes); anything else is why as text.
  */
-static void
+void
 call_refuse(struct call *cl, int status, const char *why)
 {
 	struct http_conn	*c = cl->cl_conn;
@@ -247,16 +247,18 @@ _Static_assert(UTF8_BYTES_MAX(HEADER_VALUE_MAX) <= HEADER_VALUE_MAX * 4 &&
 /*
  * Queue a call for egress: 0, or the status to answer instead: 400 for a
  * rebuilt body over what the edge carries (numbers can grow when
- * printed), 503 when the frame could not be queued.
+ * printed), 503 when the frame could not be queued.  Without h, none of
+ * the worker's headers and no query go.
  */
-static int
+int
 egress_send_call(struct call *cl, const struct http_head *h,
     const char *kind, const char *path, const char *server,
     const char *body, size_t len)
 {
+	static const char *const none[] = { NULL };
 	struct broker		*br = cl->cl_broker;
-	const char *const	*names = cl->cl_kind == CALL_MODEL ? model_hdrs :
-	    mcp_hdrs;
+	const char *const	*names = h == NULL ? none :
+	    cl->cl_kind == CALL_MODEL ? model_hdrs : mcp_hdrs;
 	size_t			 max = cl->cl_kind == CALL_MODEL ?
 	    HEADER_VALUE_MAX : MCP_HEADER_MAX;
 	const char		*hn[8], *hv[8], *v;
@@ -288,7 +290,7 @@ egress_send_call(struct call *cl, const struct http_head *h,
 	msg_add_uint(&mb, "call", cl->cl_id);
 	msg_add_str(&mb, "kind", kind);
 	msg_add_str(&mb, "path", path);
-	if (h->h_has_query)
+	if (h != NULL && h->h_has_query)
 		msg_add_str(&mb, "query", h->h_query);
 	if (server != NULL)
 		msg_add_str(&mb, "server", server);
@@ -306,7 +308,7 @@ egress_send_call(struct call *cl, const struct http_head *h,
 	return 0;
 }
 
-static struct mcp_server *
+struct mcp_server *
 mcp_find(struct broker *br, const char *name)
 {
 	size_t	 i;
@@ -411,6 +413,9 @@ call_use(struct http_conn *c, const char *body, size_t len, void *arg)
 		sup_event(br, "mcp_call", h->h_path, 0, cl->cl_scope->sc_turn ?
 		    cl->cl_scope->sc_turn_id : NULL);
 		return;
+	case CALL_PRECHECK:
+		/* precheck.c reads its own bodies */
+		break;
 	case CALL_TOOL:
 		switch (body_tool_input(body, len, &input, &why, err,
 		    sizeof(err))) {
@@ -507,6 +512,10 @@ broker_on_head(struct http_conn *c, const struct http_head *h, void *arg)
 		return;
 	}
 	http_conn_set_data(c, cs);
+	if (br->br_precheck) {
+		precheck_route(br, c, h);
+		return;
+	}
 	/* 1. fragments, and queries other than ?beta=true */
 	if (h->h_has_fragment || (h->h_has_query &&
 	    strcmp(h->h_query, "beta=true") != 0)) {
@@ -792,26 +801,31 @@ broker_config(struct broker *br, struct msg *m)
 {
 	const char	*channel, *profile, *model, **tools, *engine = NULL;
 	size_t		 n, i;
-	int		 have;
+	int		 have, precheck;
 
-	if (msg_get_str(m, "channel", CHANNEL_KEY_BYTES_MAX, &channel) == -1 ||
+	/* A run has no compactor (its fields stay unread: msg_end refuses
+	 * them) and no host tool. */
+	if (precheck_config(br, m, &precheck) == -1 ||
+	    msg_get_str(m, "channel", CHANNEL_KEY_BYTES_MAX, &channel) == -1 ||
 	    msg_get_str(m, "profile", PROFILE_NAME_MAX, &profile) == -1 ||
 	    msg_get_str(m, "model", MODEL_NAME_BYTES_MAX, &model) == -1 ||
-	    msg_get_uint(m, "max_calls", MAX_CALLS_MIN, MAX_CALLS_MAX,
+	    msg_get_uint(m, "max_calls",
+	    precheck ? PRECHECK_CALLS_MIN : MAX_CALLS_MIN,
+	    precheck ? PRECHECK_CALLS_MAX : MAX_CALLS_MAX,
 	    &br->br_max_calls) == -1 ||
 	    msg_get_uint(m, "max_output_tokens", MAX_OUTPUT_TOKENS_MIN,
 	    MAX_OUTPUT_TOKENS_MAX, &br->br_max_output_tokens) == -1 ||
 	    msg_get_strv(m, "tools", HOST_TOOLS_MAX, HOST_TOOL_NAME_MAX,
-	    &tools, &n) == -1 ||
-	    msg_get_str_opt(m, "compaction_engine", COMPACT_ENGINE_MAX,
-	    &engine) == -1 ||
+	    &tools, &n) == -1 || (precheck && n != 0) ||
+	    (!precheck && (msg_get_str_opt(m, "compaction_engine",
+	    COMPACT_ENGINE_MAX, &engine) == -1 ||
 	    msg_get_uint_opt(m, "compaction_timeout_ms",
 	    COMPACT_TIMEOUT_MS_MIN, COMPACT_TIMEOUT_MS_MAX,
 	    &br->br_compact_timeout_ms, &have) == -1 ||
 	    (engine != NULL && !have) ||
 	    msg_get_uint_opt(m, "compaction_max_bytes", 1,
 	    COMPACT_REQUEST_BYTES_MAX, &br->br_compact_max, &have) == -1 ||
-	    (engine != NULL && !have) ||
+	    (engine != NULL && !have))) ||
 	    msg_get_fd(m, &br->br_listen_fd) == -1 ||
 	    msg_end(m) == -1)
 		return -1;
@@ -842,6 +856,7 @@ broker_config_mcp(struct broker *br, struct msg *m)
 	size_t			 n, i;
 
 	if (br->br_nmcp == MCP_SERVERS_PER_PROFILE ||
+	    (br->br_precheck && br->br_nmcp == PRECHECK_SERVERS_MAX) ||
 	    msg_get_str(m, "name", MCP_SERVER_NAME_MAX, &name) == -1 ||
 	    msg_get_strv(m, "tools", MCP_TOOLS_PER_SERVER, TOOL_USE_NAME_MAX,
 	    &tools, &n) == -1 || msg_end(m) == -1 ||
@@ -1039,7 +1054,8 @@ broker_dispatch_supervisor(struct role_parent *rp, struct msg *m, void *arg)
 	default:
 		break;
 	}
-	if (!role_parent_configured(rp))
+	/* A run is no turn: the supervisor sends it none of these. */
+	if (!role_parent_configured(rp) || br->br_precheck)
 		return -1;
 	switch (m->m_type) {
 	case MSG_BRK_BIND:
@@ -1111,8 +1127,15 @@ broker_configured(struct role_parent *rp, void *arg)
 	/* a body that waits is let in once the queues are empty */
 	frame_conn_set_drain_cb(br->br_egress, broker_egress_drained, 1);
 	role_parent_set_drain(br->br_parent, broker_frames_drained, br);
-	/* The startup window exists when the broker starts. */
-	window_rearm(br);
+	/* The startup window exists when the broker starts; a run's one
+	 * scope, made now, is all it ever has. */
+	if (br->br_precheck) {
+		const char	*why;
+
+		if ((why = precheck_start(br)) != NULL)
+			return why;
+	} else
+		window_rearm(br);
 	log_info("serving %s (profile %s)", br->br_channel, br->br_profile);
 	/* The pages of code only start-up ran go back now, what reading the
 	 * configuration left free once the loop is idle: a thousand idle

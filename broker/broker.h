@@ -13,4 +13,12 @@ struct event_base;
  */
 struct broker	*broker_start(struct event_base *, int egress_fd);
 
+#ifdef RTSANDBOX_FUZZING
+#include <stdint.h>
+/* fuzz_broker: a precheck broker's next input is a fresh run of calls
+ * calls, or one whose deadline passed. */
+void		 broker_fuzz_rerun(struct broker *, uint64_t calls,
+		    int ended);
+#endif
+
 #endif

@@ -58,6 +58,7 @@ enum call_kind {
 	CALL_MODEL,
 	CALL_MCP,
 	CALL_TOOL,
+	CALL_PRECHECK,	/* a precheck run's tools/call */
 };
 
 struct call {
@@ -135,9 +136,26 @@ struct broker {
 	uint64_t		 br_compact_max;
 	uint64_t		 br_compact_id;	/* asked, not answered */
 	struct http_conn	*br_compact_conn;	/* NULL once gone */
+
+	/* a precheck run's broker: one scope, made at configuration */
+	int			 br_precheck;
+	uint64_t		 br_deadline_ms;
+	struct event		*br_run_end;
 };
 
 void		 broker_idle_later(struct broker *);
+
+/* broker.c: calls, for the routes of other files */
+/* NULL when out of memory; the call is the conn's (CONN_CALL). */
+struct call	*call_new(struct broker *, enum call_kind, struct http_conn *,
+		    struct scope *);
+void		 call_free(struct call *);
+void		 call_refuse(struct call *, int status, const char *why);
+/* 0, or the status to answer instead; h NULL: no worker header goes. */
+int		 egress_send_call(struct call *, const struct http_head *,
+		    const char *kind, const char *path, const char *server,
+		    const char *body, size_t len);
+struct mcp_server *mcp_find(struct broker *, const char *);
 
 /* scope.c */
 /* NULL when out of memory. */
@@ -173,5 +191,13 @@ void		 compact_config(struct broker *, struct http_conn *);
 void		 compact_route(struct broker *, struct http_conn *,
 		    const struct http_head *);
 int		 broker_compacted(struct broker *, struct msg *);
+
+/* precheck.c: a precheck run (rtsandbox-protocol(7), contract 0.7.11) */
+/* The run's fields of CONFIG_BROKER: 0 and *precheck, or -1. */
+int		 precheck_config(struct broker *, struct msg *, int *precheck);
+/* At the end of configuration: the run's scope, and its end. */
+const char	*precheck_start(struct broker *);
+void		 precheck_route(struct broker *, struct http_conn *,
+		    const struct http_head *);
 
 #endif

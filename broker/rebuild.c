@@ -1273,6 +1273,24 @@ emit(struct rebuild *rb, cJSON *o, char **out, size_t *outlen)
 	return 0;
 }
 
+/* parse_body() for the rebuilds of other files. */
+cJSON *
+rebuild_parse(const char *b, size_t len, size_t max_nodes, int *nomem,
+    char *err, size_t errlen)
+{
+	struct rebuild	 rb;
+	cJSON		*root;
+
+	memset(&rb, 0, sizeof(rb));
+	rb.rb_err = err;
+	rb.rb_errlen = err != NULL ? errlen : 0;
+	if (rb.rb_errlen > 0)
+		err[0] = '\0';
+	root = parse_body(&rb, b, len, max_nodes);
+	*nomem = rb.rb_nomem;
+	return root;
+}
+
 int
 rebuild_level_parse(const char *s, enum rebuild_level *level)
 {

@@ -66,4 +66,28 @@ char	*rebuild_error_body(const char *, size_t *);
 int	rebuild_mcp_request(const char *, size_t, const char *const *, size_t,
 	    int, char **, size_t *, char *, size_t);
 
+/* rebuild_precheck_call() results besides those of rebuild_mcp_request(). */
+#define REBUILD_TOO_LARGE	2	/* 413: over PRECHECK_REQUEST_MAX */
+
+/*
+ * Rebuild the body of a precheck run's POST /mcp/<server>, stricter than
+ * rebuild_mcp_request(): a tools/call of a tool of allowed_tools (ntools
+ * entries) with object or absent arguments, and nothing else of the
+ * script's object; the id is always 1 and absent arguments are {}.
+ * Returns 0 with the rebuilt body as rebuild_model_request() does,
+ * REBUILD_TOO_LARGE, REBUILD_MCP_INVALID (not JSON, or over MCP_NODES_MAX
+ * values and keys), REBUILD_MCP_REFUSED with the reason in err, or
+ * REBUILD_NOMEM.
+ */
+int	rebuild_precheck_call(const char *, size_t, const char *const *,
+	    size_t, char **, size_t *, char *, size_t);
+
+/*
+ * The checks every rebuild makes of a body (strict UTF-8 and JSON, no
+ * repeated key, at most max_nodes values and keys) and its cJSON tree; NULL
+ * with the reason in err, and *nomem set when it was not judged.
+ */
+struct cJSON	*rebuild_parse(const char *, size_t, size_t, int *, char *,
+		    size_t);
+
 #endif

@@ -278,6 +278,10 @@ _Static_assert(BROKER_POLL_MS < WORKER_NEXT_TIMEOUT_MS,
 #define PRECHECK_TITLE_MAX		1000u
 /* The tmpfs at /tmp of a precheck container, in MiB. */
 #define PRECHECK_TMP_MIB		64u
+/* Not in the contract: a run's broker ends its scope at most this long
+ * after the run's timeout, the time the supervisor may give the
+ * container's start and stop. */
+#define PRECHECK_DEADLINE_SLACK_MS	10000u
 /* 4.1: "text": ≤100 000 chars. */
 #define TURN_TEXT_MAX			100000u
 /* 4.1: "memory": ≤100 000 chars (may be ""); DESIGN.md 6 says the same. */

@@ -17,6 +17,12 @@
  * to the first '\n', repeated 2^k times (high half), so that values past
  * every bound come from short inputs.  Each input runs the loop a bounded
  * number of times; the connections are closed at its end.
+ *
+ * Built with FUZZ_PRECHECK (fuzz_broker_precheck), the broker is a
+ * precheck run's: each input is a fresh run of 1 to 4 calls (SCENE_LEVEL
+ * + 1), or one whose deadline passed (SCENE_BIND); the supervisor hears
+ * nothing but ready, and egress gets nothing but what the strict rebuild
+ * of the call's server writes, unchanged by a second rebuild.
  */
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -41,6 +47,7 @@
 #include "log.h"
 #include "msg.h"
 #include "proc.h"
+#include "rebuild.h"
 #include "role.h"
 
 int	LLVMFuzzerInitialize(int *, char ***);
@@ -130,6 +137,15 @@ static const char *const headers[] = {
 
 static const char *const levels[] = { "low", "medium", "high", "xhigh" };
 
+#ifdef FUZZ_PRECHECK
+static const int	 precheck = 1;
+#else
+static const int	 precheck = 0;
+#endif
+/* The granted servers and their tools. */
+static const char	*files_tools[] = { "search", "fetch_page" };
+static const char	*other_tools[] = { "echo" };
+
 struct client {
 	int		 fd;
 	uint8_t		*out;
@@ -143,6 +159,7 @@ struct client {
 };
 
 static struct event_base	*base;
+static struct broker		*broker;
 static struct frame_conn	*sup;	/* the supervisor's end */
 static struct frame_conn	*egr;	/* egress's end */
 static struct sockaddr_un	 sun;
@@ -187,6 +204,8 @@ sup_frame(struct frame_conn *fc, struct frame *f, void *arg)
 	struct compact_info ci;
 
 	CHECK(msg_parse(&m, PROC_BROKER, PROC_SUPERVISOR, f) == 0);
+	/* A run's broker tells the supervisor of no call and no worker. */
+	CHECK(!precheck || m.m_type == MSG_READY);
 	switch (m.m_type) {
 	case MSG_READY:
 		ready = 1;
@@ -294,6 +313,36 @@ egr_answer(uint64_t id)
 	send_msg(egr, &mb);
 }
 
+/*
+ * A run's call: an MCP call to a granted server without the worker's
+ * headers, query or a turn, and a body the strict rebuild writes as it
+ * is.
+ */
+static void
+precheck_call(const char *path, const char *query, const char *server,
+    const char *tid, size_t nhdrs, const uint8_t *data, size_t len)
+{
+	const char *const	*tools;
+	size_t			 ntools;
+	char			*out, err[256];
+	size_t			 outlen;
+
+	CHECK(strcmp(path, "") == 0 && query == NULL && tid == NULL &&
+	    nhdrs == 0 && server != NULL);
+	if (strcmp(server, "files") == 0) {
+		tools = files_tools;
+		ntools = nitems(files_tools);
+	} else {
+		CHECK(strcmp(server, "other") == 0);
+		tools = other_tools;
+		ntools = nitems(other_tools);
+	}
+	CHECK(rebuild_precheck_call((const char *)data, len, tools, ntools,
+	    &out, &outlen, err, sizeof(err)) == 0);
+	CHECK(outlen == len && memcmp(out, data, len) == 0);
+	free(out);
+}
+
 /* Egress: decode an egr_call as egress_call() does, and answer it. */
 static void
 egr_frame(struct frame_conn *fc, struct frame *f, void *arg)
@@ -326,6 +375,8 @@ egr_frame(struct frame_conn *fc, struct frame *f, void *arg)
 		for (i = 0; i < n; i++)
 			CHECK(http_value_copyable(hv[i], max));
 		CHECK(len > 0 && data[0] == '{');
+		if (precheck)
+			precheck_call(path, query, server, tid, n, data, len);
 		egr_answer(id);
 		break;
 	case MSG_EGR_ACK:
@@ -459,8 +510,6 @@ static void
 configure(void)
 {
 	static const char	*tools[] = { "roll_dice", "lookup" };
-	static const char	*files[] = { "search", "fetch_page" };
-	static const char	*other[] = { "echo" };
 	struct msgb		 mb;
 	int			 lfd, i;
 
@@ -479,21 +528,30 @@ configure(void)
 	msg_add_str(&mb, "channel", "fuzz:1");
 	msg_add_str(&mb, "profile", "default");
 	msg_add_str(&mb, "model", "claude-fuzz");
-	msg_add_uint(&mb, "max_calls", TURN_CALLS_MAX);
 	msg_add_uint(&mb, "max_output_tokens", MAX_OUTPUT_TOKENS_DEFAULT);
-	msg_add_strv(&mb, "tools", tools, nitems(tools));
-	msg_add_str(&mb, "compaction_engine", "fuzz/engine");
-	msg_add_uint(&mb, "compaction_timeout_ms", COMPACT_TIMEOUT_MS_DEFAULT);
-	msg_add_uint(&mb, "compaction_max_bytes", FUZZ_COMPACT_MAX);
+	if (precheck) {
+		/* a run: no host tool, no compactor, its own bounds */
+		msg_add_bool(&mb, "precheck", 1);
+		msg_add_uint(&mb, "deadline_ms", PRECHECK_TIMEOUT_MS_MAX);
+		msg_add_uint(&mb, "max_calls", PRECHECK_CALLS_MAX);
+		msg_add_strv(&mb, "tools", tools, 0);
+	} else {
+		msg_add_uint(&mb, "max_calls", TURN_CALLS_MAX);
+		msg_add_strv(&mb, "tools", tools, nitems(tools));
+		msg_add_str(&mb, "compaction_engine", "fuzz/engine");
+		msg_add_uint(&mb, "compaction_timeout_ms",
+		    COMPACT_TIMEOUT_MS_DEFAULT);
+		msg_add_uint(&mb, "compaction_max_bytes", FUZZ_COMPACT_MAX);
+	}
 	msg_add_fd(&mb, lfd);
 	send_msg(sup, &mb);
 	msgb_init(&mb, MSG_CONFIG_BROKER_MCP, 0);
 	msg_add_str(&mb, "name", "files");
-	msg_add_strv(&mb, "tools", files, nitems(files));
+	msg_add_strv(&mb, "tools", files_tools, nitems(files_tools));
 	send_msg(sup, &mb);
 	msgb_init(&mb, MSG_CONFIG_BROKER_MCP, 0);
 	msg_add_str(&mb, "name", "other");
-	msg_add_strv(&mb, "tools", other, nitems(other));
+	msg_add_strv(&mb, "tools", other_tools, nitems(other_tools));
 	send_msg(sup, &mb);
 	msgb_init(&mb, MSG_CONFIG_DONE, 0);
 	send_msg(sup, &mb);
@@ -524,7 +582,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	CHECK(close(s[1]) == 0);
 
 	CHECK((base = event_base_new()) != NULL);
-	CHECK(broker_start(base, e[1]) != NULL);
+	CHECK((broker = broker_start(base, e[1])) != NULL);
 	sup = frame_conn_new(base, s[0], edge_limits(PROC_BROKER,
 	    PROC_SUPERVISOR), edge_limits(PROC_SUPERVISOR, PROC_BROKER),
 	    sup_frame, pipe_err, NULL);
@@ -545,6 +603,11 @@ set_scene(uint8_t b)
 	int		 n;
 
 	scene = b;
+	if (precheck) {
+		broker_fuzz_rerun(broker, 1 + SCENE_LEVEL(b),
+		    (b & SCENE_BIND) != 0);
+		return;
+	}
 	if (turn_id[0] != '\0') {
 		msgb_init(&mb, MSG_BRK_UNBIND, 0);
 		msg_add_str(&mb, "turn_id", turn_id);
