@@ -408,7 +408,8 @@ pc_made(struct child *c, struct msg *m, void *arg)
 	pr->pr_broker = child_precheck_start(pr->pr_key, pr->pr_name,
 	    pr->pr_profile, fd, (const char *const *)pr->pr_grant,
 	    pr->pr_ngrant, conf->precheck_max_calls,
-	    conf->precheck_timeout_ms + PRECHECK_SETUP_MS, pc_broker_event,
+	    conf->precheck_timeout_ms + PRECHECK_DEADLINE_SLACK_MS,
+	    pc_broker_event,
 	    pc_broker_msg, pr);
 }
 

@@ -296,21 +296,21 @@ class Runs(PrecheckCase):
         self.assertRefused(r, "script_failed", "too many MCP calls")
 
     def test_input_at_the_limit(self):
-        base = params("", [])
-        empty = {k: base[k] for k in ("script", "firedAt", "timeZone",
-                                      "today", "schedule")}
-        empty["servers"] = []
-        size = len(json.dumps(empty, separators=(",", ":")))
-        pad = INPUT_MAX - size - len("return 1\n")
-        lines = []
-        while pad > 0:
-            n = min(pad, 900)
-            lines.append("#" + "a" * (n - 2) + "\n" if n >= 2 else "\n")
-            pad -= len(lines[-1])
+        def size(script):
+            p = params(script, [])
+            return len(json.dumps(
+                {k: p[k] for k in ("script", "firedAt", "timeZone", "today",
+                                   "schedule", "servers")},
+                separators=(",", ":")))
+        lines = ["#" + "a" * 898 + "\n"] * 72
         script = "".join(lines) + "return 1\n"
+        # the first comment line takes up what is left (a newline is two
+        # bytes in the JSON the worker reads)
+        script = "#" + "a" * (898 + INPUT_MAX - size(script)) + script[899:]
+        self.assertEqual(size(script), INPUT_MAX)
         r = self.run_precheck(params(script, []))
         self.assertEqual(r, {"ok": True, "result": 1})
-        r = self.ctl.call("precheck.run", params(script + "\n", []))
+        r = self.ctl.call("precheck.run", params("#" + script, []))
         self.assertRefused(r, "invalid", "65537 bytes, over 65536")
 
 
