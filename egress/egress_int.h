@@ -36,6 +36,15 @@ struct fetch_resolver;
 /* Fetches one research job may have running at once; each holds up to
  * FETCH_BYTES_MAX. */
 #define EGRESS_PEER_FETCHES_MAX	8u
+/*
+ * MCP metadata calls with no bound turn: a bucket of 2 x 32 calls refilled
+ * at 32 per 10 s.  A legitimate broker's startup windows (PROTOCOL.md 3.4:
+ * 32 calls each, re-armed at most every 10 s, one window in force at a
+ * time) never admit more than 64 + 3.2 calls per second in any interval,
+ * which is what the bucket allows.
+ */
+#define EGRESS_WINDOW_BURST	(2 * STARTUP_CALLS)
+#define EGRESS_WINDOW_PER_MS	((double)STARTUP_CALLS / STARTUP_REARM_MS)
 /* The largest integer a JSON number carries exactly. */
 #define EGRESS_UINT_MAX		UINT64_C(9007199254740991)
 
@@ -204,6 +213,31 @@ void		 egress_send(struct egress_peer *, struct msgb *);
 /* A rule broken by a peer: logged, reported to the supervisor. */
 void		 egress_violation(struct egress_peer *, enum violation,
 		    const char *);
+
+/* What one admitted call is held to, decided before its body is read. */
+struct egress_admit {
+	int			 ea_mcp;
+	const struct egress_mcp	*ea_server;
+	unsigned		 ea_scope;
+	enum policy_level	 ea_level;
+	const char		*ea_model;
+	uint64_t		*ea_calls_left;	/* NULL: the window's bucket */
+	struct policy_mcp_call	 ea_call;	/* MCP: method and tool */
+	char			*ea_body;	/* precheck: egress's own */
+	size_t			 ea_body_len;
+};
+
+/*
+ * admit.c: every rule of the peer's policy, before any credential is read:
+ * kind and path, scope, budget, calls in flight, and the body itself.
+ * VIOLATION_NONE, or the rule; *ended is set for a call of a turn that
+ * ended, refused without a violation.
+ */
+enum violation	 egress_admit(struct egress_peer *, const char *kind,
+		    const char *path, const char *query, const char *server,
+		    const char *turn_id, const char *body, size_t len,
+		    struct egress_admit *, int *ended, char *why,
+		    size_t whylen);
 
 /* conf.c: the configuration, MCP servers and profiles, reloads. */
 /* An optional boolean field of m: absent is false. */
