@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include <event2/util.h>
+
 #include "bodies.h"
 #include "http.h"
 #include "msg.h"
@@ -143,9 +145,10 @@ struct broker {
 	struct event		*br_run_end;
 };
 
+/* call.c: calls, and the broker's rest when none is left */
+/* Idle: BROKER_IDLE_MS after the last end, memory goes back. */
+void		 broker_idle(evutil_socket_t, short, void *);
 void		 broker_idle_later(struct broker *);
-
-/* broker.c: calls, for the routes of other files */
 /* NULL when out of memory; the call is the conn's (CONN_CALL). */
 struct call	*call_new(struct broker *, enum call_kind, struct http_conn *,
 		    struct scope *);
@@ -156,6 +159,9 @@ int		 egress_send_call(struct call *, const struct http_head *,
 		    const char *kind, const char *path, const char *server,
 		    const char *body, size_t len);
 struct mcp_server *mcp_find(struct broker *, const char *);
+struct call	*call_find(struct broker *, uint64_t id);
+/* A call egress could not complete: the broker's answer, or a cut body. */
+void		 call_fail(struct call *, int status, const char *text);
 
 /* scope.c */
 /* NULL when out of memory. */
