@@ -141,6 +141,13 @@ egress_peer_err(struct frame_conn *fc, enum frame_err err, void *arg)
 /* Body bytes per frame: a few fit in the broker's read buffer together,
  * and it never has to grow it for one. */
 #define EGRESS_FRAME_DATA	(64u * 1024)
+/*
+ * An answer of a declared length up to this (a small call's, not a
+ * stream's) keeps its head until its first body bytes: the broker reads,
+ * writes and wakes once for it rather than twice, and its worker waits for
+ * the whole body anyway.
+ */
+#define EGRESS_HEAD_WAIT_MAX	(64u * 1024)
 _Static_assert((UP_DATA_MAX + EGRESS_FRAME_DATA - 1) / EGRESS_FRAME_DATA + 2 <=
     FRAME_SENDV_MAX, "the frames of one flush");
 
@@ -326,6 +333,30 @@ egress_end(struct egress_call *ec, int ok, int status, const char *why)
 	egress_flush(ec, &mb);
 }
 
+/* A content-length of at most EGRESS_HEAD_WAIT_MAX, given once. */
+static int
+egress_small_body(const struct up_hdr *hdrs, size_t n)
+{
+	const char	*v = NULL, *p;
+	uint64_t	 len = 0;
+	size_t		 i;
+
+	for (i = 0; i < n; i++)
+		if (strcasecmp(hdrs[i].name, "content-length") == 0) {
+			if (v != NULL)
+				return 0;
+			v = hdrs[i].value;
+		}
+	if (v == NULL || *v == '\0')
+		return 0;
+	for (p = v; *p != '\0'; p++) {
+		if (*p < '0' || *p > '9' || len > EGRESS_HEAD_WAIT_MAX)
+			return 0;
+		len = len * 10 + (uint64_t)(*p - '0');
+	}
+	return len > 0 && len <= EGRESS_HEAD_WAIT_MAX;
+}
+
 /* The head waits for the body bytes that came with it, so that a secret
  * among the first of them is found before the head goes out. */
 static int
@@ -357,6 +388,7 @@ egress_on_head(struct up_call *up, long status, const struct up_hdr *hdrs,
 	msg_add_strv(&ec->ec_head, "hnames", hn, k);
 	msg_add_strv(&ec->ec_head, "hvalues", hv, k);
 	ec->ec_head_held = 1;
+	ec->ec_head_wait = egress_small_body(hdrs, n);
 	return 0;
 }
 
@@ -392,7 +424,12 @@ egress_on_data(struct up_call *up, const void *buf, size_t len, void *arg)
 static void
 egress_on_flush(struct up_call *up, void *arg)
 {
-	egress_flush(arg, NULL);
+	struct egress_call	*ec = arg;
+
+	/* A small answer's head goes with its body. */
+	if (ec->ec_head_held && ec->ec_head_wait && ec->ec_bytes == 0)
+		return;
+	egress_flush(ec, NULL);
 }
 
 static void

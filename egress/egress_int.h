@@ -137,6 +137,9 @@ struct egress_call {
 	/* Held until the bytes that came with them were filtered: */
 	struct msgb			 ec_head;
 	int				 ec_head_held;
+	/* a body of a declared length of at most EGRESS_HEAD_WAIT_MAX:
+	 * the head waits for its first bytes, so both go in one write */
+	int				 ec_head_wait;
 	const void			*ec_out;	/* the filter's, released */
 	size_t				 ec_outlen;
 	uint64_t			 ec_unacked;
