@@ -38,129 +38,16 @@
 #include <event2/event.h>
 
 #include "http.h"
+#include "httpint.h"
 #include "limits.h"
 #include "log.h"
 #include "proc.h"
-
-/* Connections taken per wake-up of the listener: one, as the listener
- * stays ready while more wait, and trying for a second that is not there
- * is one more system call per call. */
-#define HTTP_ACCEPT_BURST	1
-/* How long the listener rests when descriptors or memory run out. */
-#define HTTP_ACCEPT_PAUSE_MS	1000
-/* Rests after refusals are logged at most once in this time. */
-#define HTTP_REST_LOG_MS	60000
-/* A refused request counts once more for each of these read of its body:
- * reading 96 MiB to refuse them costs what a hundred small refusals do. */
-#define HTTP_REFUSAL_BYTES	(1024 * 1024)
-/* Bytes per read and per writev: fewer wake-ups on large bodies. */
-#define HTTP_READ_MAX		65536
-/* The read tried as soon as a connection is taken: a small call whole. */
-#define HTTP_READ_FIRST		16384
-#define HTTP_WRITE_MAX		262144
-/* Stream writes kept by reference while corked: three pieces each. */
-#define HTTP_PIOV_MAX		24
-/* First allocation of a chunked body, which then doubles. */
-#define HTTP_BODY_MIN		16384
-/*
- * The allocator: buffers under 1 MiB come from the heap and up to 4 MiB of
- * it stays free for reuse, so a stream's refills do not fault pages in and
- * out; when the last connection ends after 1 MiB or more went through, the
- * free memory goes back to the kernel (an idle broker stays small).
- */
-#define HTTP_MMAP_THRESHOLD	(1024 * 1024)
-#define HTTP_TRIM_THRESHOLD	(4 * 1024 * 1024)
-#define HTTP_TRIM_AFTER		(1024 * 1024)
-
-enum conn_state {
-	C_HEAD,			/* collecting the head, head timer running */
-	C_ROUTE,		/* inside on_head */
-	C_BODY,			/* reading the body for the router */
-	C_WAIT,			/* request in, no answer yet */
-	C_STREAM,		/* streamed answer under way */
-	C_FLUSH,		/* whole answer queued: close once written */
-	C_LINGER,		/* answer written, draining an unread request */
-	C_CLOSED,		/* descriptor closed, on_close due */
-};
-
-struct http_conn {
-	TAILQ_ENTRY(http_conn)	 c_entry;
-	struct http_server	*c_srv;
-	struct bufferevent	*c_bev;
-	struct event		*c_timer;
-	enum conn_state		 c_state;
-	struct http_head	 c_head;
-	size_t			 c_scan;	/* head bytes searched */
-	int			 c_routed;	/* on_head was called */
-	int			 c_get;		/* GET: no silence timer */
-	int			 c_consumed;	/* the request was read whole */
-	int			 c_eof;		/* the client ended its side */
-	int			 c_paused;
-	int			 c_body_held;	/* the body waits to be read */
-	int			 c_body_given;	/* on_body took the body */
-	int			 c_in_body_cb;
-	char			*c_body_out;	/* what on_body got, or NULL */
-	int			 c_chunked_out;
-	int			 c_nobody;	/* answer without body bytes */
-	int			 c_wev_on;	/* the bufferevent writes */
-	int			 c_sent;	/* some of the answer left */
-	int			 c_dirty;	/* on s_dirty */
-	TAILQ_ENTRY(http_conn)	 c_dirty_entry;
-	/*
-	 * While corked, stream bytes are not copied: they go out from the
-	 * caller's buffers, after what the output holds, at the uncork, and
-	 * only what the socket does not take is copied then.  Nothing is
-	 * added to the output while c_npiov > 0.
-	 */
-	struct iovec		 c_piov[HTTP_PIOV_MAX];
-	int			 c_npiov;
-	char			 c_psize[HTTP_PIOV_MAX / 3][2 * sizeof(size_t) + 2];
-	int			 c_npsize;
-
-	char			*c_body;
-	size_t			 c_body_len;
-	size_t			 c_body_cap;
-	size_t			 c_body_max;
-	struct http_chunked	 c_chunked;
-	http_body_cb		 c_on_body;
-	http_body_err_cb	 c_on_body_err;
-
-	http_conn_cb		 c_on_timer;
-	http_conn_cb		 c_on_drain;
-	size_t			 c_lowat;
-	int			 c_drain_armed;
-	int			 c_status;	/* of the answer, 0: none */
-	size_t			 c_body_in;	/* body bytes read */
-	void			*c_data;
-};
-TAILQ_HEAD(http_connq, http_conn);
-
-struct http_server {
-	struct event_base	*s_base;
-	struct event		*s_ev;
-	struct event		*s_pause;
-	struct http_server_cbs	 s_cbs;
-	void			*s_arg;
-	struct http_limits	 s_lim;
-	unsigned		 s_nconn;
-	struct http_connq	 s_conns;
-	size_t			 s_moved;	/* bytes since the last trim */
-	int			 s_corked;
-	TAILQ_HEAD(, http_conn)	 s_dirty;	/* to write when uncorked */
-	int			 s_resting;	/* the listener waits for s_pause */
-	unsigned		 s_refused;	/* refusals in the window */
-	int64_t			 s_refused_since; /* the window's start, ms */
-	unsigned		 s_rests;
-	unsigned		 s_rests_unlogged;
-	int64_t			 s_rest_logged;	/* ms, or 0 */
-};
 
 static void	conn_input(struct http_conn *);
 static void	conn_body_begin(struct http_conn *);
 static void	conn_close(struct http_conn *);
 static void	conn_kick(struct http_conn *);
 static void	conn_flush_done(struct http_conn *);
-static void	http_refused(struct http_server *, unsigned);
 
 void
 http_limits_default(struct http_limits *lim)
@@ -191,7 +78,7 @@ http_body_err_to_string(enum http_body_err err)
 	return "unknown body error";
 }
 
-static struct timeval *
+struct timeval *
 ms_to_tv(int ms, struct timeval *tv)
 {
 	tv->tv_sec = ms / 1000;
@@ -235,12 +122,13 @@ conn_timer_add(struct http_conn *c, int ms)
 	return 0;
 }
 
-static void
+void
 conn_free(struct http_conn *c, int notify)
 {
 	struct http_server	*srv = c->c_srv;
 
 	TAILQ_REMOVE(&srv->s_conns, c, c_entry);
+	http_watch_cancel(c);
 	if (notify && c->c_routed && srv->s_cbs.on_close != NULL)
 		srv->s_cbs.on_close(c, srv->s_arg);
 	if (c->c_bev != NULL) {
@@ -264,6 +152,7 @@ conn_close(struct http_conn *c)
 {
 	if (c->c_state == C_CLOSED)
 		return;
+	http_watch_cancel(c);
 	if (c->c_dirty) {
 		TAILQ_REMOVE(&c->c_srv->s_dirty, c, c_dirty_entry);
 		c->c_dirty = 0;
@@ -377,7 +266,7 @@ conn_write_refs(struct http_conn *c)
  * left to the bufferevent, whose write event (and silence limit) runs until
  * it is all written.
  */
-static void
+void
 conn_flush(struct http_conn *c)
 {
 	struct evbuffer	*out;
@@ -1363,7 +1252,18 @@ conn_timercb(evutil_socket_t fd, short ev, void *arg)
 	}
 }
 
-static void
+void
+conn_watch(struct http_conn *c)
+{
+	if (c->c_state == C_CLOSED || c->c_paused || c->c_body_held)
+		return;
+	if (bufferevent_enable(c->c_bev, EV_READ) == -1) {
+		log_warnx("%s: cannot watch the connection", __func__);
+		conn_close(c);
+	}
+}
+
+void
 conn_new(struct http_server *srv, int fd)
 {
 	struct http_conn	*c;
@@ -1406,9 +1306,16 @@ conn_new(struct http_server *srv, int fd)
 	srv->s_nconn++;
 	conn_read_first(c);
 	/* Closed: freed from its timer.  Paused or its body held: its
-	 * owner resumes it. */
-	if (c->c_state != C_CLOSED && !c->c_paused && !c->c_body_held &&
-	    bufferevent_enable(c->c_bev, EV_READ) == -1) {
+	 * owner resumes it.  Read whole and waiting for its answer: watched
+	 * a little later, if still there. */
+	if (c->c_state == C_CLOSED || c->c_paused || c->c_body_held)
+		return;
+	if (c->c_state == C_WAIT && c->c_consumed) {
+		if (http_watch_later(c) == -1)
+			conn_close(c);
+		return;
+	}
+	if (bufferevent_enable(c->c_bev, EV_READ) == -1) {
 		log_warnx("%s: cannot watch the connection", __func__);
 		conn_close(c);
 	}
@@ -1423,226 +1330,3 @@ conn_new(struct http_server *srv, int fd)
 		log_warn("%s: close", __func__);
 }
 
-/* Without its timer the listener keeps accepting rather than stop. */
-static void
-http_accept_pause(struct http_server *srv, int ms)
-{
-	struct timeval	 tv;
-
-	if (srv->s_resting)
-		return;
-	if (evtimer_add(srv->s_pause, ms_to_tv(ms, &tv)) == -1) {
-		log_warnx("%s: evtimer_add", __func__);
-		return;
-	}
-	event_del(srv->s_ev);
-	srv->s_resting = 1;
-}
-
-static void
-http_accept_resume(evutil_socket_t fd, short ev, void *arg)
-{
-	struct http_server	*srv = arg;
-	struct timeval		 tv;
-
-	/* A rest lasts until the window is over: a new one begins. */
-	srv->s_resting = 0;
-	srv->s_refused = 0;
-	if (event_add(srv->s_ev, NULL) == -1) {
-		log_warnx("%s: event_add", __func__);
-		if (evtimer_add(srv->s_pause, ms_to_tv(HTTP_ACCEPT_PAUSE_MS,
-		    &tv)) == -1)
-			log_warnx("%s: the listener stops: evtimer_add",
-			    __func__);
-		else
-			srv->s_resting = 1;
-	}
-}
-
-/*
- * A connection ended refused: answered 400 or more, closed unanswered, or
- * turned away at the connection limit; it counts n (HTTP_REFUSAL_BYTES).
- * Past hl_refusals within hl_refusal_ms, the listener rests until that
- * time is over, so that a peer that floods the broker with refused
- * requests is served at that pace (BROKER_REFUSALS_MAX).
- */
-static void
-http_refused(struct http_server *srv, unsigned n)
-{
-	int64_t	 now, left;
-
-	if (srv->s_lim.hl_refusals == 0)
-		return;
-	now = (int64_t)proc_now_ms();
-	if (srv->s_refused == 0 ||
-	    now - srv->s_refused_since >= srv->s_lim.hl_refusal_ms) {
-		srv->s_refused_since = now;
-		srv->s_refused = 0;
-	}
-	srv->s_refused = n > UINT_MAX - srv->s_refused ? UINT_MAX :
-	    srv->s_refused + n;
-	if (srv->s_refused < srv->s_lim.hl_refusals || srv->s_resting)
-		return;
-	left = srv->s_refused_since + srv->s_lim.hl_refusal_ms - now;
-	if (left < 1)
-		left = 1;
-	srv->s_rests++;
-	srv->s_rests_unlogged++;
-	if (srv->s_rest_logged == 0 ||
-	    now - srv->s_rest_logged >= HTTP_REST_LOG_MS) {
-		log_warnx("%u refusals within %d ms: new connections "
-		    "wait %lld ms (%u such rests since the last report)",
-		    srv->s_refused, srv->s_lim.hl_refusal_ms, (long long)left,
-		    srv->s_rests_unlogged);
-		srv->s_rest_logged = now;
-		srv->s_rests_unlogged = 0;
-	}
-	http_accept_pause(srv, (int)left);
-}
-
-static void
-http_accept(evutil_socket_t fd, short ev, void *arg)
-{
-	struct http_server	*srv = arg;
-	int			 i, s;
-
-	for (i = 0; i < HTTP_ACCEPT_BURST && !srv->s_resting; i++) {
-		if ((s = accept4(fd, NULL, NULL,
-		    SOCK_NONBLOCK | SOCK_CLOEXEC)) == -1) {
-			switch (errno) {
-			case EINTR:
-			case ECONNABORTED:
-				continue;
-			case EAGAIN:
-				return;
-			case EMFILE:
-			case ENFILE:
-			case ENOBUFS:
-			case ENOMEM:
-				log_warn("%s: accept4", __func__);
-				http_accept_pause(srv, HTTP_ACCEPT_PAUSE_MS);
-				return;
-			default:
-				log_warn("%s: accept4", __func__);
-				return;
-			}
-		}
-		/* PROTOCOL.md 3.5: "further ones are closed at once". */
-		if (srv->s_nconn >= srv->s_lim.hl_conn_max) {
-			log_debug("%s: %u connections, refused", __func__,
-			    srv->s_nconn);
-			if (close(s) == -1)
-				log_warn("%s: close", __func__);
-			http_refused(srv, 1);
-			continue;
-		}
-		conn_new(srv, s);
-	}
-}
-
-struct http_server *
-http_server_new(struct event_base *base, int fd,
-    const struct http_server_cbs *cbs, void *arg,
-    const struct http_limits *lim)
-{
-	struct http_server	*srv;
-	struct sigaction	 sa;
-	int			 fl;
-
-	if (cbs == NULL || cbs->on_head == NULL || (lim != NULL &&
-	    (lim->hl_conn_max == 0 || lim->hl_head_ms <= 0 ||
-	    lim->hl_silence_ms <= 0 || lim->hl_linger_ms <= 0 ||
-	    (lim->hl_refusals > 0 && lim->hl_refusal_ms <= 0)))) {
-		log_warnx("%s: invalid arguments", __func__);
-		return NULL;
-	}
-	if ((fl = fcntl(fd, F_GETFL)) == -1 ||
-	    ((fl & O_NONBLOCK) == 0 &&
-	    fcntl(fd, F_SETFL, fl | O_NONBLOCK) == -1)) {
-		log_warn("%s: O_NONBLOCK", __func__);
-		return NULL;
-	}
-	if (mallopt(M_MMAP_THRESHOLD, HTTP_MMAP_THRESHOLD) != 1 ||
-	    mallopt(M_TRIM_THRESHOLD, HTTP_TRIM_THRESHOLD) != 1)
-		log_warnx("%s: mallopt", __func__);
-	/* Bufferevents write with writev(2): a client that left must give
-	 * EPIPE, not a SIGPIPE that ends the broker. */
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_IGN;
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGPIPE, &sa, NULL) == -1) {
-		log_warn("%s: sigaction", __func__);
-		return NULL;
-	}
-	if ((srv = calloc(1, sizeof(*srv))) == NULL) {
-		log_warn("%s: calloc", __func__);
-		return NULL;
-	}
-	srv->s_base = base;
-	srv->s_cbs = *cbs;
-	srv->s_arg = arg;
-	if (lim != NULL)
-		srv->s_lim = *lim;
-	else
-		http_limits_default(&srv->s_lim);
-	TAILQ_INIT(&srv->s_conns);
-	TAILQ_INIT(&srv->s_dirty);
-	if ((srv->s_ev = event_new(base, fd, EV_READ | EV_PERSIST,
-	    http_accept, srv)) == NULL ||
-	    (srv->s_pause = evtimer_new(base, http_accept_resume, srv)) ==
-	    NULL || event_add(srv->s_ev, NULL) == -1) {
-		log_warnx("%s: event_new", __func__);
-		if (srv->s_ev != NULL)
-			event_free(srv->s_ev);
-		if (srv->s_pause != NULL)
-			event_free(srv->s_pause);
-		free(srv);
-		return NULL;
-	}
-	return srv;
-}
-
-void
-http_server_free(struct http_server *srv)
-{
-	struct http_conn	*c;
-
-	if (srv == NULL)
-		return;
-	while ((c = TAILQ_FIRST(&srv->s_conns)) != NULL)
-		conn_free(c, 0);
-	event_free(srv->s_ev);
-	event_free(srv->s_pause);
-	free(srv);
-}
-
-unsigned
-http_server_nconn(const struct http_server *srv)
-{
-	return srv->s_nconn;
-}
-
-unsigned
-http_server_rests(const struct http_server *srv)
-{
-	return srv->s_rests;
-}
-
-void
-http_server_cork(struct http_server *srv)
-{
-	srv->s_corked = 1;
-}
-
-void
-http_server_uncork(struct http_server *srv)
-{
-	struct http_conn	*c;
-
-	srv->s_corked = 0;
-	while ((c = TAILQ_FIRST(&srv->s_dirty)) != NULL) {
-		TAILQ_REMOVE(&srv->s_dirty, c, c_dirty_entry);
-		c->c_dirty = 0;
-		conn_flush(c);
-	}
-}
