@@ -503,8 +503,12 @@ class Suite:
         self.conn.close()
         if self.d.stop() not in (0, None):
             self.fail("rtsandboxd did not exit 0")
-        left = [p for p in mine | set(self.daemon_pids())
-                if rtsb.pid_alive(p)]
+        pids = mine | set(self.daemon_pids())
+        # Children die with the supervisor (PR_SET_PDEATHSIG), which the
+        # kernel delivers once it has exited: a child slowed down (under
+        # AddressSanitizer) may still be on its way out for a moment.
+        rtsb.wait_until(lambda: not any(rtsb.pid_alive(p) for p in pids), 5)
+        left = [p for p in pids if rtsb.pid_alive(p)]
         if left:
             self.fail("processes left behind: %r" % left)
         if self.args.log:
