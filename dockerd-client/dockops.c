@@ -378,23 +378,26 @@ add_arr(cJSON *o, const char *k, int *ok)
 	return c;
 }
 
+/*
+ * What seals every container, a channel's or a precheck run's: no
+ * network, a read-only root with /tmp of tmpfs_opts, equal memory and
+ * swap limits (no swap beyond the memory), CPUs, processes, open files,
+ * no capabilities, no new privileges.
+ */
 static void
-host_config(cJSON *hc, const struct dock_config *dc, const struct dock_spec *ds,
-    enum dock_engine engine, int *ok)
+sealed(cJSON *hc, const char *tmpfs_opts, uint64_t memory_mib,
+    uint64_t nano_cpus, uint64_t pids, int *ok)
 {
 	cJSON	*o, *a, *u;
-	char	*bind;
-	char	 num[32], tag[DOCK_LOG_TAG_MAX + 1];
 
 	add_str(hc, "NetworkMode", "none", ok);
 	add_bool(hc, "ReadonlyRootfs", 1, ok);
 	if ((o = add_obj(hc, "Tmpfs", ok)) != NULL)
-		add_str(o, "/tmp", CONTAINER_TMPFS_OPTS, ok);
-	/* Equal limits: no swap beyond the memory limit. */
-	add_num(hc, "Memory", (double)(dc->memory_mib * MIB), ok);
-	add_num(hc, "MemorySwap", (double)(dc->memory_mib * MIB), ok);
-	add_num(hc, "NanoCpus", (double)dc->nano_cpus, ok);
-	add_num(hc, "PidsLimit", (double)dc->pids, ok);
+		add_str(o, "/tmp", tmpfs_opts, ok);
+	add_num(hc, "Memory", (double)(memory_mib * MIB), ok);
+	add_num(hc, "MemorySwap", (double)(memory_mib * MIB), ok);
+	add_num(hc, "NanoCpus", (double)nano_cpus, ok);
+	add_num(hc, "PidsLimit", (double)pids, ok);
 	if ((a = add_arr(hc, "Ulimits", ok)) != NULL) {
 		if ((u = cJSON_CreateObject()) == NULL ||
 		    !cJSON_AddItemToArray(a, u)) {
@@ -410,6 +413,18 @@ host_config(cJSON *hc, const struct dock_config *dc, const struct dock_spec *ds,
 		push_str(a, "ALL", ok);
 	if ((a = add_arr(hc, "SecurityOpt", ok)) != NULL)
 		push_str(a, "no-new-privileges", ok);
+}
+
+static void
+host_config(cJSON *hc, const struct dock_config *dc, const struct dock_spec *ds,
+    enum dock_engine engine, int *ok)
+{
+	cJSON	*o, *a;
+	char	*bind;
+	char	 num[32], tag[DOCK_LOG_TAG_MAX + 1];
+
+	sealed(hc, CONTAINER_TMPFS_OPTS, dc->memory_mib, dc->nano_cpus,
+	    dc->pids, ok);
 	if ((o = add_obj(hc, "RestartPolicy", ok)) != NULL)
 		add_str(o, "Name", "unless-stopped", ok);
 	(void)snprintf(num, sizeof(num), "%um", CONTAINER_LOG_SIZE / MIB);
@@ -628,34 +643,12 @@ static void
 precheck_host_config(cJSON *hc, const struct dock_config *dc,
     const struct dock_precheck *pc, enum dock_engine engine, int *ok)
 {
-	cJSON	*o, *a, *u;
+	cJSON	*o, *a;
 	char	 tmpfs[96];
 
-	add_str(hc, "NetworkMode", "none", ok);
-	add_bool(hc, "ReadonlyRootfs", 1, ok);
 	(void)snprintf(tmpfs, sizeof(tmpfs),
 	    "rw,noexec,nosuid,nodev,size=%um,mode=1777", PRECHECK_TMP_MIB);
-	if ((o = add_obj(hc, "Tmpfs", ok)) != NULL)
-		add_str(o, "/tmp", tmpfs, ok);
-	add_num(hc, "Memory", (double)(pc->memory_mib * MIB), ok);
-	add_num(hc, "MemorySwap", (double)(pc->memory_mib * MIB), ok);
-	add_num(hc, "NanoCpus", (double)pc->nano_cpus, ok);
-	add_num(hc, "PidsLimit", (double)pc->pids, ok);
-	if ((a = add_arr(hc, "Ulimits", ok)) != NULL) {
-		if ((u = cJSON_CreateObject()) == NULL ||
-		    !cJSON_AddItemToArray(a, u)) {
-			cJSON_Delete(u);
-			*ok = 0;
-		} else {
-			add_str(u, "Name", "nofile", ok);
-			add_num(u, "Soft", CONTAINER_NOFILE, ok);
-			add_num(u, "Hard", CONTAINER_NOFILE, ok);
-		}
-	}
-	if ((a = add_arr(hc, "CapDrop", ok)) != NULL)
-		push_str(a, "ALL", ok);
-	if ((a = add_arr(hc, "SecurityOpt", ok)) != NULL)
-		push_str(a, "no-new-privileges", ok);
+	sealed(hc, tmpfs, pc->memory_mib, pc->nano_cpus, pc->pids, ok);
 	/* A run is removed when it ends; nothing of it is kept or restarted. */
 	if ((o = add_obj(hc, "RestartPolicy", ok)) != NULL)
 		add_str(o, "Name", "no", ok);
