@@ -352,7 +352,23 @@ class PiSandboxRuntime:
             params["thinking"] = thinking
         job = _Job(search)
         self._jobs.setdefault(channel, []).append(job)
-        call = self._conn.call("research.run", params)
+        try:
+            return await self._job_call(
+                "research.run", params, cancel, "the research job",
+                "failed", lambda r: {"ok": True, "report": r["report"]})
+        finally:
+            job.done.set()
+            jobs = [j for j in self._jobs.get(channel, []) if j is not job]
+            if jobs:
+                self._jobs[channel] = jobs
+            else:
+                self._jobs.pop(channel, None)
+
+    async def _job_call(self, method, params, cancel, what, reason, ok):
+        """A job's call (research.run, precheck.run), ended early when the
+        cancel event is set: ok(r) of an ok answer, or {"ok": False,
+        "error": {"reason", "message"}} with reason as the default."""
+        call = self._conn.call(method, params)
         watcher = None
         if cancel is not None:
             async def watch():
@@ -362,19 +378,19 @@ class PiSandboxRuntime:
         try:
             r = await call
             if isinstance(r, dict) and r.get("ok") is True:
-                return {"ok": True, "report": r["report"]}
+                return ok(r)
             if isinstance(r, dict) and r.get("ok") is False:
                 return {"ok": False, "error": {
-                    "reason": r.get("reason", "failed"),
-                    "message": r.get("message", "the research job failed")}}
+                    "reason": r.get("reason", reason),
+                    "message": r.get("message", what + " failed")}}
             return {"ok": False, "error": {
                 "reason": "internal",
-                "message": "research.run: an answer of no known shape"}}
+                "message": method + ": an answer of no known shape"}}
         except RtsandboxRpcError as e:
             if e.code == REQUEST_CANCELLED:
                 return {"ok": False, "error": {
                     "reason": "cancelled",
-                    "message": "the research job was cancelled"}}
+                    "message": what + " was cancelled"}}
             return {"ok": False, "error": {"reason": "internal",
                                            "message": e.message}}
         except RtsandboxConnectionError as e:
@@ -386,12 +402,6 @@ class PiSandboxRuntime:
         finally:
             if watcher is not None:
                 watcher.cancel()
-            job.done.set()
-            jobs = [j for j in self._jobs.get(channel, []) if j is not job]
-            if jobs:
-                self._jobs[channel] = jobs
-            else:
-                self._jobs.pop(channel, None)
 
     async def precheck(self, channel, profile, script, fired_at, time_zone,
                        today, schedule, servers=(), cancel=None):
@@ -415,40 +425,9 @@ class PiSandboxRuntime:
                                "title": schedule["title"]},
                   "servers": [{"name": s["name"], "tools": list(s["tools"])}
                               for s in servers]}
-        call = self._conn.call("precheck.run", params)
-        watcher = None
-        if cancel is not None:
-            async def watch():
-                await cancel.wait()
-                call.cancel()
-            watcher = asyncio.get_running_loop().create_task(watch())
-        try:
-            r = await call
-            if isinstance(r, dict) and r.get("ok") is True:
-                return {"ok": True, "result": r.get("result")}
-            if isinstance(r, dict) and r.get("ok") is False:
-                return {"ok": False, "error": {
-                    "reason": r.get("reason", "worker_failed"),
-                    "message": r.get("message", "the precheck run failed")}}
-            return {"ok": False, "error": {
-                "reason": "internal",
-                "message": "precheck.run: an answer of no known shape"}}
-        except RtsandboxRpcError as e:
-            if e.code == REQUEST_CANCELLED:
-                return {"ok": False, "error": {
-                    "reason": "cancelled",
-                    "message": "the precheck run was cancelled"}}
-            return {"ok": False, "error": {"reason": "internal",
-                                           "message": e.message}}
-        except RtsandboxConnectionError as e:
-            return {"ok": False, "error": {"reason": "internal",
-                                           "message": e.message}}
-        except asyncio.CancelledError:
-            call.cancel()
-            raise
-        finally:
-            if watcher is not None:
-                watcher.cancel()
+        return await self._job_call(
+            "precheck.run", params, cancel, "the precheck run",
+            "worker_failed", lambda r: {"ok": True, "result": r.get("result")})
 
     async def cancel_research(self, channel):
         return (await self._call("research.cancel",
