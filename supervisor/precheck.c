@@ -500,7 +500,7 @@ pc_servers(const cJSON *servers, const struct config_profile *p,
 	const cJSON				*sv_it, *name, *tools, *t;
 	cJSON					*o, *ta;
 	const char				*seen[PRECHECK_SERVERS_MAX];
-	size_t					 i = 0, j, k, ntools;
+	size_t					 i = 0, j, k;
 	char					*g;
 
 	if (servers == NULL)
@@ -540,7 +540,6 @@ pc_servers(const cJSON *servers, const struct config_profile *p,
 			fatalx("%s: out of memory", __func__);
 		cJSON_AddItemToArray(out, o);
 		j = 0;
-		ntools = (size_t)cJSON_GetArraySize(tools);
 		cJSON_ArrayForEach(t, tools) {
 			if (!cJSON_IsString(t) || !pc_has((const char *const *)
 			    ms->tools, ms->ntools, t->valuestring)) {
@@ -572,7 +571,6 @@ pc_servers(const cJSON *servers, const struct config_profile *p,
 				fatalx("%s: out of memory", __func__);
 			j++;
 		}
-		(void)ntools;
 		i++;
 	}
 	return NULL;
