@@ -723,8 +723,12 @@ class Setup:
             else None
         proxy = self.proxy
         self.prefix = "rtsb%s%d" % (tag, os.getpid())
+        # The head goes out with the first body bytes, in one TLS record,
+        # as production servers send a small answer and hops' upstream
+        # its RESP: egress and the direct client each read it once.
         self.fu = FakeUpstream(os.path.join(self.tmp, "certs"),
-                               default_delay_ms=default_delay_ms, max_records=2000)
+                               default_delay_ms=default_delay_ms, one_write=True,
+                               max_records=2000)
         self.fu.start()
         fu, prefix = self.fu, self.prefix
 

@@ -24,12 +24,14 @@ streamed, the difference from the first run divided by MIB.
 
 --plain runs the pair without valgrind and prints instead the CPU time each process spent per
 call (user and system time from /proc/<pid>/stat, run time from schedstat) over --calls calls:
-what those instructions cost on this host now, next to `build/bench/hops -e` run at the same
-moment.  Turns are bound 900 calls at a time, as budgets.max_calls allows at most 1 000.
+what those instructions cost on this host now, next to `build/bench/hops -e` (the two bare
+relays) run right after, for --rounds rounds, and the ratio of the two (DESIGN.md 12 asks at
+most 2).  The stand-in upstream writes each answer's head with its body (one TLS record), as
+hops' upstream writes its answer.  Turns are bound 900 calls at a time, as budgets.max_calls allows at most 1 000.
 
 Run (as any user; valgrind and the build's bench/cgrole are needed; a minute or two):
     python3 bench/callgrind.py [--calls 200] [--warm 20] [--top 25] [--keep DIR]
-    python3 bench/callgrind.py --plain --calls 5000
+    python3 bench/callgrind.py --plain --calls 3000 [--rounds 3]
 with RTSANDBOX_BUILD pointing at the build directory (default ./build).
 """
 
@@ -315,6 +317,37 @@ def short(name):
     return "%s (%s)" % (fn, os.path.basename(f)) if f and f != "???" else fn
 
 
+def plain(args, fu, tmp):
+    """--plain: --rounds rounds of --calls calls, each followed by bench/hops -e (the two
+    bare relays) at the same moment; each round's figures and the ratio of their run times,
+    then the medians."""
+    hops = os.path.join(B.rtsb.BUILD, "bench", "hops")
+    pair, relays = [], []
+    for i in range(args.rounds):
+        c = run(args, fu, tmp, args.calls, "p%d" % i)
+        for role in ("broker", "egress"):
+            B.say("%s: per call over %d calls: user %.0f us, system %.0f us, run time "
+                  "%.0f us" % (role, args.calls - 1, c[role][0] * 1e6, c[role][1] * 1e6,
+                               c[role][2] * 1e6))
+        pair.append((c["broker"][2] + c["egress"][2]) * 1e6)
+        if not os.path.exists(hops):
+            continue
+        fl = json.loads(subprocess.run([hops, "-e", "-j", "-n", "2000"], check=True,
+                                       capture_output=True, text=True).stdout)
+        relays.append(fl["broker_cpu"] + fl["egress_cpu"])
+        B.say("  round %d: broker + egress %.0f us; the bare relays (hops -e) %.0f us "
+              "(broker %.0f, egress %.0f); ratio %.2f" % (
+                  i + 1, pair[-1], relays[-1], fl["broker_cpu"], fl["egress_cpu"],
+                  pair[-1] / relays[-1]))
+    if relays:
+        ratios = sorted(p / r for p, r in zip(pair, relays))
+        B.say("median of %d rounds: broker + egress %.0f us, relays %.0f us, ratio %.2f "
+              "(DESIGN.md 12: at most 2)" % (len(pair), B.pct(pair, 50), B.pct(relays, 50),
+                                             ratios[len(ratios) // 2]))
+    else:
+        B.say("no %s: build the tree for the relays' figure" % hops)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--calls", type=int, default=200, help="calls measured")
@@ -328,6 +361,8 @@ def main():
                     "instructions per MiB streamed")
     ap.add_argument("--plain", action="store_true", help="no valgrind: CPU time per call "
                     "(user, system, run time) of each process over --calls calls")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="with --plain: rounds, each followed by bench/hops -e")
     args = ap.parse_args()
     if shutil.which("valgrind") is None or shutil.which("callgrind_annotate") is None:
         sys.exit("callgrind.py: valgrind is needed (apt-get install valgrind)")
@@ -335,17 +370,14 @@ def main():
         sys.exit("callgrind.py: no %s/bench/cgrole: build the tree first" % B.rtsb.BUILD)
     tmp = tempfile.mkdtemp(prefix="rtsb-cg-", dir="/tmp")
     os.chmod(tmp, 0o755)
-    fu = B.FakeUpstream(os.path.join(tmp, "certs"), default_delay_ms=0, max_records=100)
+    fu = B.FakeUpstream(os.path.join(tmp, "certs"), default_delay_ms=0, one_write=True,
+                        max_records=100)
     fu.start()
     res = {}
     try:
         t0 = time.monotonic()
         if args.plain:
-            c = run(args, fu, tmp, args.calls, "p")
-            for role in ("broker", "egress"):
-                B.say("%s: per call over %d calls: user %.0f us, system %.0f us, run time "
-                      "%.0f us" % (role, args.calls - 1, c[role][0] * 1e6, c[role][1] * 1e6,
-                                   c[role][2] * 1e6))
+            plain(args, fu, tmp)
             return
         a = run(args, fu, tmp, args.warm, "a")
         b = run(args, fu, tmp, args.warm + args.calls, "b")

@@ -592,7 +592,7 @@ class LoadSetup:
         self.tmp = tempfile.mkdtemp(prefix="rtsb-load-", dir="/tmp")
         self.prefix = "rtsbload%d" % os.getpid()
         self.fu = B.FakeUpstream(os.path.join(self.tmp, "certs"), default_delay_ms=0,
-                                 max_records=2000)
+                                 one_write=True, max_records=2000)
         self.fu.start()
         fu, prefix = self.fu, self.prefix
 

@@ -85,7 +85,7 @@ class ScaleSetup:
         else:
             self.engine = B.FakeEngine(os.path.join(self.tmp, "docker.sock"), self.prefix)
         self.fu = B.FakeUpstream(os.path.join(self.tmp, "certs"), default_delay_ms=0,
-                                 max_records=2000)
+                                 one_write=True, max_records=2000)
         self.fu.start()
         fu, prefix, engine = self.fu, self.prefix, self.engine
 
