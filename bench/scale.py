@@ -511,11 +511,13 @@ def main():
             secs = start_channels(setup, names, opt.parallel)
             started = n
             if pw is None:
-                # What egress keeps after its first calls (the upstream's TLS session,
-                # its connection) is in every count's figure, not in the slope.
+                # What egress and the first channel's broker keep after as many calls
+                # as each count makes (the upstream's TLS session and connection, the
+                # broker's buffers and heap) is in every count's figure, not in the
+                # slope between counts, which is then the idle channels' alone.
                 pw = ProbeWorker(setup, "scale:0")
                 pw.begin()
-                small_calls(setup, pw, 5)
+                small_calls(setup, pw, opt.calls)
                 pw.end()
             time.sleep(1.0)
             roles, pss, uss = memory(setup)
