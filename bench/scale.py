@@ -519,7 +519,10 @@ def main():
                 pw.begin()
                 small_calls(setup, pw, opt.calls)
                 pw.end()
-            time.sleep(1.0)
+            # A broker gives back what start-up left one second after it went idle
+            # (BROKER_IDLE_MS, broker/call.c), and daemon.stats keeps a figure once
+            # read: the channels started last are read idle, as the first.
+            time.sleep(2.5)
             roles, pss, uss = memory(setup)
             procs = daemon_procs(setup)
             # A daemon.stats has the next second renew a few brokers' figures
