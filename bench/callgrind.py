@@ -27,7 +27,8 @@ call (user and system time from /proc/<pid>/stat, run time from schedstat) over 
 what those instructions cost on this host now, next to `build/bench/hops -e` (the two bare
 relays) run right after, for --rounds rounds, and the ratio of the two (DESIGN.md 12 asks at
 most 2).  The stand-in upstream writes each answer's head with its body (one TLS record), as
-hops' upstream writes its answer.  Turns are bound 900 calls at a time, as budgets.max_calls allows at most 1 000.
+hops' upstream writes its answer.  Turns are bound 900 calls at a time, as budgets.max_calls
+allows at most 1 000.
 
 Run (as any user; valgrind and the build's bench/cgrole are needed; a minute or two):
     python3 bench/callgrind.py [--calls 200] [--warm 20] [--top 25] [--keep DIR]
@@ -248,16 +249,12 @@ def run(args, fu, tmp, calls, tag, stream=0):
                 # second older than the read (egress/cred.h, CRED_SETTLE_NS): one more call
                 # once it is, and every call counted finds the token kept, as in service.
                 time.sleep(max(0.0, cred_made + 1.1 - time.time()))
-                r = B.unix_request(sock_path, "POST", "/anthropic/v1/messages", body)
-                if r.status != 200:
-                    raise RuntimeError("small call: %d %r" % (r.status, r.body[:300]))
+                small_call(sock_path, body)
                 done += 1
                 c0 = {r: cpu(pid) for r, pid in procs.items()}
                 n0 = done
             for _ in range(min(899, calls - done)):
-                r = B.unix_request(sock_path, "POST", "/anthropic/v1/messages", body)
-                if r.status != 200 or b"echo: hi" not in r.body:
-                    raise RuntimeError("small call: %d %r" % (r.status, r.body[:300]))
+                small_call(sock_path, body)
                 done += 1
         if stream > 0:
             # The streaming body of bench/passthrough.py, on one more call.
@@ -288,6 +285,13 @@ def run(args, fu, tmp, calls, tag, stream=0):
             with open(os.path.join(tmp, "roles-%s.log" % tag), "rb") as f:
                 raise RuntimeError("no profile of %s:\n%s" % (r, f.read().decode()[-3000:]))
     return out
+
+
+def small_call(sock_path, body):
+    """One small model call through the broker, answered by the stand-in."""
+    r = B.unix_request(sock_path, "POST", "/anthropic/v1/messages", body)
+    if r.status != 200 or b"echo: hi" not in r.body:
+        raise RuntimeError("small call: %d %r" % (r.status, r.body[:300]))
 
 
 def cpu(pid):
@@ -349,10 +353,10 @@ def plain(args, fu, tmp):
                   i + 1, pair[-1], relays[-1], fl["broker_cpu"], fl["egress_cpu"],
                   pair[-1] / relays[-1]))
     if relays:
-        ratios = sorted(p / r for p, r in zip(pair, relays))
+        ratios = [p / r for p, r in zip(pair, relays)]
         B.say("median of %d rounds: broker + egress %.0f us, relays %.0f us, ratio %.2f "
               "(DESIGN.md 12: at most 2)" % (len(pair), B.pct(pair, 50), B.pct(relays, 50),
-                                             ratios[len(ratios) // 2]))
+                                             B.pct(ratios, 50)))
     else:
         B.say("no %s: build the tree for the relays' figure" % hops)
 
