@@ -59,18 +59,43 @@ msg_def(enum msg_type t)
 	return &msg_defs[t];
 }
 
+/* The types in the order of their names, for msg_type_from_name(). */
+static uint8_t	msg_by_name[MSG__COUNT - 1];
+static int	msg_by_name_ready;
+
+static int
+msg_by_name_cmp(const void *a, const void *b)
+{
+	return strcmp(msg_defs[*(const uint8_t *)a].md_name,
+	    msg_defs[*(const uint8_t *)b].md_name);
+}
+
+/* Every frame names its type: a binary search, not a pass over the table. */
 enum msg_type
 msg_type_from_name(const char *name)
 {
-	int	 t;
+	size_t	 lo = 0, hi = MSG__COUNT - 1, mid;
+	int	 t, c;
 
 	if (name == NULL || name[0] == '\0')
 		return MSG_NONE;
-	/* The first byte sorts out most rows before a strcmp(). */
-	for (t = MSG_NONE + 1; t < MSG__COUNT; t++)
-		if (msg_defs[t].md_name[0] == name[0] &&
-		    strcmp(msg_defs[t].md_name, name) == 0)
+	if (!msg_by_name_ready) {
+		for (t = MSG_NONE + 1; t < MSG__COUNT; t++)
+			msg_by_name[t - 1] = (uint8_t)t;
+		qsort(msg_by_name, MSG__COUNT - 1, sizeof(msg_by_name[0]),
+		    msg_by_name_cmp);
+		msg_by_name_ready = 1;
+	}
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		t = msg_by_name[mid];
+		if ((c = strcmp(name, msg_defs[t].md_name)) == 0)
 			return t;
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
 	return MSG_NONE;
 }
 
@@ -365,12 +390,14 @@ msg_lex_string(const uint8_t *s, size_t len, size_t *i, char **dst)
 static int
 msg_lex_number(const uint8_t *s, size_t len, size_t *i, double *v)
 {
-	char	 buf[MSG_LEX_NUM];
-	size_t	 p = *i, n;
-	char	*end;
+	char		 buf[MSG_LEX_NUM];
+	size_t		 p = *i, n, k, neg = 0;
+	int		 integer = 1;
+	uint64_t	 w = 0;
+	char		*end;
 
 	if (p < len && s[p] == '-')
-		p++;
+		p++, neg = 1;
 	if (p < len && s[p] == '0')
 		p++;
 	else if (p < len && s[p] >= '1' && s[p] <= '9')
@@ -379,12 +406,14 @@ msg_lex_number(const uint8_t *s, size_t len, size_t *i, double *v)
 	else
 		return -1;
 	if (p < len && s[p] == '.') {
+		integer = 0;
 		if (++p >= len || s[p] < '0' || s[p] > '9')
 			return -1;
 		while (p < len && s[p] >= '0' && s[p] <= '9')
 			p++;
 	}
 	if (p < len && (s[p] == 'e' || s[p] == 'E')) {
+		integer = 0;
 		if (++p < len && (s[p] == '+' || s[p] == '-'))
 			p++;
 		if (p >= len || s[p] < '0' || s[p] > '9')
@@ -393,6 +422,15 @@ msg_lex_number(const uint8_t *s, size_t len, size_t *i, double *v)
 			p++;
 	}
 	n = p - *i;
+	/* An integer of up to 15 digits, as every number a frame carries, is
+	 * exact as a double: no strtod(). */
+	if (integer && n - neg <= 15) {
+		for (k = *i + neg; k < p; k++)
+			w = w * 10 + (s[k] - '0');
+		*v = neg ? -(double)w : (double)w;
+		*i = p;
+		return 0;
+	}
 	if (n >= sizeof(buf))
 		return -1;
 	memcpy(buf, s + *i, n);
@@ -1062,14 +1100,18 @@ static int
 msgb_put_string(struct msgb *mb, const char *s)
 {
 	static const char	 hex[] = "0123456789abcdef";
+	/* What escaping adds to each byte: \u00XX, \n and the like, or 0. */
+	static const uint8_t	 extra[256] = {
+		[0 ... 7] = 5, ['\b'] = 1, ['\t'] = 1, ['\n'] = 1,
+		[0x0b] = 5, ['\f'] = 1, ['\r'] = 1, [0x0e ... 0x1f] = 5,
+		['"'] = 1, ['\\'] = 1,
+	};
 	const unsigned char	*p = (const unsigned char *)s;
 	size_t			 len = strlen(s), n = len + 2, i;
 	char			*d;
 
 	for (i = 0; i < len; i++)
-		if (p[i] < 0x20 || p[i] == '"' || p[i] == '\\')
-			n += p[i] < 0x20 && p[i] != '\b' && p[i] != '\f' &&
-			    p[i] != '\n' && p[i] != '\r' && p[i] != '\t' ? 5 : 1;
+		n += extra[p[i]];
 	if (msgb_reserve(mb, n) == -1)
 		return -1;
 	d = mb->mb_buf + mb->mb_len;

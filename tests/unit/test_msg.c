@@ -959,6 +959,23 @@ START_TEST(get_integers)
 	ck_assert_int_eq(get_int("9007199254740992", INT64_MIN, INT64_MAX,
 	    &i), -1);
 	ck_assert_int_eq(get_int("-0.5", -5, 5, &i), -1);
+	/* Fifteen digits are read without strtod(), sixteen with it: the
+	 * same integers either way. */
+	ck_assert_int_eq(get_uint("999999999999999", 0, UINT64_MAX, &u, err,
+	    sizeof(err)), 0);
+	ck_assert_uint_eq(u, 999999999999999ULL);
+	ck_assert_int_eq(get_uint("1000000000000000", 0, UINT64_MAX, &u, err,
+	    sizeof(err)), 0);
+	ck_assert_uint_eq(u, 1000000000000000ULL);
+	ck_assert_int_eq(get_int("-999999999999999", INT64_MIN, INT64_MAX,
+	    &i), 0);
+	ck_assert_int_eq(i, -999999999999999LL);
+	ck_assert_int_eq(get_int("-1000000000000001", INT64_MIN, INT64_MAX,
+	    &i), 0);
+	ck_assert_int_eq(i, -1000000000000001LL);
+	ck_assert_int_eq(get_uint("123456789012345e1", 0, UINT64_MAX, &u, err,
+	    sizeof(err)), 0);
+	ck_assert_uint_eq(u, 1234567890123450ULL);
 }
 END_TEST
 
