@@ -66,6 +66,20 @@ journal_escape(char *out, size_t outlen, const void *in, size_t len)
 	if (outlen == 0)
 		return 0;
 	while (i < len) {
+		/* A run of printable ASCII at once: most of a value. */
+		for (next = i; next < len && s[next] >= 0x20 &&
+		    s[next] < 0x7f && s[next] != '\\' && s[next] != '"'; next++)
+			;
+		if (next > i) {
+			if (next - i >= outlen - o)
+				next = i + (outlen - 1 - o);
+			if (next == i)
+				break;
+			memcpy(out + o, s + i, next - i);
+			o += next - i;
+			i = next;
+			continue;
+		}
 		next = i;
 		if (s[i] < 0x20 || s[i] == 0x7f || s[i] == '\\' ||
 		    s[i] == '"' || utf8_next(s, len, &next, &cp) == -1) {
@@ -232,8 +246,10 @@ jrec_init(struct jrec *jr, int priority, const char *what)
 	jr->jr_len = 0;
 	jr->jr_full = 0;
 	jr->jr_priority = priority;
-	(void)snprintf(jr->jr_line, sizeof(jr->jr_line), "%s:", what);
-	jr->jr_linelen = strlen(jr->jr_line);
+	jr->jr_linelen = str_append(jr->jr_line, sizeof(jr->jr_line), 0,
+	    what, strlen(what));
+	jr->jr_linelen = str_append(jr->jr_line, sizeof(jr->jr_line),
+	    jr->jr_linelen, ":", 1);
 }
 
 static void
@@ -280,13 +296,9 @@ jrec_add_str(struct jrec *jr, const char *key, const char *value)
 void
 jrec_add_uint(struct jrec *jr, const char *key, uint64_t v)
 {
-	char	 num[24], *p = num + sizeof(num);
+	char	 num[24];
 
-	do {
-		*--p = (char)('0' + v % 10);
-		v /= 10;
-	} while (v != 0);
-	jrec_add(jr, key, p, (size_t)(num + sizeof(num) - p));
+	jrec_add(jr, key, num, str_append_uint(num, sizeof(num), 0, v));
 }
 
 void

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "validate.h"
 
 static char	 log_procname[160] = "rtsandbox";
 static int	 log_debug_on;
@@ -93,9 +94,17 @@ log_escape_as(char *dst, size_t dstlen, const char *src, size_t srclen,
 
 	while (i < srclen) {
 		if (s[i] >= 0x20 && s[i] < 0x7f && (s[i] != '\\' || keep_bs)) {
-			if (o + 1 > dstlen)
+			/* A run of printable ASCII at once: most of a line. */
+			for (k = i + 1; k < srclen && s[k] >= 0x20 &&
+			    s[k] < 0x7f && (s[k] != '\\' || keep_bs); k++)
+				;
+			if (k - i > dstlen - o)
+				k = i + (dstlen - o);
+			if (k == i)
 				break;
-			dst[o++] = (char)s[i++];
+			memcpy(dst + o, s + i, k - i);
+			o += k - i;
+			i = k;
 		} else if (s[i] == '\\') {
 			if (o + 2 > dstlen)
 				break;
@@ -145,20 +154,27 @@ log_write_as(int pri, const char *prefix, const char *msg, const char *err,
     int keep_bs)
 {
 	char	 raw[LOG_LINE_MAX], line[LOG_LINE_MAX];
-	size_t	 o = 0;
-	int	 n;
+	size_t	 o = 0, n;
 
-	n = snprintf(raw, sizeof(raw), "%s%s: %s%s%s", prefix, log_procname,
-	    msg, err ? ": " : "", err ? err : "");
-	if (n < 0)
-		return;
-	if ((size_t)n >= sizeof(raw))
-		n = sizeof(raw) - 1;
-	if (log_journal)
-		o = (size_t)snprintf(line, sizeof(line), "<%d>", pri);
+	/* prefix, the process's name, ": ", msg, and ": " err: cut where the
+	 * line ends. */
+	n = str_append(raw, sizeof(raw), 0, prefix, strlen(prefix));
+	n = str_append(raw, sizeof(raw), n, log_procname,
+	    strlen(log_procname));
+	n = str_append(raw, sizeof(raw), n, ": ", 2);
+	n = str_append(raw, sizeof(raw), n, msg, strlen(msg));
+	if (err != NULL) {
+		n = str_append(raw, sizeof(raw), n, ": ", 2);
+		n = str_append(raw, sizeof(raw), n, err, strlen(err));
+	}
+	if (log_journal) {
+		line[o++] = '<';
+		line[o++] = (char)('0' + (pri & 7));
+		line[o++] = '>';
+	}
 	/* the newline always fits */
-	o += log_escape_as(line + o, sizeof(line) - 1 - o, raw, (size_t)n,
-	    NULL, keep_bs);
+	o += log_escape_as(line + o, sizeof(line) - 1 - o, raw, n, NULL,
+	    keep_bs);
 	line[o++] = '\n';
 	/* Nowhere to report a failed log write; a short one is not retried. */
 	if (write(STDERR_FILENO, line, o) == -1)

@@ -89,6 +89,28 @@ utf8_utf16_len(const char *s, size_t len, size_t *units)
 	return 0;
 }
 
+size_t
+str_append(char *buf, size_t bufsz, size_t n, const char *s, size_t slen)
+{
+	if (slen > bufsz - 1 - n)
+		slen = bufsz - 1 - n;
+	memcpy(buf + n, s, slen);
+	buf[n + slen] = '\0';
+	return n + slen;
+}
+
+size_t
+str_append_uint(char *buf, size_t bufsz, size_t n, uint64_t v)
+{
+	char	 num[24], *p = num + sizeof(num);
+
+	do {
+		*--p = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	return str_append(buf, bufsz, n, p, (size_t)(num + sizeof(num) - p));
+}
+
 int
 utf8_text_check(const char *s, size_t len, size_t max_units)
 {

@@ -24,6 +24,16 @@ int	utf8_utf16_len(const char *s, size_t len, size_t *units);
  */
 int	utf8_next(const uint8_t *s, size_t len, size_t *i, uint32_t *cp);
 
+/*
+ * Append slen bytes of s to the n bytes in buf (n < bufsz), as many as fit
+ * with a NUL after them, as snprintf() cuts: the new length.  For text
+ * built on every call, where snprintf() costs more than the text.
+ */
+size_t	str_append(char *buf, size_t bufsz, size_t n, const char *s,
+	    size_t slen);
+/* The same with v's decimal digits. */
+size_t	str_append_uint(char *buf, size_t bufsz, size_t n, uint64_t v);
+
 /* The value of a hexadecimal digit (either case), or -1. */
 int	hex_digit(int c);
 

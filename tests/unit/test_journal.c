@@ -162,6 +162,15 @@ START_TEST(escape)
 	ck_assert_uint_eq(journal_escape(out, 4, "a\xc3\xa9", 3), 3);
 	ck_assert_uint_eq(journal_escape(out, 1, "a", 1), 0);
 	ck_assert_str_eq(out, "");
+	/* a run of plain bytes is cut where the room ends, before the NUL */
+	ck_assert_uint_eq(journal_escape(out, 4, "abcdef", 6), 3);
+	ck_assert_str_eq(out, "abc");
+	ck_assert_uint_eq(journal_escape(out, 7, "abcdef", 6), 6);
+	ck_assert_str_eq(out, "abcdef");
+	ck_assert_uint_eq(journal_escape(out, 4, "ab\"c", 4), 2);
+	ck_assert_str_eq(out, "ab");
+	ck_assert_uint_eq(journal_escape(out, 5, "ab\"c", 4), 3);
+	ck_assert_str_eq(out, "ab\\\"");
 }
 END_TEST
 

@@ -164,6 +164,15 @@ START_TEST(room_ends_between_escapes)
 	n = log_escape(out, 0, "a", 1, &used);
 	ck_assert_uint_eq(n, 0);
 	ck_assert_uint_eq(used, 0);
+	/* a run of printable bytes is cut where the room ends */
+	n = log_escape(out, 3, "abcdef", 6, &used);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_uint_eq(used, 3);
+	ck_assert(memcmp(out, "abc", 3) == 0);
+	n = log_escape(out, 4, "ab\\c", 4, &used);
+	ck_assert_uint_eq(n, 4);
+	ck_assert_uint_eq(used, 3);
+	ck_assert(memcmp(out, "ab\\\\", 4) == 0);
 }
 END_TEST
 

@@ -887,6 +887,35 @@ START_TEST(name_image)
 }
 END_TEST
 
+/* str_append() cuts as snprintf() would: a NUL always, never past bufsz. */
+START_TEST(append_cut)
+{
+	char	 b[8];
+	size_t	 n;
+
+	n = str_append(b, sizeof(b), 0, "abc", 3);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_str_eq(b, "abc");
+	n = str_append(b, sizeof(b), n, ".", 1);
+	n = str_append_uint(b, sizeof(b), n, 42);
+	ck_assert_uint_eq(n, 6);
+	ck_assert_str_eq(b, "abc.42");
+	/* seven bytes and the NUL fill it; the eighth is cut */
+	ck_assert_uint_eq(str_append(b, sizeof(b), n, "x", 1), 7);
+	ck_assert_str_eq(b, "abc.42x");
+	ck_assert_uint_eq(str_append(b, sizeof(b), 7, "y", 1), 7);
+	ck_assert_str_eq(b, "abc.42x");
+	ck_assert_uint_eq(str_append(b, sizeof(b), 0, "", 0), 0);
+	ck_assert_str_eq(b, "");
+	ck_assert_uint_eq(str_append_uint(b, sizeof(b), 0, 0), 1);
+	ck_assert_str_eq(b, "0");
+	ck_assert_uint_eq(str_append_uint(b, sizeof(b), 0, UINT64_MAX), 7);
+	ck_assert_str_eq(b, "1844674");
+	ck_assert_uint_eq(str_append_uint(b, 1, 0, 5), 0);
+	ck_assert_str_eq(b, "");
+}
+END_TEST
+
 START_TEST(thinking_levels)
 {
 	ck_assert_int_eq(valid_thinking(S("low")), 1);
@@ -956,6 +985,7 @@ validate_suite(void)
 	tcase_add_test(tc, name_image);
 	tcase_add_test(tc, name_runtime);
 	tcase_add_test(tc, thinking_levels);
+	tcase_add_test(tc, append_cut);
 	suite_add_tcase(s, tc);
 
 	return s;
