@@ -212,30 +212,29 @@ oom(struct rebuild *rb)
 	return fail(rb, "Out of memory");
 }
 
-/* Path of the next error: push a key or an index, pop to a saved length. */
+/* Path of the next error: push a key or an index, pop to a saved length.
+ * Pushed for every element, refused or not: joined, not printed. */
 static size_t
 path_key(struct rebuild *rb, const char *key)
 {
-	size_t	 old = rb->rb_pathlen;
-	int	 r;
+	size_t	 old = rb->rb_pathlen, n = old;
 
-	r = snprintf(rb->rb_path + old, sizeof(rb->rb_path) - old, "%s%s",
-	    old > 0 ? "." : "", key);
-	if (r > 0)
-		rb->rb_pathlen = strlen(rb->rb_path);
+	if (old > 0)
+		n = str_append(rb->rb_path, sizeof(rb->rb_path), n, ".", 1);
+	rb->rb_pathlen = str_append(rb->rb_path, sizeof(rb->rb_path), n, key,
+	    strlen(key));
 	return old;
 }
 
 static size_t
 path_index(struct rebuild *rb, size_t i)
 {
-	size_t	 old = rb->rb_pathlen;
-	int	 r;
+	size_t	 old = rb->rb_pathlen, n = old;
 
-	r = snprintf(rb->rb_path + old, sizeof(rb->rb_path) - old, "%s%zu",
-	    old > 0 ? "." : "", i);
-	if (r > 0)
-		rb->rb_pathlen = strlen(rb->rb_path);
+	if (old > 0)
+		n = str_append(rb->rb_path, sizeof(rb->rb_path), n, ".", 1);
+	rb->rb_pathlen = str_append_uint(rb->rb_path, sizeof(rb->rb_path), n,
+	    i);
 	return old;
 }
 

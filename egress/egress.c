@@ -30,6 +30,7 @@
 #include "policy.h"
 #include "reflect.h"
 #include "upstream.h"
+#include "validate.h"
 #include "limits.h"
 #include "log.h"
 #include "proc.h"
@@ -694,6 +695,7 @@ egress_audit_new(const struct egress_peer *ep, const struct egress_admit *ea,
     const char *path, const char *query, const char *turn_id, size_t len)
 {
 	char	 route[64 + 2 * MCP_SERVER_NAME_MAX + 64];
+	size_t	 n;
 	int	 bound = ep->ep_role == PROC_BROKER && ea->ea_calls_left != NULL;
 
 	if (ea->ea_mcp)
@@ -702,12 +704,39 @@ egress_audit_new(const struct egress_peer *ep, const struct egress_admit *ea,
 		    ea->ea_call.pc_method : "?", ea->ea_call.pc_tool != NULL ?
 		    " " : "", ea->ea_call.pc_tool != NULL ?
 		    ea->ea_call.pc_tool : "");
-	else
-		(void)snprintf(route, sizeof(route), "model %s%s%s", path,
-		    query != NULL ? "?" : "", query != NULL ? query : "");
+	else {
+		/* Every model call: joined, not printed. */
+		n = str_append(route, sizeof(route), 0, "model ", 6);
+		n = str_append(route, sizeof(route), n, path, strlen(path));
+		if (query != NULL) {
+			n = str_append(route, sizeof(route), n, "?", 1);
+			(void)str_append(route, sizeof(route), n, query,
+			    strlen(query));
+		}
+	}
 	return audit_new(ep->ep_channel != NULL ? ep->ep_channel : "?",
 	    bound ? turn_id : NULL, bound ? ep->ep_turn_speaker : NULL, route,
 	    ea->ea_mcp ? NULL : ea->ea_model, len);
+}
+
+/* base, path and "?" query in url, as snprintf() would put them: the
+ * length they take, which is bufsz or more when they do not fit. */
+static int
+egress_url(char *url, size_t bufsz, const char *base, const char *path,
+    const char *query)
+{
+	size_t	 bl = strlen(base), pl = strlen(path);
+	size_t	 ql = query != NULL ? strlen(query) + 1 : 0, n;
+
+	if (bl + pl + ql >= bufsz)
+		return (int)bufsz;
+	n = str_append(url, bufsz, 0, base, bl);
+	n = str_append(url, bufsz, n, path, pl);
+	if (query != NULL) {
+		n = str_append(url, bufsz, n, "?", 1);
+		n = str_append(url, bufsz, n, query, ql - 1);
+	}
+	return (int)n;
 }
 
 /*
@@ -830,9 +859,8 @@ egress_call(struct egress_peer *ep, struct msg *m)
 		if (!eg->eg_cred_hook && egress_cred_file(ec, &credfile,
 		    &cache) == -1)
 			return 0;
-		rc = snprintf(url, sizeof(url), "%s%s%s%s",
-		    eg->eg_upstream_url, path, query ? "?" : "",
-		    query ? query : "");
+		rc = egress_url(url, sizeof(url), eg->eg_upstream_url, path,
+		    query);
 	}
 	if (rc < 0 || (size_t)rc >= sizeof(url)) {
 		egress_end(ec, 0, 502, "URL too long");

@@ -12,6 +12,7 @@
 #include "jwalk.h"
 #include "limits.h"
 #include "policy.h"
+#include "validate.h"
 
 /* The longest name the policy compares, decoded (a model name). */
 #define POLICY_STR_MAX		MODEL_NAME_BYTES_MAX
@@ -286,19 +287,26 @@ struct list_ctx {
 static int	check_content(struct verdict *, const char *, size_t, size_t,
 		    const char *, int, int);
 
-/* base.key into out (a path is only ever told, cut if it must be). */
+/* base.key into out (a path is only ever told, cut if it must be); built
+ * for every element, refused or not, so joined rather than printed. */
 static void
 path_key(char *out, size_t outsz, const char *base, const char *key)
 {
-	if (snprintf(out, outsz, "%s.%s", base, key) < 0)
-		out[0] = '\0';
+	size_t	 n;
+
+	n = str_append(out, outsz, 0, base, strlen(base));
+	n = str_append(out, outsz, n, ".", 1);
+	(void)str_append(out, outsz, n, key, strlen(key));
 }
 
 static void
 path_index(char *out, size_t outsz, const char *base, size_t i)
 {
-	if (snprintf(out, outsz, "%s.%zu", base, i) < 0)
-		out[0] = '\0';
+	size_t	 n;
+
+	n = str_append(out, outsz, 0, base, strlen(base));
+	n = str_append(out, outsz, n, ".", 1);
+	(void)str_append_uint(out, outsz, n, i);
 }
 
 /* The first key of fields seen in mask, for a refusal that names it. */
