@@ -101,11 +101,10 @@ call_free(struct call *cl)
 	if (cl->cl_in_batch)
 		TAILQ_REMOVE(&br->br_batch, cl, cl_batch_entry);
 	free(cl);
-	/* A broker between calls keeps no read buffer for egress. */
-	if (TAILQ_EMPTY(&br->br_calls)) {
-		frame_conn_shrink(br->br_egress);
+	/* The read buffer for egress stays while calls come: broker_idle()
+	 * gives it back. */
+	if (TAILQ_EMPTY(&br->br_calls))
 		broker_idle_later(br);
-	}
 }
 
 struct call *
