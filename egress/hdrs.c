@@ -55,11 +55,15 @@ static const struct hdrs_copy	hdrs_mcp[] = {
 	{ "mcp-protocol-version", MCP_HEADER_MAX, -1 },
 };
 
-static const char *const	hdrs_resp_names[] = {
-	"content-type",
-	"request-id",
-	"x-should-retry",
-	"retry-after",
+#define HDRS_NAME(s)	{ s, sizeof(s) - 1 }
+static const struct {
+	const char	*hn_name;
+	size_t		 hn_len;
+} hdrs_resp_names[] = {
+	HDRS_NAME("content-type"),
+	HDRS_NAME("request-id"),
+	HDRS_NAME("x-should-retry"),
+	HDRS_NAME("retry-after"),
 };
 
 #ifndef nitems
@@ -193,14 +197,18 @@ hdrs_response_allowed(const char *name, const char *value,
 	len = strnlen(name, HDRS_NAME_MAX + 1);
 	if (len == 0 || len > HDRS_NAME_MAX)
 		return 0;
-	/* The allow-list first: most names are not on it.  A name equal to
-	 * one of its entries is a token; the prefix's tail is checked. */
+	/* The allow-list first: most names are not on it, most not even of
+	 * the length of one of its entries.  A name equal to one of them is
+	 * a token; the prefix's tail is checked. */
 	for (i = 0; i < nitems(hdrs_resp_names) && !ok; i++)
-		if (strcasecmp(name, hdrs_resp_names[i]) == 0)
+		if (len == hdrs_resp_names[i].hn_len &&
+		    strcasecmp(name, hdrs_resp_names[i].hn_name) == 0)
 			ok = 1;
-	if (!ok && strncasecmp(name, prefix, sizeof(prefix) - 1) == 0)
+	if (!ok && len >= sizeof(prefix) - 1 &&
+	    strncasecmp(name, prefix, sizeof(prefix) - 1) == 0)
 		ok = 1;
-	if (!ok && mcp && strcasecmp(name, "mcp-session-id") == 0) {
+	if (!ok && mcp && len == sizeof("mcp-session-id") - 1 &&
+	    strcasecmp(name, "mcp-session-id") == 0) {
 		ok = 1;
 		max = MCP_HEADER_MAX;
 	}
