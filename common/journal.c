@@ -259,7 +259,8 @@ jrec_field(struct jrec *jr, const char *key, const void *value, size_t len)
 	char			 name[JOURNAL_NAME_MAX + 1];
 	size_t			 i, klen = strlen(key);
 
-	if (sizeof(prefix) - 1 + klen >= sizeof(name))
+	/* Without a journal only the line is written (jrec_send()). */
+	if (journal_sock == -1 || sizeof(prefix) - 1 + klen >= sizeof(name))
 		return;
 	memcpy(name, prefix, sizeof(prefix) - 1);
 	for (i = 0; i <= klen; i++)	/* its NUL too */
