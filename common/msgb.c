@@ -186,21 +186,6 @@ msgb_key(struct msgb *mb, const char *key)
 	return 0;
 }
 
-/* The decimal digits of v, at the end of buf (at least 21 bytes). */
-static size_t
-msgb_itoa(char *buf, size_t bufsz, int64_t v)
-{
-	uint64_t	 u = v < 0 ? -(uint64_t)v : (uint64_t)v;
-	size_t		 i = bufsz;
-
-	do
-		buf[--i] = '0' + u % 10;
-	while ((u /= 10) != 0);
-	if (v < 0)
-		buf[--i] = '-';
-	return i;
-}
-
 void
 msgb_init(struct msgb *mb, enum msg_type type, uint64_t id)
 {
@@ -269,8 +254,11 @@ msgb_add_int(struct msgb *mb, const char *key, int64_t value)
 		msgb_fail(mb, "field \"%s\" beyond 2^53 - 1", key);
 		return;
 	}
-	at = msgb_itoa(buf, sizeof(buf), value);
-	n = sizeof(buf) - at;
+	/* The digits after room for ",\"id\":" (below). */
+	at = 6;
+	n = value < 0 ? str_append(buf, sizeof(buf), at, "-", 1) : at;
+	n = str_append_uint(buf, sizeof(buf), n, value < 0 ?
+	    -(uint64_t)value : (uint64_t)value) - at;
 	if (key == NULL || strcmp(key, "id") != 0) {
 		if (msgb_key(mb, key) == 0 && msgb_reserve(mb, n) == 0)
 			msgb_put(mb, buf + at, n);
