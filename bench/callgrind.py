@@ -26,8 +26,10 @@ streamed, the difference from the first run divided by MIB.
 call (user and system time from /proc/<pid>/stat, run time from schedstat) over --calls calls:
 what those instructions cost on this host now, next to `build/bench/hops -e` (the two bare
 relays) run right after, for --rounds rounds, and the ratio of the two (DESIGN.md 12 asks at
-most 2).  The stand-in upstream writes each answer's head with its body (one TLS record), as
-hops' upstream writes its answer.  Turns are bound 900 calls at a time, as budgets.max_calls
+most 2); and next to `hops -e -t`, the same relays with egress's leg to the upstream in TLS
+1.3, as egress's is: what sealing and opening the two messages adds to the floor.  The
+stand-in upstream writes each answer's head with its body (one TLS record), as hops' upstream
+writes its answer.  Turns are bound 900 calls at a time, as budgets.max_calls
 allows at most 1 000.
 
 Run (as any user; valgrind and the build's bench/cgrole are needed; a minute or two):
@@ -332,10 +334,10 @@ def short(name):
 
 def plain(args, fu, tmp):
     """--plain: --rounds rounds of --calls calls, each followed by bench/hops -e (the two
-    bare relays) at the same moment; each round's figures and the ratio of their run times,
-    then the medians."""
+    bare relays) and bench/hops -e -t (the same with TLS to the upstream) at the same
+    moment; each round's figures and the ratio of their run times, then the medians."""
     hops = os.path.join(B.rtsb.BUILD, "bench", "hops")
-    pair, relays = [], []
+    pair, relays, relays_tls = [], [], []
     for i in range(args.rounds):
         c = run(args, fu, tmp, args.calls, "p%d" % i)
         for role in ("broker", "egress"):
@@ -348,15 +350,22 @@ def plain(args, fu, tmp):
         fl = json.loads(subprocess.run([hops, "-e", "-j", "-n", "2000"], check=True,
                                        capture_output=True, text=True).stdout)
         relays.append(fl["broker_cpu"] + fl["egress_cpu"])
+        ft = json.loads(subprocess.run([hops, "-e", "-t", "-j", "-n", "2000"], check=True,
+                                       capture_output=True, text=True).stdout)
+        relays_tls.append(ft["broker_cpu"] + ft["egress_cpu"])
         B.say("  round %d: broker + egress %.0f us; the bare relays (hops -e) %.0f us "
-              "(broker %.0f, egress %.0f); ratio %.2f" % (
+              "(broker %.0f, egress %.0f), ratio %.2f; with TLS to the upstream (hops -e -t) "
+              "%.0f us (egress %.0f), ratio %.2f" % (
                   i + 1, pair[-1], relays[-1], fl["broker_cpu"], fl["egress_cpu"],
-                  pair[-1] / relays[-1]))
+                  pair[-1] / relays[-1], relays_tls[-1], ft["egress_cpu"],
+                  pair[-1] / relays_tls[-1]))
     if relays:
         ratios = [p / r for p, r in zip(pair, relays)]
+        ratios_tls = [p / r for p, r in zip(pair, relays_tls)]
         B.say("median of %d rounds: broker + egress %.0f us, relays %.0f us, ratio %.2f "
-              "(DESIGN.md 12: at most 2)" % (len(pair), B.pct(pair, 50), B.pct(relays, 50),
-                                             B.pct(ratios, 50)))
+              "(DESIGN.md 12: at most 2); relays with TLS to the upstream %.0f us, ratio "
+              "%.2f" % (len(pair), B.pct(pair, 50), B.pct(relays, 50), B.pct(ratios, 50),
+                        B.pct(relays_tls, 50), B.pct(ratios_tls, 50)))
     else:
         B.say("no %s: build the tree for the relays' figure" % hops)
 
@@ -375,7 +384,7 @@ def main():
     ap.add_argument("--plain", action="store_true", help="no valgrind: CPU time per call "
                     "(user, system, run time) of each process over --calls calls")
     ap.add_argument("--rounds", type=int, default=3,
-                    help="with --plain: rounds, each followed by bench/hops -e")
+                    help="with --plain: rounds, each followed by bench/hops -e and -e -t")
     args = ap.parse_args()
     if shutil.which("valgrind") is None or shutil.which("callgrind_annotate") is None:
         sys.exit("callgrind.py: valgrind is needed (apt-get install valgrind)")

@@ -25,7 +25,14 @@
  * an event loop does, with the new connection added to its set: 4 more
  * system calls per call in the broker and 2 in egress.
  *
- * usage: hops [-n CALLS] [-e] [-j]
+ * With -t, egress's connection to the upstream and the client's direct one
+ * speak TLS 1.3, as rtsandbox's egress and its benchmarks' direct client
+ * do (a key and certificate made at start, not verified; no session
+ * tickets; one read a record): the same system calls, and the cost of
+ * sealing and opening each message on top.  The relays still parse
+ * nothing.
+ *
+ * usage: hops [-n CALLS] [-e] [-t] [-j]
  *   -j prints one JSON object instead of the table, for bench/passthrough.py.
  */
 
@@ -46,22 +53,38 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
 /* About what a tiny model call and its answer weigh on the wire. */
 #define REQ	300
 #define RESP	600
 #define WARMUP	200
 
-static int use_epoll;
+static int	 use_epoll;
+static SSL_CTX	*srv_ctx;	/* with -t */
+static SSL_CTX	*cli_ctx;
+
+/* A connection: TLS on top of fd when ssl is not NULL. */
+struct conn {
+	int	 fd;
+	SSL	*ssl;
+};
 
 static void
-readn(int fd, char *buf, size_t n)
+readn(struct conn *c, char *buf, size_t n)
 {
 	size_t	 got = 0;
 	ssize_t	 r;
 
 	while (got < n) {
-		r = read(fd, buf + got, n - got);
-		if (r == -1 && errno == EINTR)
+		if (c->ssl != NULL)
+			r = SSL_read(c->ssl, buf + got, (int)(n - got));
+		else
+			r = read(c->fd, buf + got, n - got);
+		if (r == -1 && c->ssl == NULL && errno == EINTR)
 			continue;
 		if (r <= 0)
 			_exit(r == 0 ? 0 : 1);
@@ -70,14 +93,17 @@ readn(int fd, char *buf, size_t n)
 }
 
 static void
-writen(int fd, const char *buf, size_t n)
+writen(struct conn *c, const char *buf, size_t n)
 {
 	size_t	 put = 0;
 	ssize_t	 w;
 
 	while (put < n) {
-		w = write(fd, buf + put, n - put);
-		if (w == -1 && errno == EINTR)
+		if (c->ssl != NULL)
+			w = SSL_write(c->ssl, buf + put, (int)(n - put));
+		else
+			w = write(c->fd, buf + put, n - put);
+		if (w == -1 && c->ssl == NULL && errno == EINTR)
 			continue;
 		if (w <= 0)
 			_exit(1);
@@ -101,11 +127,11 @@ watch(int ep, int fd)
  * about to be read can be ready, so the wait ends on it.
  */
 static void
-await(int ep)
+await(int ep, struct conn *c)
 {
 	struct epoll_event	 ev;
 
-	if (!use_epoll)
+	if (!use_epoll || (c->ssl != NULL && SSL_has_pending(c->ssl)))
 		return;
 	while (epoll_wait(ep, &ev, 1, -1) != 1)
 		if (errno != EINTR)
@@ -121,17 +147,75 @@ nodelay(int fd)
 		err(1, "TCP_NODELAY");
 }
 
-static int
-tcp_connect(const struct sockaddr_in *sin)
-{
-	int	 fd;
+static void	tls_fail(const char *) __attribute__((noreturn));
 
-	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+static void
+tls_fail(const char *what)
+{
+	char	 buf[256];
+
+	ERR_error_string_n(ERR_get_error(), buf, sizeof(buf));
+	errx(1, "%s: %s", what, buf);
+}
+
+/* With -t: a P-256 key and a certificate for it, signed by itself. */
+static void
+tls_setup(void)
+{
+	EVP_PKEY	*key;
+	X509		*x;
+	X509_NAME	*name;
+
+	if ((key = EVP_EC_gen("P-256")) == NULL || (x = X509_new()) == NULL)
+		tls_fail("key");
+	name = X509_get_subject_name(x);
+	if (X509_set_version(x, X509_VERSION_3) != 1 ||
+	    ASN1_INTEGER_set(X509_get_serialNumber(x), 1) != 1 ||
+	    X509_gmtime_adj(X509_getm_notBefore(x), 0) == NULL ||
+	    X509_gmtime_adj(X509_getm_notAfter(x), 86400) == NULL ||
+	    X509_set_pubkey(x, key) != 1 ||
+	    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+	    (const unsigned char *)"hops", -1, -1, 0) != 1 ||
+	    X509_set_issuer_name(x, name) != 1 ||
+	    X509_sign(x, key, EVP_sha256()) == 0)
+		tls_fail("certificate");
+	if ((srv_ctx = SSL_CTX_new(TLS_server_method())) == NULL ||
+	    (cli_ctx = SSL_CTX_new(TLS_client_method())) == NULL ||
+	    SSL_CTX_set_min_proto_version(srv_ctx, TLS1_3_VERSION) != 1 ||
+	    SSL_CTX_set_min_proto_version(cli_ctx, TLS1_3_VERSION) != 1 ||
+	    SSL_CTX_use_certificate(srv_ctx, x) != 1 ||
+	    SSL_CTX_use_PrivateKey(srv_ctx, key) != 1 ||
+	    SSL_CTX_set_num_tickets(srv_ctx, 0) != 1)
+		tls_fail("context");
+	/* A record in one read(2), as egress reads many at once. */
+	SSL_CTX_set_read_ahead(srv_ctx, 1);
+	SSL_CTX_set_read_ahead(cli_ctx, 1);
+	SSL_CTX_set_verify(cli_ctx, SSL_VERIFY_NONE, NULL);
+	X509_free(x);
+	EVP_PKEY_free(key);
+}
+
+static void
+tls_start(struct conn *c, int server)
+{
+	c->ssl = NULL;
+	if (srv_ctx == NULL)
+		return;
+	if ((c->ssl = SSL_new(server ? srv_ctx : cli_ctx)) == NULL ||
+	    SSL_set_fd(c->ssl, c->fd) != 1 ||
+	    (server ? SSL_accept(c->ssl) : SSL_connect(c->ssl)) != 1)
+		tls_fail("handshake");
+}
+
+static void
+tcp_connect(const struct sockaddr_in *sin, struct conn *c)
+{
+	if ((c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
 		err(1, "socket");
-	if (connect(fd, (const struct sockaddr *)sin, sizeof(*sin)) == -1)
+	if (connect(c->fd, (const struct sockaddr *)sin, sizeof(*sin)) == -1)
 		err(1, "connect upstream");
-	nodelay(fd);
-	return fd;
+	nodelay(c->fd);
+	tls_start(c, 0);
 }
 
 static pid_t
@@ -151,13 +235,14 @@ spawn(void (*fn)(void *), void *arg)
 static void
 upstream_conn(void *arg)
 {
-	int	 fd = *(int *)arg;
-	char	 req[REQ], resp[RESP];
+	struct conn	 c = { .fd = *(int *)arg };
+	char		 req[REQ], resp[RESP];
 
+	tls_start(&c, 1);
 	memset(resp, 'u', sizeof(resp));
 	for (;;) {
-		readn(fd, req, sizeof(req));
-		writen(fd, resp, sizeof(resp));
+		readn(&c, req, sizeof(req));
+		writen(&c, resp, sizeof(resp));
 	}
 }
 
@@ -187,19 +272,21 @@ egress(void *arg)
 {
 	struct relay	*r = arg;
 	char		 req[REQ], resp[RESP];
-	int		 up = tcp_connect(&r->up), ep;
+	struct conn	 pair = { .fd = r->pair }, up;
+	int		 ep;
 
+	tcp_connect(&r->up, &up);
 	if ((ep = epoll_create1(EPOLL_CLOEXEC)) == -1)
 		_exit(1);
-	watch(ep, r->pair);
-	watch(ep, up);
+	watch(ep, pair.fd);
+	watch(ep, up.fd);
 	for (;;) {
-		await(ep);
-		readn(r->pair, req, sizeof(req));
-		writen(up, req, sizeof(req));
-		await(ep);
-		readn(up, resp, sizeof(resp));
-		writen(r->pair, resp, sizeof(resp));
+		await(ep, &pair);
+		readn(&pair, req, sizeof(req));
+		writen(&up, req, sizeof(req));
+		await(ep, &up);
+		readn(&up, resp, sizeof(resp));
+		writen(&pair, resp, sizeof(resp));
 	}
 }
 
@@ -208,24 +295,26 @@ broker(void *arg)
 {
 	struct relay	*r = arg;
 	char		 req[REQ], resp[RESP];
-	int		 fd, ep;
+	struct conn	 pair = { .fd = r->pair }, cl = { .fd = -1 };
+	struct conn	 lis = { .fd = r->listen };
+	int		 ep;
 
 	if ((ep = epoll_create1(EPOLL_CLOEXEC)) == -1)
 		_exit(1);
-	watch(ep, r->listen);
-	watch(ep, r->pair);
+	watch(ep, lis.fd);
+	watch(ep, pair.fd);
 	for (;;) {
-		await(ep);
-		if ((fd = accept4(r->listen, NULL, NULL, SOCK_CLOEXEC)) == -1)
+		await(ep, &lis);
+		if ((cl.fd = accept4(lis.fd, NULL, NULL, SOCK_CLOEXEC)) == -1)
 			continue;
-		watch(ep, fd);
-		await(ep);
-		readn(fd, req, sizeof(req));
-		writen(r->pair, req, sizeof(req));
-		await(ep);
-		readn(r->pair, resp, sizeof(resp));
-		writen(fd, resp, sizeof(resp));
-		close(fd);	/* also leaves the epoll set */
+		watch(ep, cl.fd);
+		await(ep, &cl);
+		readn(&cl, req, sizeof(req));
+		writen(&pair, req, sizeof(req));
+		await(ep, &pair);
+		readn(&pair, resp, sizeof(resp));
+		writen(&cl, resp, sizeof(resp));
+		close(cl.fd);	/* also leaves the epoll set */
 	}
 }
 
@@ -273,26 +362,26 @@ pct(double *v, int n, int p)
 static double
 call_broker(const struct sockaddr_un *sun, const char *req, char *resp)
 {
-	double	 t0 = now_us();
-	int	 fd;
+	double		 t0 = now_us();
+	struct conn	 c = { .ssl = NULL };
 
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+	if ((c.fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
 		err(1, "socket");
-	if (connect(fd, (const struct sockaddr *)sun, sizeof(*sun)) == -1)
+	if (connect(c.fd, (const struct sockaddr *)sun, sizeof(*sun)) == -1)
 		err(1, "connect broker");
-	writen(fd, req, REQ);
-	readn(fd, resp, RESP);
-	close(fd);
+	writen(&c, req, REQ);
+	readn(&c, resp, RESP);
+	close(c.fd);
 	return now_us() - t0;
 }
 
 static double
-call_direct(int fd, const char *req, char *resp)
+call_direct(struct conn *c, const char *req, char *resp)
 {
 	double	 t0 = now_us();
 
-	writen(fd, req, REQ);
-	readn(fd, resp, RESP);
+	writen(c, req, REQ);
+	readn(c, resp, RESP);
 	return now_us() - t0;
 }
 
@@ -304,10 +393,12 @@ main(int argc, char *argv[])
 	socklen_t		 len = sizeof(r.up);
 	char			 req[REQ], resp[RESP];
 	double			*viab, *direct, *added, cpu[2][2];
-	int			 calls = 2000, json = 0, ch, lfd, pair[2], dfd, i;
+	struct conn		 dc;
+	int			 calls = 2000, json = 0, tls = 0, ch, lfd, i;
+	int			 pair[2];
 	pid_t			 kids[3];
 
-	while ((ch = getopt(argc, argv, "n:ej")) != -1) {
+	while ((ch = getopt(argc, argv, "n:etj")) != -1) {
 		switch (ch) {
 		case 'n':
 			calls = atoi(optarg);
@@ -317,15 +408,20 @@ main(int argc, char *argv[])
 		case 'e':
 			use_epoll = 1;
 			break;
+		case 't':
+			tls = 1;
+			break;
 		case 'j':
 			json = 1;
 			break;
 		default:
-			fprintf(stderr, "usage: hops [-n CALLS] [-e] [-j]\n");
+			fprintf(stderr, "usage: hops [-n CALLS] [-e] [-t] [-j]\n");
 			return 2;
 		}
 	}
 	memset(req, 'q', sizeof(req));
+	if (tls)
+		tls_setup();
 
 	/* The upstream. */
 	memset(&r.up, 0, sizeof(r.up));
@@ -357,21 +453,21 @@ main(int argc, char *argv[])
 	close(pair[1]);
 	close(r.listen);
 
-	dfd = tcp_connect(&r.up);
+	tcp_connect(&r.up, &dc);
 	if ((viab = calloc((size_t)calls, sizeof(*viab))) == NULL ||
 	    (direct = calloc((size_t)calls, sizeof(*direct))) == NULL ||
 	    (added = calloc((size_t)calls, sizeof(*added))) == NULL)
 		err(1, "calloc");
 	for (i = 0; i < WARMUP; i++) {
 		call_broker(&sun, req, resp);
-		call_direct(dfd, req, resp);
+		call_direct(&dc, req, resp);
 	}
 	cpu[0][0] = cpu_us(kids[2]);
 	cpu[1][0] = cpu_us(kids[1]);
 	/* Interleaved, so that both see the same machine. */
 	for (i = 0; i < calls; i++) {
 		viab[i] = call_broker(&sun, req, resp);
-		direct[i] = call_direct(dfd, req, resp);
+		direct[i] = call_direct(&dc, req, resp);
 		added[i] = viab[i] - direct[i];
 	}
 	cpu[0][1] = cpu_us(kids[2]);
@@ -383,21 +479,24 @@ main(int argc, char *argv[])
 	}
 
 	if (json) {
-		printf("{\"calls\": %d, \"epoll\": %s, \"relay_syscalls\": %d, "
+		printf("{\"calls\": %d, \"epoll\": %s, \"tls\": %s, "
+		    "\"relay_syscalls\": %d, "
 		    "\"via_p50\": %.1f, \"via_p99\": %.1f, "
 		    "\"direct_p50\": %.1f, \"direct_p99\": %.1f, "
 		    "\"added_p50\": %.1f, \"broker_cpu\": %.1f, "
 		    "\"egress_cpu\": %.1f}\n", calls,
-		    use_epoll ? "true" : "false", use_epoll ? 16 : 10,
+		    use_epoll ? "true" : "false", tls ? "true" : "false",
+		    use_epoll ? 16 : 10,
 		    pct(viab, calls, 50), pct(viab, calls, 99),
 		    pct(direct, calls, 50), pct(direct, calls, 99),
 		    pct(added, calls, 50), (cpu[0][1] - cpu[0][0]) / calls,
 		    (cpu[1][1] - cpu[1][0]) / calls);
 	} else {
 		printf("%d small calls each way, interleaved; broker and "
-		    "egress %s, %d system calls between them per call\n", calls,
-		    use_epoll ? "wait in epoll_wait before each read" :
-		    "block in read", use_epoll ? 16 : 10);
+		    "egress %s, %d system calls between them per call%s\n",
+		    calls, use_epoll ? "wait in epoll_wait before each read" :
+		    "block in read", use_epoll ? 16 : 10, tls ? "; egress's "
+		    "leg to the upstream and the direct call in TLS 1.3" : "");
 		printf("  via two relays  p50 %7.1f us   p99 %7.1f us\n",
 		    pct(viab, calls, 50), pct(viab, calls, 99));
 		printf("  direct          p50 %7.1f us   p99 %7.1f us\n",

@@ -34,6 +34,8 @@ What it measures (DESIGN.md section 12; PROTOCOL.md section 3):
       nothing in them, a Unix connection per call into one process, a socket pair to a
       second, a keep-alive TCP connection from there to an upstream, all blocking on
       epoll_wait; what no broker and egress that keep the split can go below on this host.
+      bench/hops -e -t, printed beside it, speaks TLS 1.3 from egress to the upstream and
+      on the direct call, as rtsandbox and this benchmark's direct client do.
 
 How it works: the in-process fake upstream (tests/fixtures/fake_upstream.py) and the real
 rtsandboxd (tests/integration/rtsb.py; without -d, logging as in service, in front because
@@ -405,6 +407,14 @@ def phase_latency(setup, fw, args, res):
               "%.0f us; CPU per call: broker %.0f us, egress %.0f us" % (
                   fl["relay_syscalls"], fl["calls"], fl["added_p50"], fl["broker_cpu"],
                   fl["egress_cpu"]))
+        # The same with egress's leg to the upstream and the direct call in TLS 1.3.
+        ft = json.loads(subprocess.run([hops, "-e", "-t", "-j", "-n", "2000"], check=True,
+                                       capture_output=True, text=True, timeout=300).stdout)
+        res["floor_tls"] = ft
+        B.say("      floor with TLS (bench/hops -e -t: the same relays, egress's leg to the "
+              "upstream and the direct call in TLS 1.3): added p50 %.0f us; CPU per call: "
+              "broker %.0f us, egress %.0f us" % (ft["added_p50"], ft["broker_cpu"],
+                                                  ft["egress_cpu"]))
     if "sc_small" in res:
         B.say("  (h) system calls per small call, %d calls with %s attached (TypeScript %.0f; "
               "before %.0f; target <= %.0f):" % (args.syscall_calls, args.syscalls,
@@ -674,6 +684,12 @@ def main():
          "egress %.0f, broker %.0f" % (res["cpu_call_us"]["egress"],
                                       res["cpu_call_us"]["broker"]), "-"),
     ]
+    for key, label, target in (("floor", "  floor, two bare relays (us)", "ratio <= 2"),
+                               ("floor_tls", "  floor with TLS upstream (us)", "-")):
+        if key in res:
+            relays = res[key]["broker_cpu"] + res[key]["egress_cpu"]
+            rows.append((label, "%.0f" % relays, "-", "ratio %.2f" % (
+                sum(res["cpu_call_us"].values()) / relays), target))
     if "hook_p50" in res:
         rows.append(("  credential hook, small call p50 (us)", "%.0f" % res["hook_p50"],
                      "%.0f from the file" % res["file_p50"],
