@@ -675,6 +675,11 @@ def main():
                      "-", "%.0f us over the floor" % (
                          res["p50"] - res["p50_direct"] - res["floor"]["added_p50"]),
                      "added <= %.0f us" % TARGET["added_p50_us"]))
+    if "floor_tls" in res:
+        rows.append(("  floor with TLS upstream (us)",
+                     "%.0f added" % res["floor_tls"]["added_p50"], "-",
+                     "%.0f us over it" % (res["p50"] - res["p50_direct"] -
+                                          res["floor_tls"]["added_p50"]), "-"))
     rows += [
         ("small call p99 (us)", "%.0f" % res["p99"], "%.0f direct" % res["p99_direct"],
          "+%.0f us (%.1fx direct)" % (res["p99"] - res["p99_direct"],
