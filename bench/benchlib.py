@@ -41,6 +41,17 @@ def now_ns():
     return time.perf_counter_ns()
 
 
+def hops(*flags, calls=2000):
+    """The floor: build/bench/hops -e -j with flags (-t: TLS to the upstream), its JSON
+    object; None when the build has no bench/hops."""
+    path = os.path.join(rtsb.BUILD, "bench", "hops")
+    if not os.path.exists(path):
+        return None
+    return json.loads(subprocess.run([path, "-e", "-j", "-n", str(calls)] + list(flags),
+                                     check=True, capture_output=True, text=True,
+                                     timeout=300).stdout)
+
+
 def pct(values, p):
     """The p-th percentile (0-100), nearest rank on the sorted values."""
     s = sorted(values)

@@ -336,7 +336,6 @@ def plain(args, fu, tmp):
     """--plain: --rounds rounds of --calls calls, each followed by bench/hops -e (the two
     bare relays) and bench/hops -e -t (the same with TLS to the upstream) at the same
     moment; each round's figures and the ratio of their run times, then the medians."""
-    hops = os.path.join(B.rtsb.BUILD, "bench", "hops")
     pair, relays, relays_tls = [], [], []
     for i in range(args.rounds):
         c = run(args, fu, tmp, args.calls, "p%d" % i)
@@ -345,13 +344,11 @@ def plain(args, fu, tmp):
                   "%.0f us" % (role, args.calls - 1, c[role][0] * 1e6, c[role][1] * 1e6,
                                c[role][2] * 1e6))
         pair.append((c["broker"][2] + c["egress"][2]) * 1e6)
-        if not os.path.exists(hops):
+        fl = B.hops()
+        if fl is None:
             continue
-        fl = json.loads(subprocess.run([hops, "-e", "-j", "-n", "2000"], check=True,
-                                       capture_output=True, text=True).stdout)
         relays.append(fl["broker_cpu"] + fl["egress_cpu"])
-        ft = json.loads(subprocess.run([hops, "-e", "-t", "-j", "-n", "2000"], check=True,
-                                       capture_output=True, text=True).stdout)
+        ft = B.hops("-t")
         relays_tls.append(ft["broker_cpu"] + ft["egress_cpu"])
         B.say("  round %d: broker + egress %.0f us; the bare relays (hops -e) %.0f us "
               "(broker %.0f, egress %.0f), ratio %.2f; with TLS to the upstream (hops -e -t) "
@@ -367,7 +364,7 @@ def plain(args, fu, tmp):
               "%.2f" % (len(pair), B.pct(pair, 50), B.pct(relays, 50), B.pct(ratios, 50),
                         B.pct(relays_tls, 50), B.pct(ratios_tls, 50)))
     else:
-        B.say("no %s: build the tree for the relays' figure" % hops)
+        B.say("no bench/hops in %s: build the tree for the relays' figure" % B.rtsb.BUILD)
 
 
 def main():

@@ -138,6 +138,15 @@ await(int ep, struct conn *c)
 			_exit(1);
 }
 
+/* One hop of a message: wait for it on from, read it whole, write it to. */
+static void
+relay(int ep, struct conn *from, struct conn *to, char *buf, size_t n)
+{
+	await(ep, from);
+	readn(from, buf, n);
+	writen(to, buf, n);
+}
+
 static void
 nodelay(int fd)
 {
@@ -281,12 +290,8 @@ egress(void *arg)
 	watch(ep, pair.fd);
 	watch(ep, up.fd);
 	for (;;) {
-		await(ep, &pair);
-		readn(&pair, req, sizeof(req));
-		writen(&up, req, sizeof(req));
-		await(ep, &up);
-		readn(&up, resp, sizeof(resp));
-		writen(&pair, resp, sizeof(resp));
+		relay(ep, &pair, &up, req, sizeof(req));
+		relay(ep, &up, &pair, resp, sizeof(resp));
 	}
 }
 
@@ -308,12 +313,8 @@ broker(void *arg)
 		if ((cl.fd = accept4(lis.fd, NULL, NULL, SOCK_CLOEXEC)) == -1)
 			continue;
 		watch(ep, cl.fd);
-		await(ep, &cl);
-		readn(&cl, req, sizeof(req));
-		writen(&pair, req, sizeof(req));
-		await(ep, &pair);
-		readn(&pair, resp, sizeof(resp));
-		writen(&cl, resp, sizeof(resp));
+		relay(ep, &cl, &pair, req, sizeof(req));
+		relay(ep, &pair, &cl, resp, sizeof(resp));
 		close(cl.fd);	/* also leaves the epoll set */
 	}
 }

@@ -396,11 +396,9 @@ def phase_latency(setup, fw, args, res):
           "egress %.0f us; minor page faults per call: broker %.1f, egress %.1f" % (
               res["cpu_calls"], res["cpu_call_us"]["broker"], res["cpu_call_us"]["egress"],
               res["flt_call"]["broker"], res["flt_call"]["egress"]))
-    hops = os.path.join(B.rtsb.BUILD, "bench", "hops")
-    if os.path.exists(hops):
-        # The floor: the same two hops with nothing in them (bench/hops.c).
-        fl = json.loads(subprocess.run([hops, "-e", "-j", "-n", "2000"], check=True,
-                                       capture_output=True, text=True, timeout=300).stdout)
+    # The floor: the same two hops with nothing in them (bench/hops.c).
+    fl = B.hops()
+    if fl is not None:
         res["floor"] = fl
         B.say("      floor (bench/hops -e: two bare relaying processes, blocking on epoll, %d "
               "system calls per call between them, no parsing, no TLS, %d calls): added p50 "
@@ -408,9 +406,7 @@ def phase_latency(setup, fw, args, res):
                   fl["relay_syscalls"], fl["calls"], fl["added_p50"], fl["broker_cpu"],
                   fl["egress_cpu"]))
         # The same with egress's leg to the upstream and the direct call in TLS 1.3.
-        ft = json.loads(subprocess.run([hops, "-e", "-t", "-j", "-n", "2000"], check=True,
-                                       capture_output=True, text=True, timeout=300).stdout)
-        res["floor_tls"] = ft
+        ft = res["floor_tls"] = B.hops("-t")
         B.say("      floor with TLS (bench/hops -e -t: the same relays, egress's leg to the "
               "upstream and the direct call in TLS 1.3): added p50 %.0f us; CPU per call: "
               "broker %.0f us, egress %.0f us" % (ft["added_p50"], ft["broker_cpu"],

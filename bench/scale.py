@@ -353,14 +353,6 @@ def small_calls(setup, pw, n):
             "d99": B.pct(dl, 99)}
 
 
-def hops_floor(calls):
-    hops = os.path.join(rtsb.BUILD, "bench", "hops")
-    if not os.path.exists(hops):
-        return None
-    return json.loads(subprocess.run([hops, "-e", "-j", "-n", str(calls)], check=True,
-                                     capture_output=True, text=True, timeout=300).stdout)
-
-
 # ---------------------------------------------------------------- smaps
 
 def broker_link():
@@ -501,7 +493,7 @@ def main():
     B.say("rtsandbox scale benchmark: %d CPUs, load average %s, build %s (broker linked "
           "%s), uid %d" % (os.cpu_count(), load0, rtsb.BUILD, broker_link(), os.getuid()))
     t_start = time.monotonic()
-    floor = hops_floor(opt.hops_calls)
+    floor = B.hops(calls=opt.hops_calls)
     if floor:
         B.say("  floor (bench/hops -e, %d calls): two bare relaying processes add %.0f us p50 "
               "to a keep-alive call of %.0f us" % (floor["calls"], floor["added_p50"],
