@@ -335,11 +335,12 @@ def pid_alive(pid):
         return False
     except PermissionError:
         return True
-    # A zombie is not alive for our purposes.
+    # A zombie is not alive for our purposes. It may be reaped between
+    # open() and read(): the read then fails with ESRCH.
     try:
         with open("/proc/%d/stat" % pid) as f:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
         return False
 
 
