@@ -958,8 +958,10 @@ child_spawn(struct child *c)
 		/* its number now: a turn may be bound before egress is
 		 * ready, and that request waits behind the attach */
 		c->c_peer = ++child_next_peer;
+		/* An egress whose pipe is gone, not yet reaped, is not:
+		 * the next one takes the pipe once it is ready. */
 		if ((eg = child_singleton(PROC_EGRESS)) != NULL &&
-		    eg->c_state == CHILD_READY)
+		    child_usable(eg))
 			child_attach(eg, c);
 		else
 			log_debug("%s: egress is not ready yet",

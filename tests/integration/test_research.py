@@ -18,6 +18,7 @@ import http.server
 import json
 import os
 import shutil
+import signal
 import socket
 import sys
 import tempfile
@@ -335,6 +336,52 @@ class ResearchTest(Base):
         self.assertTrue(wait_until(lambda: not self.research_jobs(d), 10))
         # the channel may start another at once
         res, err, _ = self.research(c, "again")
+        self.assertTrue(res["ok"], res)
+
+    def test_a_job_asked_for_while_egress_dies(self):
+        """Egress's pipe is closed (the process killed) but the supervisor
+        has not yet reaped it when a job is asked for: the job's pipe waits
+        for the egress started next, and the supervisor sends nothing to the
+        one it let go (it crashed doing so).  The supervisor is stopped
+        while egress dies and the request arrives; whether it then reads
+        the pipe's end or the request first is epoll's order, so this
+        repeats until the log shows the first (the job waited), each round
+        answered and the daemon alive.  When it reads the request first,
+        the job is attached to the egress that is dying and fails."""
+        d = self.daemon()
+        c = self.client(d)
+        waited = 0
+        for n in range(10):
+            egress = wait_until(lambda: [
+                p["pid"] for p in c.call("daemon.stats")["processes"]
+                if p["role"] == "egress" and p["state"] == "ready"], 10)
+            self.assertTrue(egress, "egress did not come back")
+            egress = egress[0]
+            before = d.read_log().count("egress is not ready yet")
+            os.kill(d.proc.pid, signal.SIGSTOP)
+            try:
+                os.kill(egress, signal.SIGKILL)
+                # a zombie: its descriptors, the pipe among them, are closed
+                self.assertTrue(wait_until(
+                    lambda: not rtsb.pid_alive(egress), 5))
+                rid = c.request("research.run", {
+                    "channel": "r:1", "author": AUTHOR,
+                    "task": "during %d" % n})
+                time.sleep(0.1)
+            finally:
+                os.kill(d.proc.pid, signal.SIGCONT)
+            res = c.wait(rid)
+            self.assertIsNone(d.proc.poll(), d.read_log()[-3000:])
+            if d.read_log().count("egress is not ready yet") > before:
+                self.assertTrue(res["ok"], res)
+                waited += 1
+                break
+            self.assertEqual(res, {"ok": False, "reason": "failed",
+                                   "message": "the connection to egress "
+                                   "was lost"})
+        self.assertEqual(waited, 1, "the pipe's end was never read first")
+        # and the next job, on the egress started last
+        res, err, _ = self.research(c, "after")
         self.assertTrue(res["ok"], res)
 
     def test_configuration_bounds(self):
