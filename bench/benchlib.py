@@ -52,6 +52,44 @@ def hops(*flags, calls=2000):
                                      timeout=300).stdout)
 
 
+class HopsInPlace:
+    """The floor in place: build/bench/hops -l PATH -u PORT, its two bare relays (the broker's
+    Unix listener, a socket pair, egress's keep-alive TLS connection) in front of this
+    process's client and the fake upstream on PORT, so that they serve the very calls the
+    pair serves.  .sock is the relays' socket, .broker and .egress their pids; None from
+    start() when the build has no bench/hops."""
+
+    @classmethod
+    def start(cls, port):
+        path = os.path.join(rtsb.BUILD, "bench", "hops")
+        if not os.path.exists(path):
+            return None
+        return cls(path, port)
+
+    def __init__(self, path, port):
+        self.tmp = tempfile.mkdtemp(prefix="rtsb-hops-", dir="/tmp")
+        self.sock = os.path.join(self.tmp, "s")
+        self.proc = subprocess.Popen([path, "-l", self.sock, "-u", str(port)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        if not line:
+            self.close()
+            raise RuntimeError("bench/hops -l did not start (exit %s)" % self.proc.wait())
+        pids = json.loads(line)
+        self.broker, self.egress = pids["broker"], pids["egress"]
+
+    def close(self):
+        if self.proc.stdin:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc.stdout.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
 def pct(values, p):
     """The p-th percentile (0-100), nearest rank on the sorted values."""
     s = sorted(values)

@@ -32,7 +32,18 @@
  * sealing and opening each message on top.  The relays still parse
  * nothing.
  *
- * usage: hops [-n CALLS] [-e] [-t] [-j]
+ * With -l PATH -u PORT, the same two relays stand in front of another
+ * program's client and upstream instead of this one's: the broker listens
+ * on PATH, egress keeps one TLS 1.3 connection to the HTTPS upstream on
+ * 127.0.0.1:PORT (-e and -t are implied; the certificate is not verified),
+ * and each relays a message in one read, as a request written at once and
+ * an answer written in one TLS record arrive.  hops prints
+ * {"broker": PID, "egress": PID} and relays until its standard input ends.
+ * bench/passthrough.py sends its small calls through them and through
+ * rtsandbox's broker and egress in turn, and reads the four processes' CPU:
+ * the floor in front of the very client and upstream the pair serves.
+ *
+ * usage: hops [-n CALLS] [-e] [-t] [-j] | hops -l PATH -u PORT
  *   -j prints one JSON object instead of the table, for bench/passthrough.py.
  */
 
@@ -62,8 +73,11 @@
 #define REQ	300
 #define RESP	600
 #define WARMUP	200
+/* With -l: what one read may bring. */
+#define MSG_MAX	65536
 
 static int	 use_epoll;
+static int	 in_place;	/* -l: a message is what one read brings */
 static SSL_CTX	*srv_ctx;	/* with -t */
 static SSL_CTX	*cli_ctx;
 
@@ -73,13 +87,14 @@ struct conn {
 	SSL	*ssl;
 };
 
-static void
+/* n bytes, or with -l what the first read brings; the count read. */
+static size_t
 readn(struct conn *c, char *buf, size_t n)
 {
 	size_t	 got = 0;
 	ssize_t	 r;
 
-	while (got < n) {
+	while (got < n && (got == 0 || !in_place)) {
 		if (c->ssl != NULL)
 			r = SSL_read(c->ssl, buf + got, (int)(n - got));
 		else
@@ -90,6 +105,7 @@ readn(struct conn *c, char *buf, size_t n)
 			_exit(r == 0 ? 0 : 1);
 		got += (size_t)r;
 	}
+	return got;
 }
 
 static void
@@ -143,8 +159,7 @@ static void
 relay(int ep, struct conn *from, struct conn *to, char *buf, size_t n)
 {
 	await(ep, from);
-	readn(from, buf, n);
-	writen(to, buf, n);
+	writen(to, buf, readn(from, buf, n));
 }
 
 static void
@@ -280,7 +295,7 @@ static void
 egress(void *arg)
 {
 	struct relay	*r = arg;
-	char		 req[REQ], resp[RESP];
+	static char	 req[MSG_MAX], resp[MSG_MAX];
 	struct conn	 pair = { .fd = r->pair }, up;
 	int		 ep;
 
@@ -290,8 +305,8 @@ egress(void *arg)
 	watch(ep, pair.fd);
 	watch(ep, up.fd);
 	for (;;) {
-		relay(ep, &pair, &up, req, sizeof(req));
-		relay(ep, &up, &pair, resp, sizeof(resp));
+		relay(ep, &pair, &up, req, in_place ? sizeof(req) : REQ);
+		relay(ep, &up, &pair, resp, in_place ? sizeof(resp) : RESP);
 	}
 }
 
@@ -299,7 +314,7 @@ static void
 broker(void *arg)
 {
 	struct relay	*r = arg;
-	char		 req[REQ], resp[RESP];
+	static char	 req[MSG_MAX], resp[MSG_MAX];
 	struct conn	 pair = { .fd = r->pair }, cl = { .fd = -1 };
 	struct conn	 lis = { .fd = r->listen };
 	int		 ep;
@@ -313,8 +328,8 @@ broker(void *arg)
 		if ((cl.fd = accept4(lis.fd, NULL, NULL, SOCK_CLOEXEC)) == -1)
 			continue;
 		watch(ep, cl.fd);
-		relay(ep, &cl, &pair, req, sizeof(req));
-		relay(ep, &pair, &cl, resp, sizeof(resp));
+		relay(ep, &cl, &pair, req, in_place ? sizeof(req) : REQ);
+		relay(ep, &pair, &cl, resp, in_place ? sizeof(resp) : RESP);
 		close(cl.fd);	/* also leaves the epoll set */
 	}
 }
@@ -386,6 +401,28 @@ call_direct(struct conn *c, const char *req, char *resp)
 	return now_us() - t0;
 }
 
+/*
+ * -l: the relays serve until standard input ends (their user is done), then
+ * go; the caller reads their CPU from /proc while they run.
+ */
+static int
+serve_in_place(const char *path, pid_t broker_pid, pid_t egress_pid)
+{
+	char	 c;
+
+	printf("{\"broker\": %d, \"egress\": %d}\n", (int)broker_pid,
+	    (int)egress_pid);
+	fflush(stdout);
+	while (read(STDIN_FILENO, &c, 1) > 0 || errno == EINTR)
+		;
+	unlink(path);
+	kill(broker_pid, SIGKILL);
+	kill(egress_pid, SIGKILL);
+	waitpid(broker_pid, NULL, 0);
+	waitpid(egress_pid, NULL, 0);
+	return 0;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -396,10 +433,11 @@ main(int argc, char *argv[])
 	double			*viab, *direct, *added, cpu[2][2];
 	struct conn		 dc;
 	int			 calls = 2000, json = 0, tls = 0, ch, lfd, i;
-	int			 pair[2];
+	int			 pair[2], port = 0;
+	const char		*path = NULL;
 	pid_t			 kids[3];
 
-	while ((ch = getopt(argc, argv, "n:etj")) != -1) {
+	while ((ch = getopt(argc, argv, "n:etjl:u:")) != -1) {
 		switch (ch) {
 		case 'n':
 			calls = atoi(optarg);
@@ -415,32 +453,54 @@ main(int argc, char *argv[])
 		case 'j':
 			json = 1;
 			break;
+		case 'l':
+			path = optarg;
+			if (strlen(path) >= sizeof(sun.sun_path))
+				errx(2, "-l: a path of at most %zu bytes",
+				    sizeof(sun.sun_path) - 1);
+			break;
+		case 'u':
+			port = atoi(optarg);
+			if (port < 1 || port > 65535)
+				errx(2, "-u: a TCP port");
+			break;
 		default:
-			fprintf(stderr, "usage: hops [-n CALLS] [-e] [-t] [-j]\n");
+			fprintf(stderr, "usage: hops [-n CALLS] [-e] [-t] [-j] | "
+			    "hops -l PATH -u PORT\n");
 			return 2;
 		}
 	}
+	if ((path == NULL) != (port == 0))
+		errx(2, "-l and -u go together");
+	if (path != NULL)
+		in_place = use_epoll = tls = 1;
 	memset(req, 'q', sizeof(req));
 	if (tls)
 		tls_setup();
 
-	/* The upstream. */
+	/* The upstream: the caller's with -u, else a child of this one. */
 	memset(&r.up, 0, sizeof(r.up));
 	r.up.sin_family = AF_INET;
 	r.up.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if ((lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
-	    bind(lfd, (struct sockaddr *)&r.up, sizeof(r.up)) == -1 ||
-	    listen(lfd, 16) == -1 ||
-	    getsockname(lfd, (struct sockaddr *)&r.up, &len) == -1)
-		err(1, "upstream listener");
-	kids[0] = spawn(upstream, &lfd);
-	close(lfd);
+	r.up.sin_port = htons((uint16_t)port);
+	if (!in_place) {
+		if ((lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) ==
+		    -1 || bind(lfd, (struct sockaddr *)&r.up, sizeof(r.up)) ==
+		    -1 || listen(lfd, 16) == -1 || getsockname(lfd,
+		    (struct sockaddr *)&r.up, &len) == -1)
+			err(1, "upstream listener");
+		kids[0] = spawn(upstream, &lfd);
+		close(lfd);
+	}
 
 	/* Broker and egress, joined as rtsandbox joins them. */
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) == -1)
 		err(1, "socketpair");
-	snprintf(sun.sun_path, sizeof(sun.sun_path), "/tmp/hops.%d.sock",
-	    (int)getpid());
+	if (path != NULL)
+		snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	else
+		snprintf(sun.sun_path, sizeof(sun.sun_path),
+		    "/tmp/hops.%d.sock", (int)getpid());
 	unlink(sun.sun_path);
 	if ((r.listen = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
 	    bind(r.listen, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
@@ -453,6 +513,8 @@ main(int argc, char *argv[])
 	close(pair[0]);
 	close(pair[1]);
 	close(r.listen);
+	if (in_place)
+		return serve_in_place(sun.sun_path, kids[2], kids[1]);
 
 	tcp_connect(&r.up, &dc);
 	if ((viab = calloc((size_t)calls, sizeof(*viab))) == NULL ||

@@ -35,7 +35,11 @@ What it measures (DESIGN.md section 12; PROTOCOL.md section 3):
       second, a keep-alive TCP connection from there to an upstream, all blocking on
       epoll_wait; what no broker and egress that keep the split can go below on this host.
       bench/hops -e -t, printed beside it, speaks TLS 1.3 from egress to the upstream and
-      on the direct call, as rtsandbox and this benchmark's direct client do.
+      on the direct call, as rtsandbox and this benchmark's direct client do.  Both run with
+      hops' own C client and upstream; the floor in place (bench/hops -l -u) runs the same
+      TLS relays in front of this process's client and the fake upstream, a call through
+      them after each small call through the broker, so that the relays and the pair serve
+      the same calls on the same busy cores, and reads their CPU over the same stretch.
 
 How it works: the in-process fake upstream (tests/fixtures/fake_upstream.py) and the real
 rtsandboxd (tests/integration/rtsb.py; without -d, logging as in service, in front because
@@ -319,15 +323,33 @@ def last_record(fu):
         return r["time"], r["response"].get("headers_sent"), r["client_port"]
 
 
+def inplace_call(inplace, body):
+    """One small call through the floor in place (B.HopsInPlace), checked."""
+    r = B.unix_request(inplace.sock, "POST", "/v1/messages", body)
+    if r.status != 200 or b"echo: hi" not in r.body:
+        raise RuntimeError("small call through bench/hops -l: %d %r" % (r.status, r.body[:200]))
+
+
 def phase_latency(setup, fw, args, res):
+    inplace = B.HopsInPlace.start(setup.fu.port)
+    try:
+        latency_calls(setup, fw, args, res, inplace)
+    finally:
+        if inplace is not None:
+            inplace.close()
+
+
+def latency_calls(setup, fw, args, res, inplace):
     n = args.requests
     fu = setup.fu
     direct = B.DirectTLS(fu)
     body = json.dumps(SMALL).encode()
-    for _ in range(20):     # warm up both paths
+    for _ in range(20):     # warm up every path
         B.unix_request(fw.sock, "POST", "/anthropic/v1/messages", body)
         direct.request("POST", "/v1/messages", body)
-    bl, dl, b_in, b_out, d_in, d_out, ports = [], [], [], [], [], [], set()
+        if inplace is not None:
+            inplace_call(inplace, body)
+    bl, dl, rl, b_in, b_out, d_in, d_out, ports = [], [], [], [], [], [], [], set()
     for i in range(n):
         # Interleaved, so both see the same machine state.  time.monotonic_ns(): the clock of
         # the fake upstream's records (request parsed, answer written).
@@ -348,19 +370,32 @@ def phase_latency(setup, fw, args, res):
             raise RuntimeError("small call: %d %r / %d" % (r.status, r.body[:200], r2.status))
         bl.append((t1 - t0) / 1e3)
         dl.append((t2 - t1) / 1e3)
+        if inplace is not None:
+            inplace_call(inplace, body)
+            rl.append((time.monotonic_ns() - t2) / 1e3)
     direct.close()
     broker_pid = setup.pids("broker", B.segment_of(fw.channel))[0]
     egress_pid = setup.pids("egress")[0]
-    # CPU per call of the two processes alone: the broker path only, no tracer.
+    # CPU per call of the two processes, no tracer; calls through the floor in place in turn
+    # with theirs, and its relays' CPU read over the same stretch.
     k = min(n, 300)
-    c0 = cpu_of([broker_pid, egress_pid])
+    pids = [broker_pid, egress_pid]
+    if inplace is not None:
+        pids += [inplace.broker, inplace.egress]
+    c0 = cpu_of(pids)
     for _ in range(k):
         r = B.unix_request(fw.sock, "POST", "/anthropic/v1/messages", body)
         if r.status != 200:
             raise RuntimeError("small call: %d %r" % (r.status, r.body[:200]))
-    c1 = cpu_of([broker_pid, egress_pid])
+        if inplace is not None:
+            inplace_call(inplace, body)
+    c1 = cpu_of(pids)
     res["cpu_call_us"] = {role: (c1[p][1] - c0[p][1]) / k / 1e3
                           for role, p in (("broker", broker_pid), ("egress", egress_pid))}
+    if inplace is not None:
+        res["inplace"] = {"added_p50": B.pct(rl, 50) - B.pct(dl, 50), "p50": B.pct(rl, 50),
+                          "broker_cpu": (c1[inplace.broker][1] - c0[inplace.broker][1]) / k / 1e3,
+                          "egress_cpu": (c1[inplace.egress][1] - c0[inplace.egress][1]) / k / 1e3}
     res["flt_call"] = {role: (c1[p][2] - c0[p][2]) / k
                        for role, p in (("broker", broker_pid), ("egress", egress_pid))}
     res["cpu_calls"] = k
@@ -392,7 +427,7 @@ def phase_latency(setup, fw, args, res):
                                        B.pct(d_out, 50)))
     B.say("      egress used %d upstream connection(s) for the %d calls through the broker" % (
         len(ports), n))
-    B.say("      CPU per call (schedstat, %d calls through the broker alone): broker %.0f us, "
+    B.say("      CPU per call (schedstat, %d calls through the broker): broker %.0f us, "
           "egress %.0f us; minor page faults per call: broker %.1f, egress %.1f" % (
               res["cpu_calls"], res["cpu_call_us"]["broker"], res["cpu_call_us"]["egress"],
               res["flt_call"]["broker"], res["flt_call"]["egress"]))
@@ -411,6 +446,13 @@ def phase_latency(setup, fw, args, res):
               "upstream and the direct call in TLS 1.3): added p50 %.0f us; CPU per call: "
               "broker %.0f us, egress %.0f us" % (ft["added_p50"], ft["broker_cpu"],
                                                   ft["egress_cpu"]))
+    if "inplace" in res:
+        fi = res["inplace"]
+        B.say("      floor in place (bench/hops -l: the same relays, egress's leg in TLS 1.3, in "
+              "front of this client and fake upstream, each small call above and each CPU "
+              "call followed by one through them): added p50 %.0f us (p50 %.0f us); CPU per "
+              "call: broker %.0f us, egress %.0f us" % (fi["added_p50"], fi["p50"],
+                                                        fi["broker_cpu"], fi["egress_cpu"]))
     if "sc_small" in res:
         B.say("  (h) system calls per small call, %d calls with %s attached (TypeScript %.0f; "
               "before %.0f; target <= %.0f):" % (args.syscall_calls, args.syscalls,
@@ -676,6 +718,11 @@ def main():
                      "%.0f added" % res["floor_tls"]["added_p50"], "-",
                      "%.0f us over it" % (res["p50"] - res["p50_direct"] -
                                           res["floor_tls"]["added_p50"]), "-"))
+    if "inplace" in res:
+        rows.append(("  floor in place (us)", "%.0f added" % res["inplace"]["added_p50"], "-",
+                     "%.0f us over it" % (res["p50"] - res["p50_direct"] -
+                                          res["inplace"]["added_p50"]),
+                     "added <= %.0f us" % TARGET["added_p50_us"]))
     rows += [
         ("small call p99 (us)", "%.0f" % res["p99"], "%.0f direct" % res["p99_direct"],
          "+%.0f us (%.1fx direct)" % (res["p99"] - res["p99_direct"],
@@ -686,7 +733,8 @@ def main():
                                       res["cpu_call_us"]["broker"]), "-"),
     ]
     for key, label, target in (("floor", "  floor, two bare relays (us)", "ratio <= 2"),
-                               ("floor_tls", "  floor with TLS upstream (us)", "-")):
+                               ("floor_tls", "  floor with TLS upstream (us)", "-"),
+                               ("inplace", "  floor in place (us)", "ratio <= 2")):
         if key in res:
             relays = res[key]["broker_cpu"] + res[key]["egress_cpu"]
             rows.append((label, "%.0f" % relays, "-", "ratio %.2f" % (
