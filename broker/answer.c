@@ -2,6 +2,11 @@
  * What every route of the broker answers with, and what it tells the
  * supervisor.
  */
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
 #include "brokerpriv.h"
 #include "log.h"
 #include "role.h"
@@ -37,6 +42,8 @@ sup_send(struct broker *br, struct msgb *mb)
 {
 	enum msg_type	 t = mb->mb_type;
 
+	/* What it says comes after the calls made before it. */
+	sup_tell(-1, 0, br);
 	if (msg_send(role_parent_conn(br->br_parent), mb) == -1) {
 		log_warnx("cannot queue %s for the supervisor",
 		    msg_type_name(t));
@@ -60,6 +67,92 @@ sup_event(struct broker *br, const char *kind, const char *route, int status,
 	if (turn_id != NULL)
 		msg_add_str(&mb, "turn_id", turn_id);
 	(void)sup_send(br, &mb);
+}
+
+/*
+ * The model and MCP calls sent to egress are told to the supervisor a batch
+ * at a time: one brk_event with their count ("calls", when more than one),
+ * BROKER_TELL_MS after the first of the batch, before anything else the
+ * broker says to the supervisor, or when a call of another kind, route or
+ * turn comes.  With a message of its own at once, each small call woke the
+ * supervisor just as egress was to take the call on, on the core the
+ * broker had woken egress on, and waited about 20 us more for it.  The
+ * supervisor holds the count to the turn's budget, as egress does, and
+ * tells the client of each call.
+ */
+void
+sup_call(struct broker *br, const char *kind, const char *route,
+    const char *turn_id)
+{
+	struct timeval	 tv = { 0, BROKER_TELL_MS * 1000 };
+
+	if (br->br_untold > 0 && (strcmp(br->br_untold_kind, kind) != 0 ||
+	    strcmp(br->br_untold_route, route) != 0 ||
+	    (br->br_untold_turn == NULL) != (turn_id == NULL) ||
+	    (turn_id != NULL && strcmp(br->br_untold_turn, turn_id) != 0)))
+		sup_tell(-1, 0, br);
+	if (br->br_untold == 0) {
+		if ((br->br_untold_route = strdup(route)) == NULL ||
+		    (turn_id != NULL &&
+		    (br->br_untold_turn = strdup(turn_id)) == NULL)) {
+			/* Short of memory: told at once, as it can be. */
+			free(br->br_untold_route);
+			br->br_untold_route = NULL;
+			sup_event(br, kind, route, 0, turn_id);
+			return;
+		}
+		br->br_untold_kind = kind;
+		if (evtimer_add(br->br_tell, &tv) == -1)
+			log_warnx("%s: evtimer_add", __func__);
+	}
+	if (++br->br_untold == MAX_CALLS_MAX)
+		sup_tell(-1, 0, br);
+}
+
+static void
+sup_untold_clear(struct broker *br)
+{
+	evtimer_del(br->br_tell);
+	br->br_untold = 0;
+	br->br_untold_kind = NULL;
+	free(br->br_untold_route);
+	free(br->br_untold_turn);
+	br->br_untold_route = br->br_untold_turn = NULL;
+}
+
+/* The batch goes to the supervisor now (the timer's callback too). */
+void
+sup_tell(evutil_socket_t fd, short ev, void *arg)
+{
+	struct broker	*br = arg;
+	struct msgb	 mb;
+
+	if (br->br_untold == 0)
+		return;
+	msgb_init(&mb, MSG_BRK_EVENT, 0);
+	msg_add_str(&mb, "kind", br->br_untold_kind);
+	msg_add_str(&mb, "route", br->br_untold_route);
+	msg_add_uint(&mb, "status", 0);
+	if (br->br_untold_turn != NULL)
+		msg_add_str(&mb, "turn_id", br->br_untold_turn);
+	if (br->br_untold > 1)
+		msg_add_uint(&mb, "calls", br->br_untold);
+	sup_untold_clear(br);
+	if (msg_send(role_parent_conn(br->br_parent), &mb) == -1)
+		log_warnx("cannot queue %s for the supervisor",
+		    msg_type_name(MSG_BRK_EVENT));
+}
+
+/*
+ * A turn unbound: its calls not yet told are of a turn the supervisor has
+ * settled, which it would refuse to count.  Dropped.
+ */
+void
+sup_untold_drop(struct broker *br, const char *turn_id)
+{
+	if (br->br_untold > 0 && br->br_untold_turn != NULL &&
+	    strcmp(br->br_untold_turn, turn_id) == 0)
+		sup_untold_clear(br);
 }
 
 /* A worker's body that could not be read: 400 with invalid, 503 short of

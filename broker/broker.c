@@ -149,7 +149,7 @@ call_use(struct http_conn *c, const char *body, size_t len, void *arg)
 			    "rebuilt");
 			return;
 		}
-		sup_event(br, "model_call", h->h_path, 0, cl->cl_scope->sc_turn ?
+		sup_call(br, "model_call", h->h_path, cl->cl_scope->sc_turn ?
 		    cl->cl_scope->sc_turn_id : NULL);
 		return;
 	case CALL_MCP:
@@ -177,7 +177,7 @@ call_use(struct http_conn *c, const char *body, size_t len, void *arg)
 			call_refuse(cl, rc, BODY_INVALID_INPUT);
 			return;
 		}
-		sup_event(br, "mcp_call", h->h_path, 0, cl->cl_scope->sc_turn ?
+		sup_call(br, "mcp_call", h->h_path, cl->cl_scope->sc_turn ?
 		    cl->cl_scope->sc_turn_id : NULL);
 		return;
 	case CALL_PRECHECK:
@@ -699,6 +699,7 @@ broker_unbind(struct broker *br, struct msg *m)
 	    &turn_id) == -1 || msg_end(m) == -1)
 		return -1;
 	result_abort(br, turn_id);
+	sup_untold_drop(br, turn_id);
 	if (br->br_scope != NULL && br->br_scope->sc_turn &&
 	    strcmp(br->br_scope->sc_turn_id, turn_id) == 0) {
 		br->br_scope->sc_ended = 1;
@@ -934,7 +935,8 @@ broker_start(struct event_base *base, int egress_fd)
 	frame_conn_set_batch_cb(br->br_egress, broker_egress_batch);
 	/* Room for the rest of a frame and the next few besides. */
 	frame_conn_set_read_size(br->br_egress, BROKER_EGRESS_READ);
-	if ((br->br_idle = evtimer_new(base, broker_idle, br)) == NULL)
+	if ((br->br_idle = evtimer_new(base, broker_idle, br)) == NULL ||
+	    (br->br_tell = evtimer_new(base, sup_tell, br)) == NULL)
 		fatalx("%s: evtimer_new", __func__);
 	return br;
 }

@@ -36,6 +36,9 @@
 #define BROKER_EGRESS_READ	(256u * 1024)
 /* Quiet for this long, an idle broker gives its free memory back. */
 #define BROKER_IDLE_MS		1000
+/* A model or MCP call is told to the supervisor at most this long after
+ * it went to egress (sup_call()). */
+#define BROKER_TELL_MS		10
 
 struct scope {
 	int		 sc_refs;	/* the broker's, and each call's */
@@ -131,6 +134,13 @@ struct broker {
 	uint64_t		 br_next_id;
 	TAILQ_HEAD(, call)	 br_batch;	/* got data from this read */
 	struct event		*br_idle;	/* gives memory back */
+	/* calls sent to egress, not yet told to the supervisor: all of one
+	 * kind, route and turn (sup_call()) */
+	uint64_t		 br_untold;
+	const char		*br_untold_kind;
+	char			*br_untold_route;
+	char			*br_untold_turn;	/* NULL: no turn */
+	struct event		*br_tell;
 
 	/* the host compactor: NULL engine when there is none */
 	char			*br_compact_engine;
@@ -183,6 +193,10 @@ struct conn_state *conn_state(struct http_conn *);
 int		 sup_send(struct broker *, struct msgb *);
 void		 sup_event(struct broker *, const char *kind,
 		    const char *route, int status, const char *turn_id);
+void		 sup_call(struct broker *, const char *kind,
+		    const char *route, const char *turn_id);
+void		 sup_tell(evutil_socket_t, short, void *);
+void		 sup_untold_drop(struct broker *, const char *turn_id);
 
 /* worker.c: the worker's own routes (PROTOCOL.md 3.1) */
 void		 worker_route(struct broker *, struct http_conn *,

@@ -476,17 +476,24 @@ chan_broker_msg(struct child *c, struct msg *m, void *arg)
 	struct channel	*ch = arg;
 	struct chan_op	*op;
 	const char	*kind, *route, *turn_id = NULL;
-	uint64_t	 status;
+	uint64_t	 status, calls = 1;
+	int		 have, is_call;
 
 	switch (m->m_type) {
 	case MSG_BRK_EVENT:
+		/* calls: a batch of model or MCP calls (broker sup_call()) */
 		if (msg_get_str(m, "kind", 32, &kind) == -1 ||
 		    msg_get_str(m, "route", 512, &route) == -1 ||
 		    msg_get_uint(m, "status", 0, 599, &status) == -1 ||
 		    msg_get_str_opt(m, "turn_id",
 		    UTF8_BYTES_MAX(SAFE_NAME_MAX), &turn_id) == -1 ||
-		    msg_end(m) == -1)
+		    msg_get_uint_opt(m, "calls", 2, MAX_CALLS_MAX, &calls,
+		    &have) == -1 || msg_end(m) == -1)
 			return -1;
+		is_call = strcmp(kind, "model_call") == 0 ||
+		    strcmp(kind, "mcp_call") == 0;
+		if (have && !is_call)
+			return -1;	/* a count of no calls */
 		if (strcmp(kind, "worker_ready") == 0) {
 			if (!ch->ch_worker_ready)
 				log_info("channel %s: worker ready",
@@ -501,9 +508,8 @@ chan_broker_msg(struct child *c, struct msg *m, void *arg)
 			turns.ch_worker_stale(ch->ch_key, c, turn_id, route);
 		else if (strcmp(kind, "compact_fallback") == 0)
 			compact_broker_fallback(ch->ch_key, turn_id, route);
-		else if (strcmp(kind, "model_call") == 0 ||
-		    strcmp(kind, "mcp_call") == 0)
-			turns.ch_call(ch->ch_key, c, turn_id);
+		else if (is_call)
+			turns.ch_call(ch->ch_key, c, turn_id, calls);
 		return 0;
 	default:
 		return turns.ch_broker_msg(ch->ch_key, c, m);

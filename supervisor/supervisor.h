@@ -237,9 +237,9 @@ struct chan_hooks {
 	void	(*ch_worker_stale)(const char *key, struct child *,
 		    const char *turn_id, const char *need);
 	void	(*ch_container_gone)(const char *key, const char *why);
-	/* a model or MCP call the broker made in turn turn_id (or NULL) */
+	/* n model or MCP calls the broker made in turn turn_id (or NULL) */
 	void	(*ch_call)(const char *key, struct child *,
-		    const char *turn_id);
+		    const char *turn_id, uint64_t n);
 };
 void		 chan_init(const struct chan_hooks *);
 
@@ -292,7 +292,8 @@ void		 turn_abort(const char *key, const char *why);
 void		 turn_level_forget(const char *key);
 uint64_t	 chan_stop_brokers(void);
 /* A phase of the channel's running turn, for its client. */
-void		 turn_call(const char *key, struct child *, const char *turn_id);
+void		 turn_call(const char *key, struct child *, const char *turn_id,
+		    uint64_t n);
 void		 method_turn_run(struct ctl_req *, struct cJSON *);
 void		 method_turn_cancel(struct ctl_req *, struct cJSON *);
 uint64_t	 chan_count(void);

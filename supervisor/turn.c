@@ -1191,10 +1191,12 @@ turn_busy(const char *key)
 	return turn_find(key) != NULL;
 }
 
-/* A model or MCP call: one of another turn, one that settled meanwhile,
- * or of the startup window (turn_id NULL) is not the running turn's. */
+/* n model or MCP calls, told at once: of another turn, of one that
+ * settled meanwhile or of the startup window (turn_id NULL), they are not
+ * the running turn's.  Each is counted and told to the client until one
+ * is past the budget, which stops the turn. */
 void
-turn_call(const char *key, struct child *b, const char *turn_id)
+turn_call(const char *key, struct child *b, const char *turn_id, uint64_t n)
 {
 	struct turn	*t = turn_find(key);
 
@@ -1206,7 +1208,7 @@ turn_call(const char *key, struct child *b, const char *turn_id)
 		    "submitted turn");
 		return;
 	}
-	if (turn_count_call(t, b) == 0)
+	while (n-- > 0 && turn_count_call(t, b) == 0)
 		turn_progress(t, "model_call");
 }
 

@@ -196,7 +196,7 @@ sup_frame(struct frame_conn *fc, struct frame *f, void *arg)
 	size_t		 len;
 	uint64_t	 u;
 	unsigned long	 bound;
-	int		 n = 0;
+	int		 n = 0, call, have;
 	static const char ok[] = "{\"ok\":true,\"text\":\"4\"}";
 	static const char bad[] = "{\"ok\":false,\"error\":\"no\"}";
 	static const char declined[] = "{\"ok\":false,\"fallback\":"
@@ -211,8 +211,10 @@ sup_frame(struct frame_conn *fc, struct frame *f, void *arg)
 		ready = 1;
 		break;
 	case MSG_BRK_EVENT:
-		CHECK(msg_get_str(&m, "kind", 64, &s) == 0 &&
-		    msg_get_str(&m, "route", HTTP_HEAD_MAX, &s) == 0 &&
+		CHECK(msg_get_str(&m, "kind", 64, &s) == 0);
+		/* a count only of a batch of calls (sup_call()) */
+		call = strcmp(s, "model_call") == 0 || strcmp(s, "mcp_call") == 0;
+		CHECK(msg_get_str(&m, "route", HTTP_HEAD_MAX, &s) == 0 &&
 		    msg_get_uint(&m, "status", 0, 599, &u) == 0);
 		/* A call is held to the turn it was made in, if any: one
 		 * this harness bound. */
@@ -221,6 +223,8 @@ sup_frame(struct frame_conn *fc, struct frame *f, void *arg)
 		    UTF8_BYTES_MAX(SAFE_NAME_MAX), &s) == 0);
 		CHECK(s == NULL || (sscanf(s, "turn-%lu%n", &bound, &n) == 1 &&
 		    s[n] == '\0' && bound >= 1 && bound <= nturns));
+		CHECK(msg_get_uint_opt(&m, "calls", 2, MAX_CALLS_MAX, &u,
+		    &have) == 0 && (call || !have) && msg_end(&m) == 0);
 		break;
 	case MSG_BRK_DELIVERED:
 		CHECK(msg_get_str(&m, "turn_id", UTF8_BYTES_MAX(SAFE_NAME_MAX),

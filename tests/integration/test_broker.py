@@ -1632,6 +1632,27 @@ class ModelCalls(BrokerCase):
     def restore_token(self):
         write_secret(self.cred, REAL_TOKEN + "\n")
 
+    def test_calls_told_in_order(self):
+        """The broker tells the supervisor of its calls a batch at a time,
+        each batch before what it says next: the client hears of every
+        call, the ones before the tool call first, and all before the
+        result, whether they came a few to a batch or alone."""
+        with self.in_turn() as (w, tr, turn):
+            for _ in range(3):
+                self.assertAnswer(w.model(), 200)
+            self.assertAnswer(w.model(
+                {"messages": [{"role": "user", "content": "x"}]},
+                target="/anthropic/v1/messages/count_tokens"), 200)
+            self.assertAnswer(w.tool("roll_dice", {"input": {}}), 200)
+            self.assertAnswer(w.model(), 200)
+            time.sleep(0.1)      # past the batch's 10 ms: told alone
+            self.assertAnswer(w.model(), 200)
+        ph = [p for p in tr.progress if p in ("model_call", "tool_call",
+                                              "result")]
+        self.assertEqual(ph, ["model_call"] * 4 + ["tool_call"] +
+                         ["model_call"] * 2 + ["result"], tr.progress)
+        self.assertEqual(len(self.fu.requests()), 6)
+
     def test_headers_to_upstream(self):
         hdrs = [("authorization", "Bearer sandbox-dummy-token"),
                 ("cookie", "session=stolen"), ("x-evil", "1"),

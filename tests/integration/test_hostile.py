@@ -394,6 +394,29 @@ class Hostile(unittest.TestCase):
         self.assertEqual(c.progress.count("delivered"), 1, c.progress)
         self.assertUpstreamSaw(0)
 
+    def test_more_calls_told_in_a_batch_than_the_budget(self):
+        """Calls told a batch at a time count one by one: two told alone
+        and a batch of five are one past the budget of six, and the client
+        hears of six."""
+        c, res = self.turn("events_batch")
+        self.assertTurnStopped(res, "budget")
+        self.assertCounted("budget")
+        self.assertEqual(c.progress.count("model_call"), MAX_CALLS,
+                         c.progress)
+        self.assertUpstreamSaw(0)
+
+    def test_batch_counts_out_of_bounds(self):
+        """A batch is of 2 to 1 000 calls (a single call has no count) and
+        of model or MCP calls only: any other count is a broken frame."""
+        cases = ("events_count_one", "events_count_huge", "events_count_kind")
+        for case in cases:
+            with self.subTest(case=case):
+                c, res = self.turn(case)
+                self.assertTurnStopped(res, "frame")
+                self.assertEqual(c.progress.count("model_call"), 0,
+                                 c.progress)
+        self.assertCounted("frame", len(cases))
+
     def test_more_tool_calls_than_the_budget(self):
         """Host tool calls count in the same budget as the calls egress
         sees: after three model calls, the fourth tool call is one too

@@ -381,17 +381,26 @@ wait_tool_answer(uint64_t id)
 	}
 }
 
-/* What the real broker says once it sent a model call to egress. */
+/* What the real broker says of the model calls it sent to egress: of one
+ * (calls 0: no count), or with a count of a batch. */
 static void
-call_event(const char *turn)
+calls_event(const char *turn, const char *kind, int calls)
 {
 	cJSON	*o = obj("brk_event");
 
-	cJSON_AddStringToObject(o, "kind", "model_call");
+	cJSON_AddStringToObject(o, "kind", kind);
 	cJSON_AddStringToObject(o, "route", "/anthropic/v1/messages");
 	cJSON_AddNumberToObject(o, "status", 0);
 	cJSON_AddStringToObject(o, "turn_id", turn);
+	if (calls != 0)
+		cJSON_AddNumberToObject(o, "calls", calls);
 	send_obj(FD_PARENT, o, NULL, 0, -1);
+}
+
+static void
+call_event(const char *turn)
+{
+	calls_event(turn, "model_call", 0);
 }
 
 static void
@@ -695,7 +704,20 @@ attack(void)
 		}
 		for (i = 0; i < 7; i++)
 			call_event(turn);
-	} else if (strcmp(hcase, "tool_budget") == 0) {
+	} else if (strcmp(hcase, "events_batch") == 0) {
+		/* two calls told one by one, then a batch of five: one past
+		 * max_calls */
+		call_event(turn);
+		call_event(turn);
+		calls_event(turn, "model_call", 5);
+	} else if (strcmp(hcase, "events_count_one") == 0)
+		/* a batch of one is said with no count */
+		calls_event(turn, "model_call", 1);
+	else if (strcmp(hcase, "events_count_huge") == 0)
+		calls_event(turn, "mcp_call", 1001);
+	else if (strcmp(hcase, "events_count_kind") == 0)
+		calls_event(turn, "compact_fallback", 2);
+	else if (strcmp(hcase, "tool_budget") == 0) {
 		/* one budget: three model calls told, then tool calls, one
 		 * at a time, until the fourth breaks it */
 		for (i = 0; i < 3; i++)
