@@ -52,6 +52,18 @@ sup_send(struct broker *br, struct msgb *mb)
 	return 0;
 }
 
+static void
+event_init(struct msgb *mb, const char *kind, const char *route, int status,
+    const char *turn_id)
+{
+	msgb_init(mb, MSG_BRK_EVENT, 0);
+	msg_add_str(mb, "kind", kind);
+	msg_add_str(mb, "route", route);
+	msg_add_uint(mb, "status", status);
+	if (turn_id != NULL)
+		msg_add_str(mb, "turn_id", turn_id);
+}
+
 /* turn_id: the bound turn a call was made in, which the supervisor holds
  * the call to; NULL for the startup window and the worker's routes. */
 void
@@ -60,12 +72,7 @@ sup_event(struct broker *br, const char *kind, const char *route, int status,
 {
 	struct msgb	 mb;
 
-	msgb_init(&mb, MSG_BRK_EVENT, 0);
-	msg_add_str(&mb, "kind", kind);
-	msg_add_str(&mb, "route", route);
-	msg_add_uint(&mb, "status", status);
-	if (turn_id != NULL)
-		msg_add_str(&mb, "turn_id", turn_id);
+	event_init(&mb, kind, route, status, turn_id);
 	(void)sup_send(br, &mb);
 }
 
@@ -88,8 +95,9 @@ sup_call(struct broker *br, const char *kind, const char *route,
 
 	if (br->br_untold > 0 && (strcmp(br->br_untold_kind, kind) != 0 ||
 	    strcmp(br->br_untold_route, route) != 0 ||
-	    (br->br_untold_turn == NULL) != (turn_id == NULL) ||
-	    (turn_id != NULL && strcmp(br->br_untold_turn, turn_id) != 0)))
+	    (br->br_untold_turn == NULL || turn_id == NULL ?
+	    br->br_untold_turn != turn_id :
+	    strcmp(br->br_untold_turn, turn_id) != 0)))
 		sup_tell(-1, 0, br);
 	if (br->br_untold == 0) {
 		if ((br->br_untold_route = strdup(route)) == NULL ||
@@ -129,18 +137,13 @@ sup_tell(evutil_socket_t fd, short ev, void *arg)
 
 	if (br->br_untold == 0)
 		return;
-	msgb_init(&mb, MSG_BRK_EVENT, 0);
-	msg_add_str(&mb, "kind", br->br_untold_kind);
-	msg_add_str(&mb, "route", br->br_untold_route);
-	msg_add_uint(&mb, "status", 0);
-	if (br->br_untold_turn != NULL)
-		msg_add_str(&mb, "turn_id", br->br_untold_turn);
+	event_init(&mb, br->br_untold_kind, br->br_untold_route, 0,
+	    br->br_untold_turn);
 	if (br->br_untold > 1)
 		msg_add_uint(&mb, "calls", br->br_untold);
+	/* cleared first: sup_send() tells what is untold */
 	sup_untold_clear(br);
-	if (msg_send(role_parent_conn(br->br_parent), &mb) == -1)
-		log_warnx("cannot queue %s for the supervisor",
-		    msg_type_name(MSG_BRK_EVENT));
+	(void)sup_send(br, &mb);
 }
 
 /*

@@ -405,6 +405,16 @@ class Hostile(unittest.TestCase):
                          c.progress)
         self.assertUpstreamSaw(0)
 
+    def test_batch_of_the_largest_count(self):
+        """A batch of 1 000 calls, the most one may tell, is read and
+        counted: past the budget of six, the turn is stopped under budget
+        and the client hears of six."""
+        c, res = self.turn("events_count_max")
+        self.assertTurnStopped(res, "budget")
+        self.assertCounted("budget")
+        self.assertEqual(c.progress.count("model_call"), MAX_CALLS,
+                         c.progress)
+
     def test_batch_counts_out_of_bounds(self):
         """A batch is of 2 to 1 000 calls (a single call has no count) and
         of model or MCP calls only: any other count is a broken frame."""

@@ -713,6 +713,8 @@ attack(void)
 	} else if (strcmp(hcase, "events_count_one") == 0)
 		/* a batch of one is said with no count */
 		calls_event(turn, "model_call", 1);
+	else if (strcmp(hcase, "events_count_max") == 0)
+		calls_event(turn, "mcp_call", 1000);
 	else if (strcmp(hcase, "events_count_huge") == 0)
 		calls_event(turn, "mcp_call", 1001);
 	else if (strcmp(hcase, "events_count_kind") == 0)
