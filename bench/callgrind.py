@@ -174,7 +174,6 @@ def run(args, fu, tmp, calls, tag, stream=0):
     MiB when stream > 0; the two profiles' paths."""
     cgrole = os.path.join(B.rtsb.BUILD, "bench", "cgrole")
     cred, uid = credential(tmp)
-    cred_made = time.time()
     sock_path = os.path.join(tmp, "broker-%s.sock" % tag)
     lst = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     lst.bind(sock_path)
@@ -247,10 +246,9 @@ def run(args, fu, tmp, calls, tag, stream=0):
                 time.sleep(0.05)
             done += 1
             if c0 is None:
-                # Egress reads a credential file again at each call until the file is a
-                # second older than the read (egress/cred.h, CRED_SETTLE_NS): one more call
-                # once it is, and every call counted finds the token kept, as in service.
-                time.sleep(max(0.0, cred_made + 1.1 - time.time()))
+                # One more call once the credential settled: every call counted finds
+                # the token kept, as in service.
+                B.settle_credential(cred)
                 small_call(sock_path, body)
                 done += 1
                 c0 = {r: cpu(pid) for r, pid in procs.items()}

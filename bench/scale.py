@@ -334,6 +334,8 @@ class ProbeWorker:
 def small_calls(setup, pw, n):
     """p50/p99 through the broker and direct, interleaved, in us."""
     direct = B.DirectTLS(setup.fu)
+    # Timed calls find the credential's token kept, as in service (benchlib).
+    B.settle_credential(setup.daemon.config["upstream"]["credential_file"])
     for _ in range(20):
         B.unix_request(pw.sock, "POST", "/anthropic/v1/messages", SMALL)
         direct.request("POST", "/v1/messages", SMALL)
