@@ -838,12 +838,10 @@ def settle_credential(path):
     """Wait until the credential file at path is a second older than now.  Egress reads
     the file again at each call until it was a second old when read (egress/cred.h,
     CRED_SETTLE_NS); after this, the next call reads it once more and every later call
-    finds the token kept, as in service, where the file does not change between calls.
-    The seconds waited."""
+    finds the token kept, as in service, where the file does not change between calls."""
     wait = os.stat(path).st_ctime + 1.1 - time.time()
     if wait > 0:
         time.sleep(wait)
-    return max(0.0, wait)
 
 
 def segment_of(key):

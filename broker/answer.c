@@ -76,6 +76,13 @@ sup_event(struct broker *br, const char *kind, const char *route, int status,
 	(void)sup_send(br, &mb);
 }
 
+/* Two turn ids, either NULL for no turn. */
+static int
+same_turn(const char *a, const char *b)
+{
+	return a == NULL || b == NULL ? a == b : strcmp(a, b) == 0;
+}
+
 /*
  * The model and MCP calls sent to egress are told to the supervisor a batch
  * at a time: one brk_event with their count ("calls", when more than one),
@@ -95,9 +102,7 @@ sup_call(struct broker *br, const char *kind, const char *route,
 
 	if (br->br_untold > 0 && (strcmp(br->br_untold_kind, kind) != 0 ||
 	    strcmp(br->br_untold_route, route) != 0 ||
-	    (br->br_untold_turn == NULL || turn_id == NULL ?
-	    br->br_untold_turn != turn_id :
-	    strcmp(br->br_untold_turn, turn_id) != 0)))
+	    !same_turn(br->br_untold_turn, turn_id)))
 		sup_tell(-1, 0, br);
 	if (br->br_untold == 0) {
 		if ((br->br_untold_route = strdup(route)) == NULL ||
