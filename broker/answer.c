@@ -53,8 +53,8 @@ sup_send(struct broker *br, struct msgb *mb)
 }
 
 static void
-event_init(struct msgb *mb, const char *kind, const char *route, int status,
-    const char *turn_id)
+sup_event_init(struct msgb *mb, const char *kind, const char *route,
+    int status, const char *turn_id)
 {
 	msgb_init(mb, MSG_BRK_EVENT, 0);
 	msg_add_str(mb, "kind", kind);
@@ -72,7 +72,7 @@ sup_event(struct broker *br, const char *kind, const char *route, int status,
 {
 	struct msgb	 mb;
 
-	event_init(&mb, kind, route, status, turn_id);
+	sup_event_init(&mb, kind, route, status, turn_id);
 	(void)sup_send(br, &mb);
 }
 
@@ -142,7 +142,7 @@ sup_tell(evutil_socket_t fd, short ev, void *arg)
 
 	if (br->br_untold == 0)
 		return;
-	event_init(&mb, br->br_untold_kind, br->br_untold_route, 0,
+	sup_event_init(&mb, br->br_untold_kind, br->br_untold_route, 0,
 	    br->br_untold_turn);
 	if (br->br_untold > 1)
 		msg_add_uint(&mb, "calls", br->br_untold);

@@ -408,7 +408,9 @@ class Hostile(unittest.TestCase):
     def test_batch_of_the_largest_count(self):
         """A batch of 1 000 calls, the most one may tell, is read and
         counted: past the budget of six, the turn is stopped under budget
-        and the client hears of six."""
+        and the client hears of six.  The batch is of MCP calls, the other
+        kind a count may be of; the client hears of every call as
+        model_call progress."""
         c, res = self.turn("events_count_max")
         self.assertTurnStopped(res, "budget")
         self.assertCounted("budget")
