@@ -368,6 +368,10 @@ lex_check(struct rebuild *rb, const char *b, size_t len)
 				    "JSON: control character");
 			continue;
 		}
+		if ((i += json_string_run((const uint8_t *)b + i, len - i)) >=
+		    len)
+			break;
+		c = (unsigned char)b[i];
 		if (c == '"')
 			in_string = 0;
 		else if (c < 0x20)

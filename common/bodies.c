@@ -95,6 +95,9 @@ json_scan_string(const uint8_t *s, size_t len, size_t *i)
 	size_t	 p = *i + 1, k;
 
 	while (p < len) {
+		p += json_string_run(s + p, len - p);
+		if (p >= len)
+			break;
 		if (s[p] == '"') {
 			*i = p + 1;
 			return NULL;

@@ -301,9 +301,7 @@ msg_lex_string(const uint8_t *s, size_t len, size_t *i, char **dst)
 
 	for (;;) {
 		/* A run of plain bytes at once. */
-		for (k = p; k < len && s[k] >= 0x20 && s[k] != '"' &&
-		    s[k] != '\\'; k++)
-			;
+		k = p + json_string_run(s + p, len - p);
 		memcpy(d, s + p, k - p);
 		d += k - p;
 		p = k;

@@ -25,6 +25,16 @@ int	utf8_utf16_len(const char *s, size_t len, size_t *units);
 int	utf8_next(const uint8_t *s, size_t len, size_t *i, uint32_t *cp);
 
 /*
+ * How many bytes at the start of s a JSON string holds as they are: none
+ * of them a control character (below 0x20), '"' or '\\'.  The ASCII
+ * variant stops at a byte of 0x80 or above too, for readers that decode
+ * UTF-8 themselves.  Eight bytes at a time: the scanners of whole bodies
+ * spend most of their time here.
+ */
+size_t	json_string_run(const uint8_t *s, size_t len);
+size_t	json_ascii_run(const uint8_t *s, size_t len);
+
+/*
  * Append slen bytes of s to the n bytes in buf (n < bufsz), as many as fit
  * with a NUL after them, as snprintf() cuts: the new length.  For text
  * built on every call, where snprintf() costs more than the text.

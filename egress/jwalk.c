@@ -99,13 +99,20 @@ static int
 jw_string(struct jw *w, char *out, size_t outsz, size_t *outlen)
 {
 	uint32_t	 cp, lo;
-	size_t		 n = 0;
+	size_t		 n = 0, run;
 	uint8_t		 c;
 
 	if (w->i >= w->len || w->s[w->i] != '"')
 		return jw_fail(w, "a string expected");
 	w->i++;
 	for (;;) {
+		/* Plain ASCII as it is, many bytes at once. */
+		run = json_ascii_run(w->s + w->i, w->len - w->i);
+		if (out != NULL && n < outsz)
+			memcpy(out + n, w->s + w->i, run < outsz - n ? run :
+			    outsz - n);
+		n += run;
+		w->i += run;
 		if (w->i >= w->len)
 			return jw_fail(w, "an unterminated string");
 		c = w->s[w->i];

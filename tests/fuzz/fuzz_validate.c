@@ -130,6 +130,24 @@ fuzz_utf8(const uint8_t *data, size_t size, const uint32_t *cps, long ncp)
 		CHECK(utf8_text_check(s, size, units - 1) == -1);
 }
 
+/* The run readers agree with a byte-at-a-time reading, from every start. */
+static void
+fuzz_json_runs(const uint8_t *data, size_t size)
+{
+	size_t	 at, i;
+
+	for (at = 0; at < size && at < 16; at++) {
+		for (i = at; i < size && data[i] >= 0x20 && data[i] != '"' &&
+		    data[i] != '\\'; i++)
+			;
+		CHECK(json_string_run(data + at, size - at) == i - at);
+		for (i = at; i < size && data[i] >= 0x20 && data[i] < 0x80 &&
+		    data[i] != '"' && data[i] != '\\'; i++)
+			;
+		CHECK(json_ascii_run(data + at, size - at) == i - at);
+	}
+}
+
 static void
 fuzz_safe_name(const uint8_t *data, size_t size, const uint32_t *cps,
     long ncp)
@@ -300,6 +318,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ncp = ref_decode(data, size, cps);
 
 	fuzz_utf8(data, size, cps, ncp);
+	fuzz_json_runs(data, size);
 	fuzz_safe_name(data, size, cps, ncp);
 	fuzz_b64(data, size);
 	fuzz_segment(data, size, cps, ncp);

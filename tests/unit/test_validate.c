@@ -916,6 +916,64 @@ START_TEST(append_cut)
 }
 END_TEST
 
+/* The run readers against one byte at a time: every byte value at every
+ * position of a word and of the tail, and runs that end at the buffer. */
+static size_t
+run_ref(const uint8_t *s, size_t len, unsigned int top)
+{
+	size_t	 i = 0;
+
+	while (i < len && s[i] >= 0x20 && s[i] <= top && s[i] != '"' &&
+	    s[i] != '\\')
+		i++;
+	return i;
+}
+
+START_TEST(json_runs_every_byte)
+{
+	uint8_t		 buf[40];
+	size_t		 len, pos;
+	unsigned int	 c;
+
+	for (len = 0; len <= sizeof(buf); len++) {
+		memset(buf, 'a', sizeof(buf));
+		ck_assert_uint_eq(json_string_run(buf, len), len);
+		ck_assert_uint_eq(json_ascii_run(buf, len), len);
+		for (pos = 0; pos < len; pos++)
+			for (c = 0; c <= 0xff; c++) {
+				buf[pos] = (uint8_t)c;
+				ck_assert_uint_eq(json_string_run(buf, len),
+				    run_ref(buf, len, 0xff));
+				ck_assert_uint_eq(json_ascii_run(buf, len),
+				    run_ref(buf, len, 0x7f));
+				buf[pos] = 'a';
+			}
+	}
+}
+END_TEST
+
+START_TEST(json_runs_stops)
+{
+	static const uint8_t	 t[] = "0123456789abcdef\\"
+	    "\x1f\x7f\xc3\xa9\"";
+
+	/* Each stop byte ends the run there, past a whole word of text. */
+	ck_assert_uint_eq(json_string_run(t, sizeof(t) - 1), 16);
+	ck_assert_uint_eq(json_string_run(t + 17, sizeof(t) - 18), 0);
+	/* 0x7f and UTF-8 pass the string run, not the ASCII one. */
+	ck_assert_uint_eq(json_string_run(t + 18, sizeof(t) - 19), 3);
+	ck_assert_uint_eq(json_ascii_run(t + 18, sizeof(t) - 19), 1);
+	ck_assert_uint_eq(json_string_run(t, 0), 0);
+	/* A byte below 0x20 next to bytes of 0x80 and above in one word. */
+	ck_assert_uint_eq(json_string_run((const uint8_t *)
+	    "\xff\xff\xff\x01\xff\xff\xff\xff", 8), 3);
+	ck_assert_uint_eq(json_string_run((const uint8_t *)
+	    "\x21\x21\x21\x21\x21\x21\x21\x20", 8), 8);
+	ck_assert_uint_eq(json_string_run((const uint8_t *)
+	    "\x23\x23\x23\x23\x5b\x5d\x5c\x20", 8), 6);
+}
+END_TEST
+
 START_TEST(thinking_levels)
 {
 	ck_assert_int_eq(valid_thinking(S("low")), 1);
@@ -953,6 +1011,8 @@ validate_suite(void)
 	tcase_add_test(tc, utf8_invalid);
 	tcase_add_test(tc, text_check_limits);
 	tcase_add_test(tc, text_check_refusals);
+	tcase_add_test(tc, json_runs_every_byte);
+	tcase_add_test(tc, json_runs_stops);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("safe_name");
