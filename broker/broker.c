@@ -196,7 +196,7 @@ call_use(struct http_conn *c, const char *body, size_t len, void *arg)
 			call_refuse(cl, 400, why);
 			return;
 		}
-		json = body_print_sized(input, len);
+		json = body_print(input);
 		cJSON_Delete(input);
 		if (json == NULL) {
 			log_warnx("tool input: out of memory");

@@ -118,7 +118,7 @@ rebuild_precheck_call(const char *body, size_t len,
 	r = REBUILD_NOMEM;
 	if ((o = envelope(name->valuestring, params, args)) == NULL)
 		goto done;
-	if ((*out = body_print_sized(o, len)) == NULL)
+	if ((*out = body_print(o)) == NULL)
 		goto done;
 	*outlen = strlen(*out);
 	r = 0;

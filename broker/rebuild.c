@@ -76,7 +76,6 @@ struct rebuild {
 	size_t				 rb_errlen;
 	char				 rb_path[REBUILD_PATH_MAX];
 	size_t				 rb_pathlen;
-	size_t				 rb_in_len;	/* the body's */
 	int				 rb_nomem;	/* not judged */
 };
 
@@ -459,7 +458,6 @@ parse_body(struct rebuild *rb, const char *b, size_t len, size_t max_nodes)
 	const char	*end = NULL, *why;
 	size_t		 at, nodes;
 
-	rb->rb_in_len = len;
 	if (lex_check(rb, b, len) == -1)
 		return NULL;
 	if ((why = body_json_scan(b, len, &at, &nodes)) != NULL) {
@@ -1270,7 +1268,7 @@ rebuild_sampling(struct rebuild *rb, cJSON *root, cJSON *out)
 static int
 emit(struct rebuild *rb, cJSON *o, char **out, size_t *outlen)
 {
-	if ((*out = body_print_sized(o, rb->rb_in_len)) == NULL)
+	if ((*out = body_print(o)) == NULL)
 		return oom(rb);
 	*outlen = strlen(*out);
 	return 0;

@@ -142,7 +142,7 @@ result_use(struct http_conn *c, const char *body, size_t len, void *arg)
 		cJSON_Delete(result);
 		return;
 	}
-	json = body_print_sized(result, len);
+	json = body_print(result);
 	cJSON_Delete(result);
 	if (json == NULL) {
 		log_warnx("%s: out of memory", __func__);

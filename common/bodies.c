@@ -359,111 +359,219 @@ body_parse(const char *body, size_t len, cJSON **out, char *err,
 	return BODY_OK;
 }
 
-/* A number body_print() made raw text; cJSON looks at the low byte only. */
-#define BODY_RAW_NUMBER	(1 << 12)
-
-/* The digits of an integer below 1e15 in magnitude, "-0" for -0. */
-static char *
-body_integer_text(double d)
-{
-	char		 buf[24], *p = buf + sizeof(buf);
-	uint64_t	 v = (uint64_t)fabs(d);
-	char		*s;
-
-	*--p = '\0';
-	do {
-		*--p = (char)('0' + v % 10);
-		v /= 10;
-	} while (v != 0);
-	if (signbit(d))
-		*--p = '-';
-	if ((s = malloc((size_t)(buf + sizeof(buf) - p))) != NULL)
-		memcpy(s, p, (size_t)(buf + sizeof(buf) - p));
-	return s;
-}
+/* Room for any number's text: "-1.7976931348623157e+308" and a NUL. */
+#define BODY_NUMBER_MAX	32
 
 /*
- * Integers below 1e15 become raw text of their digits, and numbers that
- * cJSON would not print exactly raw text of the shortest of 15, 16 or 17
- * significant digits that reads back the same.
- * -1: out of memory, with some done.
+ * A finite number's text in buf: the digits of an integer below 1e15 in
+ * magnitude ("-0" for -0), as "%1.15g" prints them without the printf;
+ * else the shortest of 15, 16 or 17 significant digits that reads back as
+ * the same double.  "null" for one that is not finite, as cJSON prints it.
+ * Its length.
  */
-static int
-body_numbers_raw(cJSON *n)
+static size_t
+print_number(double d, char *out)
 {
-	char	 buf[32], *s;
-	int	 prec;
+	char		 buf[BODY_NUMBER_MAX], *p = buf + sizeof(buf);
+	uint64_t	 v;
+	int		 prec, n = 0;
 
-	if (cJSON_IsNumber(n)) {
-		if (!isfinite(n->valuedouble))
-			return 0;	/* null, as cJSON prints it */
-		/* An integer of at most 15 digits, as most numbers are
-		 * (sizes, counts, pids): its digits, as "%1.15g" prints
-		 * them, without the printf and the sscanf cJSON takes for
-		 * every number, a few microseconds each. */
-		if (fabs(n->valuedouble) < 1e15 && n->valuedouble ==
-		    (double)(int64_t)n->valuedouble) {
-			if ((s = body_integer_text(n->valuedouble)) == NULL)
-				return -1;
-			goto raw;
+	if (!isfinite(d)) {
+		memcpy(out, "null", 4);
+		return 4;
+	}
+	if (fabs(d) < 1e15 && d == (double)(int64_t)d) {
+		v = (uint64_t)fabs(d);
+		do {
+			*--p = (char)('0' + v % 10);
+			v /= 10;
+		} while (v != 0);
+		if (signbit(d))
+			*--p = '-';
+		memcpy(out, p, (size_t)(buf + sizeof(buf) - p));
+		return (size_t)(buf + sizeof(buf) - p);
+	}
+	/* Written whole where it is sure to fit: a shorter try may be
+	 * followed by a longer one. */
+	for (prec = 15; prec <= 17; prec++) {
+		n = snprintf(buf, sizeof(buf), "%.*g", prec, d);
+		if (strtod(buf, NULL) == d)
+			break;
+	}
+	memcpy(out, buf, (size_t)n);
+	return (size_t)n;
+}
+
+/* A string as cJSON prints it: '"', '\\' and the control characters
+ * escaped (\b \f \n \r \t, else \u00xx), every other byte as it is. */
+static size_t
+print_string_len(const char *s)
+{
+	const uint8_t	*u = (const uint8_t *)(s != NULL ? s : "");
+	size_t		 len = strlen((const char *)u), i = 0, n = len + 2;
+
+	/* Each byte once, and what its escape adds. */
+	while ((i += json_string_run(u + i, len - i)) < len) {
+		switch (u[i++]) {
+		case '"':
+		case '\\':
+		case '\b':
+		case '\f':
+		case '\n':
+		case '\r':
+		case '\t':
+			n += 1;
+			break;
+		default:
+			n += 5;
+			break;
 		}
-		for (prec = 15; prec <= 17; prec++) {
-			(void)snprintf(buf, sizeof(buf), "%.*g", prec,
-			    n->valuedouble);
-			if (strtod(buf, NULL) == n->valuedouble)
-				break;
+	}
+	return n;
+}
+
+static char *
+print_string(char *p, const char *s)
+{
+	static const char	 hex[] = "0123456789abcdef";
+	const uint8_t		*u = (const uint8_t *)(s != NULL ? s : "");
+	size_t			 len = strlen((const char *)u), i = 0, run;
+
+	*p++ = '"';
+	for (;;) {
+		run = json_string_run(u + i, len - i);
+		memcpy(p, u + i, run);
+		p += run;
+		if ((i += run) >= len)
+			break;
+		*p++ = '\\';
+		switch (u[i]) {
+		case '"':
+		case '\\':
+			*p++ = (char)u[i];
+			break;
+		case '\b':
+			*p++ = 'b';
+			break;
+		case '\f':
+			*p++ = 'f';
+			break;
+		case '\n':
+			*p++ = 'n';
+			break;
+		case '\r':
+			*p++ = 'r';
+			break;
+		case '\t':
+			*p++ = 't';
+			break;
+		default:
+			memcpy(p, "u00", 3);
+			p[3] = hex[u[i] >> 4];
+			p[4] = hex[u[i] & 0xf];
+			p += 5;
+			break;
 		}
-		if (prec == 15)
-			return 0;	/* cJSON's own form is exact */
-		if ((s = strdup(buf)) == NULL)
+		i++;
+	}
+	*p++ = '"';
+	return p;
+}
+
+/* What print_value() writes for n added to *len: 0, or -1 for a node
+ * cJSON would not print (an invalid type, raw text without its text). */
+static int
+print_len(const cJSON *n, size_t *len)
+{
+	char		 num[BODY_NUMBER_MAX];
+	const cJSON	*c;
+
+	switch (n->type & 0xff) {
+	case cJSON_NULL:
+	case cJSON_True:
+		*len += 4;
+		return 0;
+	case cJSON_False:
+		*len += 5;
+		return 0;
+	case cJSON_Number:
+		*len += print_number(n->valuedouble, num);
+		return 0;
+	case cJSON_Raw:
+		if (n->valuestring == NULL)
 			return -1;
- raw:
-		n->valuestring = s;
-		n->type = cJSON_Raw | BODY_RAW_NUMBER |
-		    (n->type & (cJSON_IsReference | cJSON_StringIsConst));
+		*len += strlen(n->valuestring);
+		return 0;
+	case cJSON_String:
+		*len += print_string_len(n->valuestring);
+		return 0;
+	case cJSON_Array:
+	case cJSON_Object:
+		*len += 2;
+		for (c = n->child; c != NULL; c = c->next) {
+			if (c != n->child)
+				(*len)++;
+			if ((n->type & 0xff) == cJSON_Object)
+				*len += print_string_len(c->string) + 1;
+			if (print_len(c, len) == -1)
+				return -1;
+		}
 		return 0;
 	}
-	for (n = n->child; n != NULL; n = n->next)
-		if (body_numbers_raw(n) == -1)
-			return -1;
-	return 0;
+	return -1;
 }
 
-static void
-body_numbers_back(cJSON *n)
+/* n at p, which print_len() sized; past what it wrote. */
+static char *
+print_value(char *p, const cJSON *n)
 {
-	if (n->type & BODY_RAW_NUMBER) {
-		free(n->valuestring);
-		n->valuestring = NULL;
-		n->type = cJSON_Number |
-		    (n->type & (cJSON_IsReference | cJSON_StringIsConst));
-		return;
+	const cJSON	*c;
+	size_t		 k;
+
+	switch (n->type & 0xff) {
+	case cJSON_NULL:
+		memcpy(p, "null", 4);
+		return p + 4;
+	case cJSON_True:
+		memcpy(p, "true", 4);
+		return p + 4;
+	case cJSON_False:
+		memcpy(p, "false", 5);
+		return p + 5;
+	case cJSON_Number:
+		return p + print_number(n->valuedouble, p);
+	case cJSON_Raw:
+		k = strlen(n->valuestring);
+		memcpy(p, n->valuestring, k);
+		return p + k;
+	case cJSON_String:
+		return print_string(p, n->valuestring);
 	}
-	for (n = n->child; n != NULL; n = n->next)
-		body_numbers_back(n);
+	*p++ = (n->type & 0xff) == cJSON_Object ? '{' : '[';
+	for (c = n->child; c != NULL; c = c->next) {
+		if (c != n->child)
+			*p++ = ',';
+		if ((n->type & 0xff) == cJSON_Object) {
+			p = print_string(p, c->string);
+			*p++ = ':';
+		}
+		p = print_value(p, c);
+	}
+	*p++ = (n->type & 0xff) == cJSON_Object ? '}' : ']';
+	return p;
 }
 
 char *
-body_print(cJSON *tree)
+body_print(const cJSON *tree)
 {
-	char	*s = NULL;
+	size_t	 len = 0;
+	char	*s, *end;
 
-	if (body_numbers_raw(tree) == 0)
-		s = cJSON_PrintUnformatted(tree);
-	body_numbers_back(tree);
-	return s;
-}
-
-char *
-body_print_sized(cJSON *tree, size_t expect)
-{
-	char	*s = NULL;
-
-	if (expect < BODY_PRINT_MAPPED || expect > INT_MAX)
-		return body_print(tree);
-	if (body_numbers_raw(tree) == 0)
-		s = cJSON_PrintBuffered(tree, (int)expect, 0);
-	body_numbers_back(tree);
+	if (tree == NULL || print_len(tree, &len) == -1 ||
+	    (s = malloc(len + 1)) == NULL)
+		return NULL;
+	end = print_value(s, tree);
+	*end = '\0';
 	return s;
 }
 

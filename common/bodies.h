@@ -52,23 +52,18 @@ enum body_err	body_parse(const char *body, size_t len, cJSON **out,
 		    char *err, size_t errlen);
 
 /*
- * cJSON_PrintUnformatted(), with every number in the shortest form that
- * reads back as the same double: cJSON prints 15 significant digits
- * whenever they read back within an epsilon, so 9007199254740993 would
- * leave as 9.00719925474099e+15 and 0.30000000000000004 as 0.3.  The tree
- * is as it was afterwards.  NULL when out of memory; freed with
- * cJSON_free().
+ * The tree as cJSON_PrintUnformatted() prints it, byte for byte, but for
+ * numbers: each in the shortest form that reads back as the same double
+ * (cJSON
+ * prints 15 significant digits whenever they read back within an epsilon,
+ * so 9007199254740993 would leave as 9.00719925474099e+15 and
+ * 0.30000000000000004 as 0.3).  Sized first and written into one
+ * allocation of its exact length: strings go as runs of plain bytes, and a
+ * large text is one block that the allocator can map apart and give back
+ * whole.  The tree is not changed.  NULL when out of memory or for a node
+ * cJSON would not print; freed with free() (or cJSON_free()).
  */
-char		*body_print(cJSON *);
-/*
- * The same for a text of about expect bytes: from expect bytes of 1 MiB up
- * it is printed into a buffer of that size allocated at once, which the
- * allocator maps apart and gives back whole when it is freed, where a
- * buffer grown from a few bytes would extend the heap and, pinned by what
- * comes after it, stay counted in the process's data for good.
- */
-#define BODY_PRINT_MAPPED	(1024u * 1024u)
-char		*body_print_sized(cJSON *, size_t expect);
+char		*body_print(const cJSON *);
 
 /*
  * The lexer body_parse() runs before cJSON, for parsers with bounds of

@@ -7,6 +7,7 @@
  */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -661,11 +662,39 @@ same_exact(const cJSON *a, const cJSON *b)
 	return a == NULL && b == NULL;
 }
 
+/* Numbers as body_print() promises them, as raw text, for cJSON's printer:
+ * the digits of an integer below 1e15, else the shortest of %.15g to
+ * %.17g that reads back the same. */
+static void
+ref_numbers_raw(cJSON *n)
+{
+	char	 buf[40];
+	int	 prec;
+
+	if (cJSON_IsNumber(n)) {
+		if (fabs(n->valuedouble) < 1e15 &&
+		    n->valuedouble == floor(n->valuedouble))
+			(void)snprintf(buf, sizeof(buf), "%.0f", n->valuedouble);
+		else
+			for (prec = 15; prec <= 17; prec++) {
+				(void)snprintf(buf, sizeof(buf), "%.*g", prec,
+				    n->valuedouble);
+				if (strtod(buf, NULL) == n->valuedouble)
+					break;
+			}
+		n->type = cJSON_Raw;
+		CHECK((n->valuestring = strdup(buf)) != NULL);
+		return;
+	}
+	for (n = n->child; n != NULL; n = n->next)
+		ref_numbers_raw(n);
+}
+
 static void
 fuzz_parse(const char *s, size_t size, cJSON *root)
 {
 	cJSON	*again, *copy;
-	char	*text;
+	char	*text, *ref;
 
 	if (root == NULL)
 		return;
@@ -675,6 +704,11 @@ fuzz_parse(const char *s, size_t size, cJSON *root)
 	text = body_print(root);
 	CHECK(text != NULL);
 	CHECK(same_exact(root, copy));
+	/* Byte for byte what cJSON prints, numbers aside. */
+	ref_numbers_raw(copy);
+	CHECK((ref = cJSON_PrintUnformatted(copy)) != NULL);
+	CHECK(strcmp(text, ref) == 0);
+	cJSON_free(ref);
 	CHECK(body_parse(text, strlen(text), &again, NULL, 0) == BODY_OK);
 	CHECK(same_exact(root, again));
 	cJSON_Delete(again);

@@ -421,6 +421,69 @@ START_TEST(print_exact_numbers)
 }
 END_TEST
 
+/*
+ * body_print(): strings, keys, literals and containers byte for byte as
+ * cJSON prints them; a node cJSON would not print is refused.
+ */
+START_TEST(print_as_cjson)
+{
+	char		 all[256], *out, *ref;
+	cJSON		*j, *a, *bad;
+	size_t		 i;
+
+	/* Every byte but NUL, each next to plain text and at a word's edge. */
+	for (i = 1; i < 256; i++)
+		all[i - 1] = (char)i;
+	all[255] = '\0';
+	j = cJSON_CreateObject();
+	ck_assert_ptr_nonnull(j);
+	cJSON_AddStringToObject(j, all, all);
+	cJSON_AddStringToObject(j, "", "");
+	cJSON_AddStringToObject(j, "text", "plain text of more than a word\n"
+	    "\"quoted\" \\ \x01\x1f\x7f \xc3\xa9 \xf0\x9f\x98\x80");
+	a = cJSON_AddArrayToObject(j, "list");
+	cJSON_AddItemToArray(a, cJSON_CreateTrue());
+	cJSON_AddItemToArray(a, cJSON_CreateFalse());
+	cJSON_AddItemToArray(a, cJSON_CreateNull());
+	cJSON_AddItemToArray(a, cJSON_CreateObject());
+	cJSON_AddItemToArray(a, cJSON_CreateArray());
+	cJSON_AddItemToArray(a, cJSON_CreateRaw("{\"raw\":1}"));
+	cJSON_AddItemToArray(a, cJSON_CreateString("x"));
+	ck_assert_ptr_nonnull(out = body_print(j));
+	ck_assert_ptr_nonnull(ref = cJSON_PrintUnformatted(j));
+	ck_assert_str_eq(out, ref);
+	free(out);
+	cJSON_free(ref);
+
+	/* A string without its text prints as cJSON prints it: "". */
+	a = cJSON_CreateString("y");
+	free(a->valuestring);
+	a->valuestring = NULL;
+	cJSON_AddItemToObject(j, "nil", a);
+	ck_assert_ptr_nonnull(out = body_print(j));
+	ck_assert_ptr_nonnull(ref = cJSON_PrintUnformatted(j));
+	ck_assert_str_eq(out, ref);
+	free(out);
+	cJSON_free(ref);
+
+	/* Raw text without its text, or a node of no type: nothing. */
+	bad = cJSON_CreateRaw("1");
+	free(bad->valuestring);
+	bad->valuestring = NULL;
+	cJSON_AddItemToObject(j, "bad", bad);
+	ck_assert_ptr_null(body_print(j));
+	ck_assert_ptr_null(cJSON_PrintUnformatted(j));
+	bad->type = cJSON_Invalid;
+	ck_assert_ptr_null(body_print(j));
+	ck_assert_ptr_null(body_print(NULL));
+	bad->type = cJSON_NULL;
+	ck_assert_ptr_nonnull(out = body_print(j));
+	ck_assert(strstr(out, "\"bad\":null}") != NULL);
+	free(out);
+	cJSON_Delete(j);
+}
+END_TEST
+
 START_TEST(json_dups_sorted)
 {
 	struct buf	 b = { NULL, 0, 0 };
@@ -1817,6 +1880,7 @@ bodies_suite(void)
 	tcase_add_test(tc, json_refuses);
 	tcase_add_test(tc, json_number_range);
 	tcase_add_test(tc, print_exact_numbers);
+	tcase_add_test(tc, print_as_cjson);
 	tcase_add_test(tc, json_dups_sorted);
 	tcase_add_test(tc, json_nesting);
 	tcase_add_test(tc, json_nodes);
