@@ -89,57 +89,6 @@ utf8_utf16_len(const char *s, size_t len, size_t *units)
 	return 0;
 }
 
-#define BYTES_ONE	UINT64_C(0x0101010101010101)
-#define BYTES_HIGH	UINT64_C(0x8080808080808080)
-
-/* The high bit of some byte set when a byte of w is zero (exact as a
- * truth value, whatever the other bytes). */
-static inline uint64_t
-byte_zero(uint64_t w)
-{
-	return (w - BYTES_ONE) & ~w & BYTES_HIGH;
-}
-
-/* Some byte of w is a control character, '"' or '\\'; with high, or one
- * of 0x80 and above.  A byte of 0x80 and above never reads as below 0x20:
- * ~w clears its high bit. */
-static inline int
-json_stop8(uint64_t w, uint64_t high)
-{
-	return ((w & high) | ((w - BYTES_ONE * 0x20) & ~w & BYTES_HIGH) |
-	    byte_zero(w ^ (BYTES_ONE * '"')) |
-	    byte_zero(w ^ (BYTES_ONE * '\\'))) != 0;
-}
-
-static inline size_t
-json_run(const uint8_t *s, size_t len, uint64_t high, unsigned int top)
-{
-	size_t		 i = 0;
-	uint64_t	 w;
-
-	for (; len - i >= 8; i += 8) {
-		memcpy(&w, s + i, 8);
-		if (json_stop8(w, high))
-			break;
-	}
-	while (i < len && s[i] >= 0x20 && s[i] <= top && s[i] != '"' &&
-	    s[i] != '\\')
-		i++;
-	return i;
-}
-
-size_t
-json_string_run(const uint8_t *s, size_t len)
-{
-	return json_run(s, len, 0, 0xff);
-}
-
-size_t
-json_ascii_run(const uint8_t *s, size_t len)
-{
-	return json_run(s, len, BYTES_HIGH, 0x7f);
-}
-
 size_t
 str_append(char *buf, size_t bufsz, size_t n, const char *s, size_t slen)
 {

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /*
  * Decode UTF-8 strictly (no overlong forms, no surrogates, nothing above
@@ -24,15 +25,74 @@ int	utf8_utf16_len(const char *s, size_t len, size_t *units);
  */
 int	utf8_next(const uint8_t *s, size_t len, size_t *i, uint32_t *cp);
 
+/* The JSON string runs below, eight bytes at a time. */
+#define JSON_ONES	UINT64_C(0x0101010101010101)
+#define JSON_HIGHS	UINT64_C(0x8080808080808080)
+
+/* The high bit of each byte of w that is zero, and perhaps of bytes after
+ * the first (a borrow runs on): the lowest bit set is exact. */
+static inline uint64_t
+json_byte_zero(uint64_t w)
+{
+	return (w - JSON_ONES) & ~w & JSON_HIGHS;
+}
+
+/*
+ * The bytes of w that are a control character, '"' or '\\' (with high,
+ * or 0x80 and above too) as their high bits.  Bytes after the first such
+ * byte may be marked wrongly (a borrow runs on from it), the first never:
+ * the lowest bit set is exact.  A byte of 0x80 and above never reads as
+ * below 0x20: ~w clears its high bit.
+ */
+static inline uint64_t
+json_stops(uint64_t w, uint64_t high)
+{
+	return (w & high) | ((w - JSON_ONES * 0x20) & ~w & JSON_HIGHS) |
+	    json_byte_zero(w ^ (JSON_ONES * '"')) |
+	    json_byte_zero(w ^ (JSON_ONES * '\\'));
+}
+
+static inline size_t
+json_run(const uint8_t *s, size_t len, uint64_t high, unsigned int top)
+{
+	size_t		 i = 0;
+	uint64_t	 w, m;
+
+	for (; len - i >= 8; i += 8) {
+		memcpy(&w, s + i, 8);
+		if ((m = json_stops(w, high)) != 0) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+			return i + (size_t)__builtin_ctzll(m) / 8;
+#else
+			break;
+#endif
+		}
+	}
+	while (i < len && s[i] >= 0x20 && s[i] <= top && s[i] != '"' &&
+	    s[i] != '\\')
+		i++;
+	return i;
+}
+
 /*
  * How many bytes at the start of s a JSON string holds as they are: none
  * of them a control character (below 0x20), '"' or '\\'.  The ASCII
  * variant stops at a byte of 0x80 or above too, for readers that decode
- * UTF-8 themselves.  Eight bytes at a time: the scanners of whole bodies
- * spend most of their time here.
+ * UTF-8 themselves.  Eight bytes at a time, and inline: the scanners of
+ * whole bodies spend most of their time here, many runs only a few bytes
+ * long.
  */
-size_t	json_string_run(const uint8_t *s, size_t len);
-size_t	json_ascii_run(const uint8_t *s, size_t len);
+static inline size_t
+json_string_run(const uint8_t *s, size_t len)
+{
+	return json_run(s, len, 0, 0xff);
+}
+
+static inline size_t
+json_ascii_run(const uint8_t *s, size_t len)
+{
+	return json_run(s, len, JSON_HIGHS, 0x7f);
+}
 
 /*
  * Append slen bytes of s to the n bytes in buf (n < bufsz), as many as fit

@@ -952,6 +952,36 @@ START_TEST(json_runs_every_byte)
 }
 END_TEST
 
+/* Words of several stop bytes and bytes around them, whose borrows could
+ * mark a byte wrongly: a fixed pseudo-random walk over them. */
+START_TEST(json_runs_mixed_words)
+{
+	static const uint8_t	 pick[] = {
+		0x00, 0x01, 0x1f, 0x20, 0x21, 0x22, 0x23, 0x5b, 0x5c, 0x5d,
+		0x7e, 0x7f, 0x80, 0x9f, 0xa0, 0xc3, 0xff, 'a'
+	};
+	uint8_t		 buf[24];
+	uint32_t	 x = 2463534242u;
+	size_t		 n, i, len;
+
+	for (n = 0; n < 200000; n++) {
+		for (i = 0; i < sizeof(buf); i++) {
+			x ^= x << 13;
+			x ^= x >> 17;
+			x ^= x << 5;
+			/* mostly plain, so that the stops come late too */
+			buf[i] = (x & 0x300) != 0 ? 'a' :
+			    pick[x % sizeof(pick)];
+		}
+		len = x % (sizeof(buf) + 1);
+		ck_assert_uint_eq(json_string_run(buf, len),
+		    run_ref(buf, len, 0xff));
+		ck_assert_uint_eq(json_ascii_run(buf, len),
+		    run_ref(buf, len, 0x7f));
+	}
+}
+END_TEST
+
 START_TEST(json_runs_stops)
 {
 	static const uint8_t	 t[] = "0123456789abcdef\\"
@@ -1013,6 +1043,7 @@ validate_suite(void)
 	tcase_add_test(tc, text_check_refusals);
 	tcase_add_test(tc, json_runs_every_byte);
 	tcase_add_test(tc, json_runs_stops);
+	tcase_add_test(tc, json_runs_mixed_words);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("safe_name");
