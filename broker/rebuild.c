@@ -42,6 +42,7 @@
 #include <cjson/cJSON.h>
 
 #include "bodies.h"
+#include "jtree.h"
 #include "limits.h"
 #include "rebuild.h"
 #include "validate.h"
@@ -447,9 +448,9 @@ tree_check(struct rebuild *rb, const cJSON *n)
 }
 
 /*
- * The checks, the node count and the parse in between; NULL on refusal.
- * A parse that fails after the scan passed is a grammar error, a nesting
- * too deep, or out of memory: all three are refused.
+ * The checks, the node count and the parse in between; NULL on refusal or
+ * when out of memory (rb_nomem).  A parse that fails after the scan passed
+ * is a grammar error or a nesting too deep: both are refused.
  */
 static cJSON *
 parse_body(struct rebuild *rb, const char *b, size_t len, size_t max_nodes)
@@ -457,6 +458,7 @@ parse_body(struct rebuild *rb, const char *b, size_t len, size_t max_nodes)
 	cJSON		*root;
 	const char	*end = NULL, *why;
 	size_t		 at, nodes;
+	int		 nomem;
 
 	if (lex_check(rb, b, len) == -1)
 		return NULL;
@@ -470,10 +472,11 @@ parse_body(struct rebuild *rb, const char *b, size_t len, size_t max_nodes)
 		    max_nodes);
 		return NULL;
 	}
-	root = cJSON_ParseWithLengthOpts(b, len, &end, 0);
-	if (root == NULL || end == NULL) {
-		cJSON_Delete(root);
-		fail(rb, "Request body is not valid JSON");
+	if ((root = jtree_parse(b, len, &end, &nomem)) == NULL) {
+		if (nomem)
+			oom(rb);
+		else
+			fail(rb, "Request body is not valid JSON");
 		return NULL;
 	}
 	while (end < b + len && (*end == ' ' || *end == '\t' ||

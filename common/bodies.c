@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "bodies.h"
+#include "jtree.h"
 #include "limits.h"
 #include "validate.h"
 
@@ -322,6 +323,7 @@ body_parse(const char *body, size_t len, cJSON **out, char *err,
 	cJSON		*root;
 	size_t		 units, at = 0, nodes = 0;
 	enum body_err	 e;
+	int		 nomem;
 
 	*out = NULL;
 	if (body == NULL || len == 0)
@@ -339,8 +341,9 @@ body_parse(const char *body, size_t len, cJSON **out, char *err,
 		return body_fail(err, errlen, BODY_INVALID_JSON,
 		    "body has over %u values and keys (%zu)", BODY_NODES_MAX,
 		    nodes);
-	if ((root = cJSON_ParseWithLengthOpts(body, len, &end, 0)) == NULL)
-		return body_fail(err, errlen, BODY_INVALID_JSON,
+	if ((root = jtree_parse(body, len, &end, &nomem)) == NULL)
+		return nomem ? body_fail(err, errlen, BODY_NOMEM,
+		    "out of memory") : body_fail(err, errlen, BODY_INVALID_JSON,
 		    "body is not JSON (or nests too deep)");
 	for (; end < body + len; end++) {
 		if (*end != ' ' && *end != '\t' && *end != '\n' &&

@@ -1,0 +1,371 @@
+/*
+ * cJSON trees from JSON text (jtree.h).
+ *
+ * cJSON's parser walks a string twice byte by byte, to find its end and to
+ * copy it, and was most of what the broker spent reading a model call's
+ * body.  This one builds the same tree: a node per value allocated as
+ * cJSON allocates it (so that cJSON_Delete() and every cJSON function take
+ * it), strings decoded as cJSON decodes them, numbers read by strtod(3)
+ * from all their bytes as Debian's cJSON reads them (upstream's 1.7.15
+ * read 63 at most), the first child's prev pointing
+ * at the last.  Plain bytes of a string are found and copied a run at a
+ * time (json_string_run()).  fuzz_jtree compares the two on every text the
+ * callers let through.
+ */
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jtree.h"
+#include "validate.h"
+
+struct jt {
+	const uint8_t	*s;
+	size_t		 len;
+	size_t		 i;
+	size_t		 depth;
+	int		 nomem;
+};
+
+static cJSON	*jt_value(struct jt *);
+
+static void
+jt_ws(struct jt *t)
+{
+	while (t->i < t->len && (t->s[t->i] == ' ' || t->s[t->i] == '\t' ||
+	    t->s[t->i] == '\n' || t->s[t->i] == '\r'))
+		t->i++;
+}
+
+static cJSON *
+jt_node(struct jt *t, int type)
+{
+	cJSON	*n;
+
+	if ((n = calloc(1, sizeof(*n))) == NULL) {
+		t->nomem = 1;
+		return NULL;
+	}
+	n->type = type;
+	return n;
+}
+
+/* Four hex digits at p: their value, or -1. */
+static long
+jt_hex4(const uint8_t *p)
+{
+	long	 v = 0;
+	int	 k, d;
+
+	for (k = 0; k < 4; k++) {
+		if ((d = hex_digit(p[k])) == -1)
+			return -1;
+		v = (v << 4) | d;
+	}
+	return v;
+}
+
+/*
+ * A \u escape at s[p] (its backslash), before the closing quote at end:
+ * the code point, a surrogate pair as one, written to *d as UTF-8; the
+ * bytes it took, or 0 for a lone surrogate, U+0000 or bad hex digits.
+ */
+static size_t
+jt_unicode(const uint8_t *s, size_t p, size_t end, uint8_t **d)
+{
+	long		 hi, lo;
+	uint32_t	 cp;
+	size_t		 took = 6;
+	uint8_t		*o = *d;
+
+	if (end - p < 6 || (hi = jt_hex4(s + p + 2)) == -1 || hi == 0 ||
+	    (hi >= 0xdc00 && hi <= 0xdfff))
+		return 0;
+	cp = (uint32_t)hi;
+	if (hi >= 0xd800 && hi <= 0xdbff) {
+		if (end - p < 12 || s[p + 6] != '\\' || s[p + 7] != 'u' ||
+		    (lo = jt_hex4(s + p + 8)) == -1 || lo < 0xdc00 ||
+		    lo > 0xdfff)
+			return 0;
+		cp = 0x10000 + ((((uint32_t)hi & 0x3ff) << 10) |
+		    ((uint32_t)lo & 0x3ff));
+		took = 12;
+	}
+	if (cp < 0x80)
+		*o++ = (uint8_t)cp;
+	else if (cp < 0x800) {
+		*o++ = (uint8_t)(0xc0 | (cp >> 6));
+		*o++ = (uint8_t)(0x80 | (cp & 0x3f));
+	} else if (cp < 0x10000) {
+		*o++ = (uint8_t)(0xe0 | (cp >> 12));
+		*o++ = (uint8_t)(0x80 | ((cp >> 6) & 0x3f));
+		*o++ = (uint8_t)(0x80 | (cp & 0x3f));
+	} else {
+		*o++ = (uint8_t)(0xf0 | (cp >> 18));
+		*o++ = (uint8_t)(0x80 | ((cp >> 12) & 0x3f));
+		*o++ = (uint8_t)(0x80 | ((cp >> 6) & 0x3f));
+		*o++ = (uint8_t)(0x80 | (cp & 0x3f));
+	}
+	*d = o;
+	return took;
+}
+
+/*
+ * The string at t->i (its opening quote), decoded into a new allocation
+ * no longer than the text; t->i past its closing quote.  NULL when it is
+ * not a string cJSON would read or out of memory (t->nomem).
+ */
+static char *
+jt_string(struct jt *t)
+{
+	const uint8_t	*s = t->s;
+	size_t		 start = t->i + 1, end = start, took;
+	uint8_t		*out, *d;
+	int		 escapes = 0;
+
+	if (t->i >= t->len || s[t->i] != '"')
+		return NULL;
+	/* Its end: a backslash hides the byte after it, as for cJSON. */
+	for (;;) {
+		end += json_string_run(s + end, t->len - end);
+		if (end >= t->len || s[end] < 0x20)
+			return NULL;
+		if (s[end] == '"')
+			break;
+		if (t->len - end < 2)
+			return NULL;
+		end += 2;
+		escapes = 1;
+	}
+	if ((out = malloc(end - start + 1)) == NULL) {
+		t->nomem = 1;
+		return NULL;
+	}
+	d = out;
+	/* Most strings, keys above all, have no escape: one copy. */
+	if (!escapes) {
+		memcpy(d, s + start, end - start);
+		d += end - start;
+		start = end;
+	}
+	for (t->i = start; t->i < end; ) {
+		took = json_string_run(s + t->i, end - t->i);
+		memcpy(d, s + t->i, took);
+		d += took;
+		if ((t->i += took) >= end)
+			break;
+		/* A backslash, and a byte after it before end. */
+		switch (s[t->i + 1]) {
+		case '"':
+		case '\\':
+		case '/':
+			*d++ = s[t->i + 1];
+			break;
+		case 'b':
+			*d++ = '\b';
+			break;
+		case 'f':
+			*d++ = '\f';
+			break;
+		case 'n':
+			*d++ = '\n';
+			break;
+		case 'r':
+			*d++ = '\r';
+			break;
+		case 't':
+			*d++ = '\t';
+			break;
+		case 'u':
+			if ((took = jt_unicode(s, t->i, end, &d)) == 0)
+				goto bad;
+			t->i += took;
+			continue;
+		default:
+			goto bad;
+		}
+		t->i += 2;
+	}
+	*d = '\0';
+	t->i = end + 1;
+	return (char *)out;
+ bad:
+	free(out);
+	return NULL;
+}
+
+static int
+jt_number_byte(uint8_t c)
+{
+	return (c >= '0' && c <= '9') || c == '+' || c == '-' || c == 'e' ||
+	    c == 'E' || c == '.';
+}
+
+/* A number as cJSON reads one: strtod(3) of its bytes, however many. */
+static cJSON *
+jt_number(struct jt *t)
+{
+	char	 small[64], *buf = small, *after;
+	size_t	 k = 0;
+	double	 d;
+	cJSON	*n = NULL;
+
+	while (t->i + k < t->len && jt_number_byte(t->s[t->i + k]))
+		k++;
+	if (k >= sizeof(small) && (buf = malloc(k + 1)) == NULL) {
+		t->nomem = 1;
+		return NULL;
+	}
+	memcpy(buf, t->s + t->i, k);
+	buf[k] = '\0';
+	d = strtod(buf, &after);
+	if (after != buf && (n = jt_node(t, cJSON_Number)) != NULL) {
+		n->valuedouble = d;
+		if (d >= INT_MAX)
+			n->valueint = INT_MAX;
+		else if (d <= (double)INT_MIN)
+			n->valueint = INT_MIN;
+		else
+			n->valueint = (int)d;
+		t->i += (size_t)(after - buf);
+	}
+	if (buf != small)
+		free(buf);
+	return n;
+}
+
+/* An array or an object at t->i, its members read in turn. */
+static cJSON *
+jt_container(struct jt *t, int object)
+{
+	cJSON	*c, *last = NULL, *m;
+	char	*key = NULL;
+	uint8_t	 close = object ? '}' : ']';
+
+	if (t->depth >= JTREE_DEPTH_MAX ||
+	    (c = jt_node(t, object ? cJSON_Object : cJSON_Array)) == NULL)
+		return NULL;
+	t->depth++;
+	t->i++;
+	jt_ws(t);
+	if (t->i < t->len && t->s[t->i] == close)
+		goto done;
+	for (;;) {
+		jt_ws(t);
+		if (object) {
+			if ((key = jt_string(t)) == NULL)
+				goto bad;
+			jt_ws(t);
+			if (t->i >= t->len || t->s[t->i] != ':')
+				goto bad;
+			t->i++;
+			jt_ws(t);
+		}
+		if ((m = jt_value(t)) == NULL)
+			goto bad;
+		m->string = key;
+		key = NULL;
+		if (last == NULL)
+			c->child = m;
+		else {
+			last->next = m;
+			m->prev = last;
+		}
+		last = m;
+		jt_ws(t);
+		if (t->i < t->len && t->s[t->i] == ',') {
+			t->i++;
+			continue;
+		}
+		if (t->i < t->len && t->s[t->i] == close)
+			break;
+		goto bad;
+	}
+ done:
+	if (c->child != NULL)
+		c->child->prev = last;
+	t->depth--;
+	t->i++;
+	return c;
+ bad:
+	free(key);
+	cJSON_Delete(c);
+	return NULL;
+}
+
+static int
+jt_literal(struct jt *t, const char *word)
+{
+	size_t	 n = strlen(word);
+
+	if (t->len - t->i < n || memcmp(t->s + t->i, word, n) != 0)
+		return 0;
+	t->i += n;
+	return 1;
+}
+
+static cJSON *
+jt_value(struct jt *t)
+{
+	cJSON	*n;
+	char	*s;
+
+	if (t->i >= t->len)
+		return NULL;
+	switch (t->s[t->i]) {
+	case '"':
+		if ((s = jt_string(t)) == NULL)
+			return NULL;
+		if ((n = jt_node(t, cJSON_String)) == NULL) {
+			free(s);
+			return NULL;
+		}
+		n->valuestring = s;
+		return n;
+	case '{':
+		return jt_container(t, 1);
+	case '[':
+		return jt_container(t, 0);
+	case 'n':
+		return jt_literal(t, "null") ? jt_node(t, cJSON_NULL) : NULL;
+	case 'f':
+		return jt_literal(t, "false") ? jt_node(t, cJSON_False) : NULL;
+	case 't':
+		if (!jt_literal(t, "true") || (n = jt_node(t, cJSON_True)) ==
+		    NULL)
+			return NULL;
+		n->valueint = 1;
+		return n;
+	case '-':
+	case '0':
+	case '1':
+	case '2':
+	case '3':
+	case '4':
+	case '5':
+	case '6':
+	case '7':
+	case '8':
+	case '9':
+		return jt_number(t);
+	}
+	return NULL;
+}
+
+cJSON *
+jtree_parse(const char *text, size_t len, const char **end, int *nomem)
+{
+	struct jt	 t;
+	cJSON		*root;
+
+	memset(&t, 0, sizeof(t));
+	t.s = (const uint8_t *)text;
+	t.len = len;
+	jt_ws(&t);
+	root = jt_value(&t);
+	*nomem = t.nomem;
+	if (root != NULL && end != NULL)
+		*end = text + t.i;
+	return root;
+}
