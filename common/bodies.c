@@ -405,80 +405,17 @@ print_number(double d, char *out)
 	return (size_t)n;
 }
 
-/* A string as cJSON prints it: '"', '\\' and the control characters
- * escaped (\b \f \n \r \t, else \u00xx), every other byte as it is. */
+/* A string as cJSON prints it, "" for one without its text. */
 static size_t
 print_string_len(const char *s)
 {
-	const uint8_t	*u = (const uint8_t *)(s != NULL ? s : "");
-	size_t		 len = strlen((const char *)u), i = 0, n = len + 2;
-
-	/* Each byte once, and what its escape adds. */
-	while ((i += json_string_run(u + i, len - i)) < len) {
-		switch (u[i++]) {
-		case '"':
-		case '\\':
-		case '\b':
-		case '\f':
-		case '\n':
-		case '\r':
-		case '\t':
-			n += 1;
-			break;
-		default:
-			n += 5;
-			break;
-		}
-	}
-	return n;
+	return s != NULL ? json_quoted_len(s, strlen(s)) : 2;
 }
 
 static char *
 print_string(char *p, const char *s)
 {
-	static const char	 hex[] = "0123456789abcdef";
-	const uint8_t		*u = (const uint8_t *)(s != NULL ? s : "");
-	size_t			 len = strlen((const char *)u), i = 0, run;
-
-	*p++ = '"';
-	for (;;) {
-		run = json_string_run(u + i, len - i);
-		memcpy(p, u + i, run);
-		p += run;
-		if ((i += run) >= len)
-			break;
-		*p++ = '\\';
-		switch (u[i]) {
-		case '"':
-		case '\\':
-			*p++ = (char)u[i];
-			break;
-		case '\b':
-			*p++ = 'b';
-			break;
-		case '\f':
-			*p++ = 'f';
-			break;
-		case '\n':
-			*p++ = 'n';
-			break;
-		case '\r':
-			*p++ = 'r';
-			break;
-		case '\t':
-			*p++ = 't';
-			break;
-		default:
-			memcpy(p, "u00", 3);
-			p[3] = hex[u[i] >> 4];
-			p[4] = hex[u[i] & 0xf];
-			p += 5;
-			break;
-		}
-		i++;
-	}
-	*p++ = '"';
-	return p;
+	return json_quote(p, s != NULL ? s : "", s != NULL ? strlen(s) : 0);
 }
 
 /* What print_value() writes for n added to *len: 0, or -1 for a node

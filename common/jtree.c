@@ -51,66 +51,6 @@ jt_node(struct jt *t, int type)
 	return n;
 }
 
-/* Four hex digits at p: their value, or -1. */
-static long
-jt_hex4(const uint8_t *p)
-{
-	long	 v = 0;
-	int	 k, d;
-
-	for (k = 0; k < 4; k++) {
-		if ((d = hex_digit(p[k])) == -1)
-			return -1;
-		v = (v << 4) | d;
-	}
-	return v;
-}
-
-/*
- * A \u escape at s[p] (its backslash), before the closing quote at end:
- * the code point, a surrogate pair as one, written to *d as UTF-8; the
- * bytes it took, or 0 for a lone surrogate, U+0000 or bad hex digits.
- */
-static size_t
-jt_unicode(const uint8_t *s, size_t p, size_t end, uint8_t **d)
-{
-	long		 hi, lo;
-	uint32_t	 cp;
-	size_t		 took = 6;
-	uint8_t		*o = *d;
-
-	if (end - p < 6 || (hi = jt_hex4(s + p + 2)) == -1 || hi == 0 ||
-	    (hi >= 0xdc00 && hi <= 0xdfff))
-		return 0;
-	cp = (uint32_t)hi;
-	if (hi >= 0xd800 && hi <= 0xdbff) {
-		if (end - p < 12 || s[p + 6] != '\\' || s[p + 7] != 'u' ||
-		    (lo = jt_hex4(s + p + 8)) == -1 || lo < 0xdc00 ||
-		    lo > 0xdfff)
-			return 0;
-		cp = 0x10000 + ((((uint32_t)hi & 0x3ff) << 10) |
-		    ((uint32_t)lo & 0x3ff));
-		took = 12;
-	}
-	if (cp < 0x80)
-		*o++ = (uint8_t)cp;
-	else if (cp < 0x800) {
-		*o++ = (uint8_t)(0xc0 | (cp >> 6));
-		*o++ = (uint8_t)(0x80 | (cp & 0x3f));
-	} else if (cp < 0x10000) {
-		*o++ = (uint8_t)(0xe0 | (cp >> 12));
-		*o++ = (uint8_t)(0x80 | ((cp >> 6) & 0x3f));
-		*o++ = (uint8_t)(0x80 | (cp & 0x3f));
-	} else {
-		*o++ = (uint8_t)(0xf0 | (cp >> 18));
-		*o++ = (uint8_t)(0x80 | ((cp >> 12) & 0x3f));
-		*o++ = (uint8_t)(0x80 | ((cp >> 6) & 0x3f));
-		*o++ = (uint8_t)(0x80 | (cp & 0x3f));
-	}
-	*d = o;
-	return took;
-}
-
 /*
  * The string at t->i (its opening quote), decoded into a new allocation
  * no longer than the text; t->i past its closing quote.  NULL when it is
@@ -120,13 +60,13 @@ static char *
 jt_string(struct jt *t)
 {
 	const uint8_t	*s = t->s;
-	size_t		 start = t->i + 1, end = start, took;
-	uint8_t		*out, *d;
-	int		 escapes = 0;
+	size_t		 end = t->i + 1;
+	char		*out, *d;
 
 	if (t->i >= t->len || s[t->i] != '"')
 		return NULL;
-	/* Its end: a backslash hides the byte after it, as for cJSON. */
+	/* Its end, for its size: a backslash hides the byte after it, as
+	 * for cJSON. */
 	for (;;) {
 		end += json_string_run(s + end, t->len - end);
 		if (end >= t->len || s[end] < 0x20)
@@ -136,63 +76,17 @@ jt_string(struct jt *t)
 		if (t->len - end < 2)
 			return NULL;
 		end += 2;
-		escapes = 1;
 	}
-	if ((out = malloc(end - start + 1)) == NULL) {
+	if ((out = malloc(end - t->i)) == NULL) {
 		t->nomem = 1;
 		return NULL;
 	}
 	d = out;
-	/* Most strings, keys above all, have no escape: one copy. */
-	if (!escapes) {
-		memcpy(d, s + start, end - start);
-		d += end - start;
-		start = end;
+	if (json_string_decode(s, end + 1, &t->i, &d) == -1) {
+		free(out);
+		return NULL;
 	}
-	for (t->i = start; t->i < end; ) {
-		took = json_string_run(s + t->i, end - t->i);
-		memcpy(d, s + t->i, took);
-		d += took;
-		if ((t->i += took) >= end)
-			break;
-		/* A backslash, and a byte after it before end. */
-		switch (s[t->i + 1]) {
-		case '"':
-		case '\\':
-		case '/':
-			*d++ = s[t->i + 1];
-			break;
-		case 'b':
-			*d++ = '\b';
-			break;
-		case 'f':
-			*d++ = '\f';
-			break;
-		case 'n':
-			*d++ = '\n';
-			break;
-		case 'r':
-			*d++ = '\r';
-			break;
-		case 't':
-			*d++ = '\t';
-			break;
-		case 'u':
-			if ((took = jt_unicode(s, t->i, end, &d)) == 0)
-				goto bad;
-			t->i += took;
-			continue;
-		default:
-			goto bad;
-		}
-		t->i += 2;
-	}
-	*d = '\0';
-	t->i = end + 1;
-	return (char *)out;
- bad:
-	free(out);
-	return NULL;
+	return out;
 }
 
 static int

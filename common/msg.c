@@ -269,116 +269,6 @@ msg_lex_ws(int c)
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-static int
-msg_lex_hex(const uint8_t *s, unsigned int *v)
-{
-	unsigned int	 i, d;
-
-	*v = 0;
-	for (i = 0; i < 4; i++) {
-		if (s[i] >= '0' && s[i] <= '9')
-			d = s[i] - '0';
-		else if ((s[i] | 0x20) >= 'a' && (s[i] | 0x20) <= 'f')
-			d = (s[i] | 0x20) - 'a' + 10;
-		else
-			return -1;
-		*v = *v << 4 | d;
-	}
-	return 0;
-}
-
-/*
- * The string at s[*i] (its opening quote), unescaped into *dst and ended
- * with NUL; -1 for anything msg_tree() should judge.  The text is valid
- * UTF-8 without NUL or \u0000 already (msg_check_text()).
- */
-static int
-msg_lex_string(const uint8_t *s, size_t len, size_t *i, char **dst)
-{
-	size_t		 p = *i + 1, k;
-	char		*d = *dst;
-	unsigned int	 u, lo;
-
-	for (;;) {
-		/* A run of plain bytes at once. */
-		k = p + json_string_run(s + p, len - p);
-		memcpy(d, s + p, k - p);
-		d += k - p;
-		p = k;
-		if (p >= len || s[p] < 0x20)
-			return -1;
-		if (s[p] == '"')
-			break;
-		if (p + 1 >= len)
-			return -1;
-		switch (s[p + 1]) {
-		case '"':
-		case '\\':
-		case '/':
-			*d++ = s[p + 1];
-			p += 2;
-			continue;
-		case 'b':
-			*d++ = '\b';
-			p += 2;
-			continue;
-		case 'f':
-			*d++ = '\f';
-			p += 2;
-			continue;
-		case 'n':
-			*d++ = '\n';
-			p += 2;
-			continue;
-		case 'r':
-			*d++ = '\r';
-			p += 2;
-			continue;
-		case 't':
-			*d++ = '\t';
-			p += 2;
-			continue;
-		case 'u':
-			break;
-		default:
-			return -1;
-		}
-		if (len - p < 6 || msg_lex_hex(s + p + 2, &u) == -1)
-			return -1;
-		p += 6;
-		if (u >= 0xdc00 && u <= 0xdfff)
-			return -1;
-		if (u >= 0xd800 && u <= 0xdbff) {
-			/* Only a pair makes a character. */
-			if (len - p < 6 || s[p] != '\\' || s[p + 1] != 'u' ||
-			    msg_lex_hex(s + p + 2, &lo) == -1 ||
-			    lo < 0xdc00 || lo > 0xdfff)
-				return -1;
-			p += 6;
-			u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
-		}
-		if (u < 0x80)
-			*d++ = u;
-		else if (u < 0x800) {
-			*d++ = 0xc0 | u >> 6;
-			*d++ = 0x80 | (u & 0x3f);
-		} else if (u < 0x10000) {
-			*d++ = 0xe0 | u >> 12;
-			*d++ = 0x80 | ((u >> 6) & 0x3f);
-			*d++ = 0x80 | (u & 0x3f);
-		} else {
-			*d++ = 0xf0 | u >> 18;
-			*d++ = 0x80 | ((u >> 12) & 0x3f);
-			*d++ = 0x80 | ((u >> 6) & 0x3f);
-			*d++ = 0x80 | (u & 0x3f);
-		}
-	}
-	*d++ = '\0';
-	*dst = d;
-	*i = p + 1;
-	return 0;
-}
-
 /* A number of JSON's grammar at s[*i], finite, as cJSON reads it. */
 static int
 msg_lex_number(const uint8_t *s, size_t len, size_t *i, double *v)
@@ -467,7 +357,7 @@ msg_lex(struct msg *m, const char *json, size_t len)
 		f = &m->m_inline[n++];
 		memset(f, 0, sizeof(*f));
 		f->mf_key = d;
-		if (msg_lex_string(s, len, &p, &d) == -1)
+		if (json_string_decode(s, len, &p, &d) == -1)
 			return -1;
 		p = msg_lex_skip_ws(s, len, p);
 		if (p >= len || s[p] != ':')
@@ -479,7 +369,7 @@ msg_lex(struct msg *m, const char *json, size_t len)
 		case '"':
 			f->mf_kind = MSGK_STR;
 			f->mf_str = d;
-			if (msg_lex_string(s, len, &p, &d) == -1)
+			if (json_string_decode(s, len, &p, &d) == -1)
 				return -1;
 			break;
 		case 't':
@@ -511,7 +401,7 @@ msg_lex(struct msg *m, const char *json, size_t len)
 				    s[p] != '"')
 					return -1;
 				items[k++] = d;
-				if (msg_lex_string(s, len, &p, &d) == -1)
+				if (json_string_decode(s, len, &p, &d) == -1)
 					return -1;
 				p = msg_lex_skip_ws(s, len, p);
 				if (p < len && s[p] == ']') {

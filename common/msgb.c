@@ -74,63 +74,11 @@ msgb_put(struct msgb *mb, const char *s, size_t n)
 static int
 msgb_put_string(struct msgb *mb, const char *s)
 {
-	static const char	 hex[] = "0123456789abcdef";
-	/* What escaping adds to each byte: \u00XX, \n and the like, or 0. */
-	static const uint8_t	 extra[256] = {
-		[0 ... 7] = 5, ['\b'] = 1, ['\t'] = 1, ['\n'] = 1,
-		[0x0b] = 5, ['\f'] = 1, ['\r'] = 1, [0x0e ... 0x1f] = 5,
-		['"'] = 1, ['\\'] = 1,
-	};
-	const unsigned char	*p = (const unsigned char *)s;
-	size_t			 len = strlen(s), n = len + 2, i;
-	char			*d;
+	size_t	 len = strlen(s);
 
-	for (i = 0; i < len; i++)
-		n += extra[p[i]];
-	if (msgb_reserve(mb, n) == -1)
+	if (msgb_reserve(mb, json_quoted_len(s, len)) == -1)
 		return -1;
-	d = mb->mb_buf + mb->mb_len;
-	*d++ = '"';
-	if (n == len + 2) {
-		/* Nothing to escape, the usual case. */
-		memcpy(d, s, len);
-		d += len;
-	} else for (i = 0; i < len; i++) {
-		if (p[i] >= 0x20 && p[i] != '"' && p[i] != '\\') {
-			*d++ = p[i];
-			continue;
-		}
-		*d++ = '\\';
-		switch (p[i]) {
-		case '"':
-		case '\\':
-			*d++ = p[i];
-			break;
-		case '\b':
-			*d++ = 'b';
-			break;
-		case '\f':
-			*d++ = 'f';
-			break;
-		case '\n':
-			*d++ = 'n';
-			break;
-		case '\r':
-			*d++ = 'r';
-			break;
-		case '\t':
-			*d++ = 't';
-			break;
-		default:
-			memcpy(d, "u00", 3);
-			d[3] = hex[p[i] >> 4];
-			d[4] = hex[p[i] & 15];
-			d += 5;
-			break;
-		}
-	}
-	*d++ = '"';
-	mb->mb_len = d - mb->mb_buf;
+	mb->mb_len = json_quote(mb->mb_buf + mb->mb_len, s, len) - mb->mb_buf;
 	return 0;
 }
 

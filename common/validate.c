@@ -90,6 +90,193 @@ utf8_utf16_len(const char *s, size_t len, size_t *units)
 }
 
 size_t
+utf8_put(uint8_t *out, uint32_t cp)
+{
+	if (cp < 0x80) {
+		out[0] = (uint8_t)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		out[0] = (uint8_t)(0xc0 | cp >> 6);
+		out[1] = (uint8_t)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		out[0] = (uint8_t)(0xe0 | cp >> 12);
+		out[1] = (uint8_t)(0x80 | ((cp >> 6) & 0x3f));
+		out[2] = (uint8_t)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	out[0] = (uint8_t)(0xf0 | cp >> 18);
+	out[1] = (uint8_t)(0x80 | ((cp >> 12) & 0x3f));
+	out[2] = (uint8_t)(0x80 | ((cp >> 6) & 0x3f));
+	out[3] = (uint8_t)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
+/* Four hex digits at s: 0 and their value in *v, else -1. */
+static int
+hex4(const uint8_t *s, uint32_t *v)
+{
+	int	 i, d;
+
+	*v = 0;
+	for (i = 0; i < 4; i++) {
+		if ((d = hex_digit(s[i])) == -1)
+			return -1;
+		*v = *v << 4 | (uint32_t)d;
+	}
+	return 0;
+}
+
+int
+json_string_decode(const uint8_t *s, size_t len, size_t *i, char **dst)
+{
+	size_t		 p = *i + 1, k;
+	char		*d = *dst;
+	uint32_t	 u, lo;
+
+	for (;;) {
+		/* A run of plain bytes at once. */
+		k = p + json_string_run(s + p, len - p);
+		memcpy(d, s + p, k - p);
+		d += k - p;
+		p = k;
+		if (p >= len || s[p] < 0x20)
+			return -1;
+		if (s[p] == '"')
+			break;
+		if (p + 1 >= len)
+			return -1;
+		switch (s[p + 1]) {
+		case '"':
+		case '\\':
+		case '/':
+			*d++ = (char)s[p + 1];
+			p += 2;
+			continue;
+		case 'b':
+			*d++ = '\b';
+			p += 2;
+			continue;
+		case 'f':
+			*d++ = '\f';
+			p += 2;
+			continue;
+		case 'n':
+			*d++ = '\n';
+			p += 2;
+			continue;
+		case 'r':
+			*d++ = '\r';
+			p += 2;
+			continue;
+		case 't':
+			*d++ = '\t';
+			p += 2;
+			continue;
+		case 'u':
+			break;
+		default:
+			return -1;
+		}
+		if (len - p < 6 || hex4(s + p + 2, &u) == -1 || u == 0)
+			return -1;
+		p += 6;
+		if (u >= 0xdc00 && u <= 0xdfff)
+			return -1;
+		if (u >= 0xd800 && u <= 0xdbff) {
+			/* Only a pair makes a character. */
+			if (len - p < 6 || s[p] != '\\' || s[p + 1] != 'u' ||
+			    hex4(s + p + 2, &lo) == -1 ||
+			    lo < 0xdc00 || lo > 0xdfff)
+				return -1;
+			p += 6;
+			u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
+		}
+		d += utf8_put((uint8_t *)d, u);
+	}
+	*d++ = '\0';
+	*dst = d;
+	*i = p + 1;
+	return 0;
+}
+
+size_t
+json_quoted_len(const char *s, size_t len)
+{
+	const uint8_t	*u = (const uint8_t *)s;
+	size_t		 i = 0, n = len + 2;
+
+	/* Each byte once, and what its escape adds. */
+	while ((i += json_string_run(u + i, len - i)) < len) {
+		switch (u[i++]) {
+		case '"':
+		case '\\':
+		case '\b':
+		case '\f':
+		case '\n':
+		case '\r':
+		case '\t':
+			n += 1;
+			break;
+		default:
+			n += 5;
+			break;
+		}
+	}
+	return n;
+}
+
+char *
+json_quote(char *d, const char *s, size_t len)
+{
+	static const char	 hex[] = "0123456789abcdef";
+	const uint8_t		*u = (const uint8_t *)s;
+	size_t			 i = 0, run;
+
+	*d++ = '"';
+	for (;;) {
+		run = json_string_run(u + i, len - i);
+		memcpy(d, u + i, run);
+		d += run;
+		if ((i += run) >= len)
+			break;
+		*d++ = '\\';
+		switch (u[i]) {
+		case '"':
+		case '\\':
+			*d++ = (char)u[i];
+			break;
+		case '\b':
+			*d++ = 'b';
+			break;
+		case '\f':
+			*d++ = 'f';
+			break;
+		case '\n':
+			*d++ = 'n';
+			break;
+		case '\r':
+			*d++ = 'r';
+			break;
+		case '\t':
+			*d++ = 't';
+			break;
+		default:
+			memcpy(d, "u00", 3);
+			d[3] = hex[u[i] >> 4];
+			d[4] = hex[u[i] & 0xf];
+			d += 5;
+			break;
+		}
+		i++;
+	}
+	*d++ = '"';
+	return d;
+}
+
+size_t
 str_append(char *buf, size_t bufsz, size_t n, const char *s, size_t slen)
 {
 	if (slen > bufsz - 1 - n)

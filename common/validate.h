@@ -94,6 +94,28 @@ json_ascii_run(const uint8_t *s, size_t len)
 	return json_run(s, len, JSON_HIGHS, 0x7f);
 }
 
+/* cp (at most U+10FFFF) as UTF-8 at out (room for 4): its length. */
+size_t	utf8_put(uint8_t *out, uint32_t cp);
+
+/*
+ * The JSON string at s[*i] (its opening quote), its escapes decoded as
+ * cJSON decodes them, into *dst, which has room for the text's bytes, and
+ * ended with a NUL: 0 with *dst past the NUL and *i past the closing
+ * quote.  -1 for a raw control character, a bad escape, a lone surrogate,
+ * \u0000 (a C string would end there) or no closing quote before len.
+ */
+int	json_string_decode(const uint8_t *s, size_t len, size_t *i,
+	    char **dst);
+
+/*
+ * s (len bytes) as a JSON string, as cJSON prints one: in quotes, '"', '\\'
+ * and the control characters escaped (\b \f \n \r \t, else \u00xx), every
+ * other byte as it is.  json_quoted_len() is its length; json_quote()
+ * writes it at d, which has that much room, and returns the end.
+ */
+size_t	json_quoted_len(const char *s, size_t len);
+char	*json_quote(char *d, const char *s, size_t len);
+
 /*
  * Append slen bytes of s to the n bytes in buf (n < bufsz), as many as fit
  * with a NUL after them, as snprintf() cuts: the new length.  For text

@@ -65,25 +65,7 @@ put_utf8(char *out, size_t outsz, size_t *n, uint32_t cp)
 	uint8_t	 b[4];
 	size_t	 k, blen;
 
-	if (cp < 0x80) {
-		b[0] = cp;
-		blen = 1;
-	} else if (cp < 0x800) {
-		b[0] = 0xc0 | (cp >> 6);
-		b[1] = 0x80 | (cp & 0x3f);
-		blen = 2;
-	} else if (cp < 0x10000) {
-		b[0] = 0xe0 | (cp >> 12);
-		b[1] = 0x80 | ((cp >> 6) & 0x3f);
-		b[2] = 0x80 | (cp & 0x3f);
-		blen = 3;
-	} else {
-		b[0] = 0xf0 | (cp >> 18);
-		b[1] = 0x80 | ((cp >> 12) & 0x3f);
-		b[2] = 0x80 | ((cp >> 6) & 0x3f);
-		b[3] = 0x80 | (cp & 0x3f);
-		blen = 4;
-	}
+	blen = utf8_put(b, cp);
 	for (k = 0; k < blen; k++, (*n)++)
 		if (out != NULL && *n < outsz)
 			out[*n] = b[k];
