@@ -16,45 +16,11 @@
 #include "jtree.h"
 #include "validate.h"
 
+#include "../cjson_same.h"
+
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
 #define CHECK(e)	do { if (!(e)) abort(); } while (0)
-
-static int
-same_text(const char *a, const char *b)
-{
-	if (a == NULL || b == NULL)
-		return a == b;
-	return strcmp(a, b) == 0;
-}
-
-/* The same node, children and links, as cJSON would compare nothing. */
-static int
-same_tree(const cJSON *a, const cJSON *b)
-{
-	const cJSON	*x, *y, *lx = NULL, *ly = NULL;
-
-	if (a->type != b->type || a->valueint != b->valueint ||
-	    memcmp(&a->valuedouble, &b->valuedouble, sizeof(double)) != 0 ||
-	    !same_text(a->valuestring, b->valuestring) ||
-	    !same_text(a->string, b->string))
-		return 0;
-	for (x = a->child, y = b->child; x != NULL && y != NULL;
-	    x = x->next, y = y->next) {
-		if (!same_tree(x, y))
-			return 0;
-		/* prev: the one before, and the first's the last */
-		if (x != a->child && (x->prev != lx || y->prev != ly))
-			return 0;
-		lx = x;
-		ly = y;
-	}
-	if (x != NULL || y != NULL)
-		return 0;
-	if (a->child != NULL && (a->child->prev != lx || b->child->prev != ly))
-		return 0;
-	return 1;
-}
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

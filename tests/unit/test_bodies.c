@@ -421,13 +421,26 @@ START_TEST(print_exact_numbers)
 }
 END_TEST
 
+/* body_print() of j is byte for byte cJSON's print of it. */
+static void
+prints_as_cjson(const cJSON *j)
+{
+	char	*out, *ref;
+
+	ck_assert_ptr_nonnull(out = body_print(j));
+	ck_assert_ptr_nonnull(ref = cJSON_PrintUnformatted(j));
+	ck_assert_str_eq(out, ref);
+	free(out);
+	cJSON_free(ref);
+}
+
 /*
  * body_print(): strings, keys, literals and containers byte for byte as
  * cJSON prints them; a node cJSON would not print is refused.
  */
 START_TEST(print_as_cjson)
 {
-	char		 all[256], *out, *ref;
+	char		 all[256], *out;
 	cJSON		*j, *a, *bad;
 	size_t		 i;
 
@@ -449,22 +462,14 @@ START_TEST(print_as_cjson)
 	cJSON_AddItemToArray(a, cJSON_CreateArray());
 	cJSON_AddItemToArray(a, cJSON_CreateRaw("{\"raw\":1}"));
 	cJSON_AddItemToArray(a, cJSON_CreateString("x"));
-	ck_assert_ptr_nonnull(out = body_print(j));
-	ck_assert_ptr_nonnull(ref = cJSON_PrintUnformatted(j));
-	ck_assert_str_eq(out, ref);
-	free(out);
-	cJSON_free(ref);
+	prints_as_cjson(j);
 
 	/* A string without its text prints as cJSON prints it: "". */
 	a = cJSON_CreateString("y");
 	free(a->valuestring);
 	a->valuestring = NULL;
 	cJSON_AddItemToObject(j, "nil", a);
-	ck_assert_ptr_nonnull(out = body_print(j));
-	ck_assert_ptr_nonnull(ref = cJSON_PrintUnformatted(j));
-	ck_assert_str_eq(out, ref);
-	free(out);
-	cJSON_free(ref);
+	prints_as_cjson(j);
 
 	/* Raw text without its text, or a node of no type: nothing. */
 	bad = cJSON_CreateRaw("1");
