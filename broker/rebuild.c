@@ -388,40 +388,6 @@ lex_check(struct rebuild *rb, const char *b, size_t len)
 	return 0;
 }
 
-static int
-key_cmp(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* Keys of one object are distinct: sorted, so that no object costs n^2. */
-static int
-keys_distinct(const cJSON *o)
-{
-	const cJSON	*c;
-	const char	**keys, *small[16];
-	size_t		 n = 0, i;
-	int		 ok = 1;
-
-	for (c = o->child; c != NULL; c = c->next)
-		n++;
-	if (n < 2)
-		return 1;
-	if (n <= nitems(small))
-		keys = small;
-	else if ((keys = calloc(n, sizeof(*keys))) == NULL)
-		return -1;
-	for (i = 0, c = o->child; c != NULL; c = c->next)
-		keys[i++] = c->string;
-	qsort(keys, n, sizeof(*keys), key_cmp);
-	for (i = 1; i < n && ok; i++)
-		if (strcmp(keys[i - 1], keys[i]) == 0)
-			ok = 0;
-	if (keys != small)
-		free(keys);
-	return ok;
-}
-
 /*
  * Every object of the tree without a repeated key and every number finite.
  * cJSON's nesting limit bounds the recursion.
@@ -435,9 +401,9 @@ tree_check(struct rebuild *rb, const cJSON *n)
 	if (cJSON_IsNumber(n) && !isfinite(n->valuedouble))
 		return fail(rb, "Request body has a number out of range");
 	if (cJSON_IsObject(n)) {
-		if ((r = keys_distinct(n)) == -1)
+		if ((r = body_dup_keys(n)) == -1)
 			return oom(rb);
-		if (r == 0)
+		if (r == 1)
 			return fail(rb, "Request body has a duplicate key");
 	}
 	if (cJSON_IsObject(n) || cJSON_IsArray(n))

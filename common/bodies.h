@@ -66,6 +66,12 @@ enum body_err	body_parse(const char *body, size_t len, cJSON **out,
 char		*body_print(const cJSON *);
 
 /*
+ * Whether two members of the object obj share a key (or one has none): 1
+ * when they do, 0 when not, -1 when out of memory.
+ */
+int		 body_dup_keys(const cJSON *obj);
+
+/*
  * The lexer body_parse() runs before cJSON, for parsers with bounds of
  * their own: NULL when body is a sequence of JSON tokens (the grammar is
  * left to the parser), with *nodes the number of values and keys in it,

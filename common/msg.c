@@ -199,41 +199,6 @@ msg_check_text(struct msg *m, const char *json, size_t len)
 	return 0;
 }
 
-static int
-msg_key_cmp(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-static int
-msg_check_dups(struct msg *m, const cJSON *obj)
-{
-	const char	**keys;
-	const cJSON	 *it;
-	size_t		  n = 0, i;
-	char		  q[48];
-	int		  rc = 0;
-
-	for (it = obj->child; it != NULL; it = it->next)
-		n++;
-	if (n < 2)
-		return 0;
-	if ((keys = calloc(n, sizeof(*keys))) == NULL)
-		return msg_fail(m, "out of memory");
-	for (i = 0, it = obj->child; it != NULL; it = it->next)
-		keys[i++] = it->string;
-	qsort(keys, n, sizeof(*keys), msg_key_cmp);
-	for (i = 1; i < n; i++) {
-		if (strcmp(keys[i - 1], keys[i]) == 0) {
-			rc = msg_fail(m, "duplicate field \"%s\"",
-			    msg_quote(q, sizeof(q), keys[i]));
-			break;
-		}
-	}
-	free(keys);
-	return rc;
-}
-
 static void *
 msg_alloc(struct msg *m, size_t len)
 {
@@ -464,8 +429,6 @@ msg_tree(struct msg *m, const char *json, size_t len)
 		return msg_fail(m, "message is not valid JSON: %s", err);
 	if (!cJSON_IsObject(m->m_tree))
 		return msg_fail(m, "message is not a JSON object");
-	if (msg_check_dups(m, m->m_tree) == -1)
-		return -1;
 	for (it = m->m_tree->child; it != NULL; it = it->next)
 		n++;
 	if (n <= MSG_FIELDS_INLINE)
