@@ -96,25 +96,46 @@ jt_number_byte(uint8_t c)
 	    c == 'E' || c == '.';
 }
 
-/* A number as cJSON reads one: strtod(3) of its bytes, however many. */
+/*
+ * A number as cJSON reads one: strtod(3) of its bytes, however many.  An
+ * integer of at most 15 digits, as nearly every number of a body is, is
+ * exact as a double: read without strtod(3), to the same value.
+ */
 static cJSON *
 jt_number(struct jt *t)
 {
-	char	 small[64], *buf = small, *after;
-	size_t	 k = 0;
-	double	 d;
-	cJSON	*n = NULL;
+	char		 small[64], *buf = small, *after;
+	const uint8_t	*s = t->s + t->i;
+	size_t		 k = 0, p, used = 0;
+	uint64_t	 w = 0;
+	double		 d = 0;
+	cJSON		*n = NULL;
 
-	while (t->i + k < t->len && jt_number_byte(t->s[t->i + k]))
+	while (t->i + k < t->len && jt_number_byte(s[k]))
 		k++;
-	if (k >= sizeof(small) && (buf = malloc(k + 1)) == NULL) {
-		t->nomem = 1;
-		return NULL;
+	p = k > 0 && s[0] == '-';
+	if (k > p && k - p <= 15) {
+		for (used = p; used < k && s[used] >= '0' && s[used] <= '9';
+		    used++)
+			w = w * 10 + (s[used] - '0');
+		if (used == k)
+			d = p ? -(double)w : (double)w;
+		else
+			used = 0;
 	}
-	memcpy(buf, t->s + t->i, k);
-	buf[k] = '\0';
-	d = strtod(buf, &after);
-	if (after != buf && (n = jt_node(t, cJSON_Number)) != NULL) {
+	if (used == 0) {
+		if (k >= sizeof(small) && (buf = malloc(k + 1)) == NULL) {
+			t->nomem = 1;
+			return NULL;
+		}
+		memcpy(buf, s, k);
+		buf[k] = '\0';
+		d = strtod(buf, &after);
+		used = (size_t)(after - buf);
+		if (buf != small)
+			free(buf);
+	}
+	if (used > 0 && (n = jt_node(t, cJSON_Number)) != NULL) {
 		n->valuedouble = d;
 		if (d >= INT_MAX)
 			n->valueint = INT_MAX;
@@ -122,10 +143,8 @@ jt_number(struct jt *t)
 			n->valueint = INT_MIN;
 		else
 			n->valueint = (int)d;
-		t->i += (size_t)(after - buf);
+		t->i += used;
 	}
-	if (buf != small)
-		free(buf);
 	return n;
 }
 

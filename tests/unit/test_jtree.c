@@ -5,6 +5,7 @@
 #include <check.h>
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -113,6 +114,51 @@ START_TEST(number_length)
 }
 END_TEST
 
+/*
+ * Integers of up to 15 digits are read without strtod(3): at 1 to 15
+ * digits and at 16 (read by strtod(3)), each sign, every digit in every
+ * place, and the bytes that end a number early or make strtod(3) stop
+ * inside it.  Values are compared bit for bit, -0 included.
+ */
+START_TEST(short_integers)
+{
+	static const char *const	 texts[] = {
+		"-0", "[0,-0,00,-00,007,-007]", "9007199254740992",
+		"[1-2]", "-", "[-]", "--1", "1+", "[1e]", "[12.]", "1.", "0x10",
+	};
+	char	 text[64];
+	cJSON	*t;
+	size_t	 n, d;
+	int	 neg;
+
+	for (neg = 0; neg <= 1; neg++)
+		for (n = 1; n <= 16; n++)
+			for (d = 0; d <= 9; d++) {
+				snprintf(text, sizeof(text), "[%s", neg ? "-" :
+				    "");
+				memset(text + strlen(text), (int)('0' + d), n);
+				text[1 + neg + n] = '\0';
+				/* The last digit other than the rest. */
+				text[neg + n] = (char)('0' + (d + 1) % 10);
+				strcat(text, ",1]");
+				t = both(text, strlen(text));
+				ck_assert_msg(t != NULL, "%s: refused", text);
+				cJSON_Delete(t);
+			}
+	t = both("-0", 2);
+	ck_assert_ptr_nonnull(t);
+	ck_assert(signbit(t->valuedouble));
+	cJSON_Delete(t);
+	t = both("[999999999999999,-999999999999999]", 34);
+	ck_assert_ptr_nonnull(t);
+	ck_assert(cJSON_GetArrayItem(t, 0)->valuedouble == 999999999999999.0);
+	ck_assert_int_eq(cJSON_GetArrayItem(t, 1)->valueint, INT_MIN);
+	cJSON_Delete(t);
+	for (n = 0; n < sizeof(texts) / sizeof(texts[0]); n++)
+		cJSON_Delete(both(texts[n], strlen(texts[n])));
+}
+END_TEST
+
 static char *
 nested(size_t depth, size_t *len)
 {
@@ -216,6 +262,7 @@ jtree_suite(void)
 	tcase_add_test(tc, values_as_cjson);
 	tcase_add_test(tc, numbers_saturate);
 	tcase_add_test(tc, number_length);
+	tcase_add_test(tc, short_integers);
 	tcase_add_test(tc, depth_limit);
 	tcase_add_test(tc, end_of_value);
 	tcase_add_test(tc, refusals);
