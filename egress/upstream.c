@@ -23,26 +23,22 @@
  * resume.
  *
  * Names are resolved by getaddrinfo(3) in a thread, as glibc's resolver
- * blocks; the thread hands its answer back through a pipe.
+ * blocks; the thread hands its answer back through a pipe (upname.c).  TLS
+ * is uptls.c's, the request's bytes upreq.c's (upstreamint.h).
  */
 #include <sys/queue.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/time.h>
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <arpa/inet.h>
 
 #include <errno.h>
-#include <fcntl.h>
-#include <netdb.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -55,189 +51,11 @@
 #include "proc.h"
 #include "resp.h"
 #include "upstream.h"
+#include "upstreamint.h"
 
 _Static_assert(UP_RESP_HDRS_MAX == RESP_HDRS_MAX &&
     UP_RESP_HDR_BYTES_MAX == RESP_HDR_BYTES_MAX, "the reader's bounds");
 
-/* One wake-up reads at most this much, and its plaintext is at most this
- * much: one on_data. */
-#define UP_RECV_BUF		(256 * 1024)
-#define UP_PLAIN_BUF		UP_DATA_MAX
-/* Request bodies up to this go out with the head in one write; larger
- * ones in slices, while less than UP_OUT_HIGH waits to be sent. */
-#define UP_SMALL_BODY		(64 * 1024)
-#define UP_SLICE		(64 * 1024)
-#define UP_OUT_HIGH		(256 * 1024)
-/* Idle connections kept, and for how long: less than the common server
- * idle limits, so that a connection is rarely reused as it is closed. */
-#define UP_POOL_PER_KEY		8
-#define UP_POOL_MAX		32
-#define UP_POOL_IDLE_MS		55000
-/* Resolved names kept, and for how long. */
-#define UP_DNS_CACHE		16
-#define UP_DNS_TTL_MS		60000
-#define UP_ADDRS_MAX		16
-#define UP_RESOLVE_STACK	(512 * 1024)
-#define UP_SESSIONS_MAX		32
-#define UP_KEEPALIVE_IDLE_S	60
-#define UP_KEEPALIVE_INTVL_S	30
-/* Reads in a row without going back to the loop, when each fills the
- * buffer. */
-#define UP_READS_IN_A_ROW	4
-
-struct up_buf {
-	uint8_t			*ub_p;
-	size_t			 ub_off;	/* first byte not taken */
-	size_t			 ub_len;	/* bytes from ub_off */
-	size_t			 ub_cap;
-};
-
-enum up_cstate {
-	CO_CONNECTING,
-	CO_HANDSHAKE,
-	CO_OPEN,
-};
-
-struct up_conn {
-	TAILQ_ENTRY(up_conn)	 co_entry;	/* up_conns */
-	TAILQ_ENTRY(up_conn)	 co_idle_entry;	/* up_idle, while idle */
-	struct upstream		*co_up;
-	struct up_call		*co_call;	/* NULL: idle */
-	int			 co_fd;
-	struct event		*co_rev;
-	struct event		*co_wev;
-	int			 co_rev_on;
-	int			 co_wev_on;
-	SSL			*co_ssl;	/* NULL: plain http */
-	enum up_cstate		 co_state;
-	char			*co_key;	/* NULL: never pooled */
-	/* Bytes received and not taken yet: first the stash kept from an
-	 * earlier wake-up, then this wake-up's window in up_rbuf. */
-	struct up_buf		 co_stash;
-	uint8_t			*co_win;
-	size_t			 co_winlen;
-	struct up_buf		 co_out;	/* to send */
-	int			 co_eof;
-	int			 co_tls_err;	/* TLS failed after the handshake */
-	int			 co_idle;	/* on up_idle */
-	uint64_t		 co_idle_ms;	/* when it went idle */
-};
-
-struct up_call {
-	TAILQ_ENTRY(up_call)	 uc_entry;
-	TAILQ_ENTRY(up_call)	 uc_work_entry;
-	TAILQ_ENTRY(up_call)	 uc_wait_entry;	/* on rs_waiting */
-	struct upstream		*uc_up;
-	struct up_callbacks	 uc_cb;
-	void			*uc_arg;
-	struct up_conn		*uc_conn;
-	struct up_resolve	*uc_res;
-	struct event		*uc_timer;	/* the connect deadline */
-	long			 uc_connect_ms;
-	/* where to */
-	int			 uc_tls;
-	char			*uc_host;	/* an IPv6 address unbracketed */
-	unsigned		 uc_port;
-	int			 uc_numeric;
-	char			*uc_key;	/* NULL: never pooled */
-	char			*uc_ca;
-	struct sockaddr_storage	 uc_addr[UP_ADDRS_MAX];
-	socklen_t		 uc_addrlen[UP_ADDRS_MAX];
-	size_t			 uc_naddr;
-	size_t			 uc_ai;
-	/* the request: its head and a small body, then a large body */
-	uint8_t			*uc_req;
-	size_t			 uc_req_len;
-	size_t			 uc_req_off;
-	const uint8_t		*uc_body;
-	size_t			 uc_body_len;
-	size_t			 uc_body_off;
-	int			 uc_sent;
-	/* the answer */
-	struct resp		 uc_resp;
-	size_t			 uc_max_body;
-	size_t			 uc_received;
-	int			 uc_head_done;
-	int			 uc_done;
-	int			 uc_flush;	/* on_flush is due */
-	/* the end */
-	enum up_result		 uc_fail;	/* UP_OK: not failed */
-	const char		*uc_fail_detail;
-	char			 uc_detail[256];
-	int			 uc_os_errno;
-	int			 uc_queued;
-	int			 uc_started;
-	int			 uc_paused;
-	int			 uc_resume;
-	int			 uc_cancelled;
-	int			 uc_ending;
-};
-
-/* A name being resolved by a thread, which frees it when the upstream is
- * gone first. */
-struct up_resolve {
-	TAILQ_ENTRY(up_resolve)	 rs_entry;
-	pthread_mutex_t		 rs_lock;
-	int			 rs_abandoned;	/* the thread frees it */
-	int			 rs_written;	/* the answer is in the pipe */
-	int			 rs_wfd;
-	char			*rs_host;
-	int			 rs_gai;
-	struct addrinfo		*rs_res;
-	TAILQ_HEAD(, up_call)	 rs_waiting;
-};
-
-struct up_dns {
-	char			*dn_host;
-	uint64_t		 dn_until;	/* monotonic ms */
-	struct sockaddr_storage	 dn_addr[UP_ADDRS_MAX];
-	socklen_t		 dn_addrlen[UP_ADDRS_MAX];
-	size_t			 dn_naddr;
-};
-
-struct up_ctx {
-	TAILQ_ENTRY(up_ctx)	 cx_entry;
-	char			*cx_ca;		/* NULL: the system's */
-	SSL_CTX			*cx_ctx;
-};
-
-struct up_session {
-	char			*se_key;
-	SSL_SESSION		*se_sess;
-};
-
-struct upstream {
-	struct event_base	*up_base;
-	struct event		*up_work_ev;
-	TAILQ_HEAD(, up_call)	 up_calls;
-	TAILQ_HEAD(, up_call)	 up_work;
-	TAILQ_HEAD(, up_conn)	 up_conns;
-	TAILQ_HEAD(up_idleq, up_conn) up_idle;	/* most recent first */
-	size_t			 up_nidle;
-	TAILQ_HEAD(, up_ctx)	 up_ctxs;
-	struct up_session	 up_sessions[UP_SESSIONS_MAX];
-	TAILQ_HEAD(, up_resolve) up_resolving;
-	int			 up_pipe[2];
-	struct event		*up_pipe_ev;
-	struct up_dns		 up_dns[UP_DNS_CACHE];
-	uint8_t			*up_rbuf;
-	uint8_t			*up_pbuf;
-	int			 up_depth;	/* callbacks on the stack */
-	int			 up_settling;
-};
-
-/* Headers that frame the message or the connection: this file's. */
-static const char *const up_refused_hdrs[] = {
-	"host", "content-length", "transfer-encoding", "connection",
-	"expect", "te", "upgrade",
-};
-
-static BIO_METHOD	*up_bio_method;
-static int		 up_ssl_index = -1;
-
-static void	up_settle(struct upstream *);
-static void	up_call_end(struct up_call *, enum up_result, const char *);
-static void	up_call_connect(struct up_call *);
 static void	up_call_send(struct up_call *);
 static void	up_conn_close(struct up_conn *);
 static int	up_conn_pass(struct up_conn *);
@@ -266,8 +84,7 @@ up_result_to_string(enum up_result r)
 	return "other error";
 }
 
-
-static char *
+char *
 up_strdup(const char *s)
 {
 	char	*p;
@@ -278,7 +95,7 @@ up_strdup(const char *s)
 }
 
 /* ":port " as the pool's keys have it (in a static buffer). */
-static const char *
+const char *
 up_port_str(unsigned int port)
 {
 	static char	 b[16];
@@ -295,7 +112,7 @@ up_port_str(unsigned int port)
 
 /* The four strings one after another, malloc'd: a pool key without a
  * printf of its own per call. */
-static char *
+char *
 up_join(const char *a, const char *b, const char *c, const char *d)
 {
 	size_t	 la = strlen(a), lb = strlen(b), lc = strlen(c),
@@ -315,7 +132,7 @@ up_join(const char *a, const char *b, const char *c, const char *d)
  * Buffers.
  */
 
-static void
+void
 up_buf_take(struct up_buf *b, size_t n)
 {
 	b->ub_off += n;
@@ -325,7 +142,7 @@ up_buf_take(struct up_buf *b, size_t n)
 }
 
 /* Append, moving what is left to the front first when that makes room. */
-static void
+void
 up_buf_add(struct up_buf *b, const void *p, size_t n)
 {
 	size_t	 cap;
@@ -353,195 +170,6 @@ up_buf_free(struct up_buf *b)
 {
 	free(b->ub_p);
 	memset(b, 0, sizeof(*b));
-}
-
-/*
- * TLS over the connection's buffers: reads take the stash, then the
- * window; writes go to co_out.
- */
-
-static int
-up_bio_write(BIO *b, const char *p, int n)
-{
-	struct up_conn	*co = BIO_get_data(b);
-
-	BIO_clear_retry_flags(b);
-	if (n <= 0)
-		return 0;
-	up_buf_add(&co->co_out, p, (size_t)n);
-	return n;
-}
-
-static int
-up_bio_read(BIO *b, char *p, int n)
-{
-	struct up_conn	*co = BIO_get_data(b);
-	size_t		 k;
-
-	BIO_clear_retry_flags(b);
-	if (n <= 0)
-		return 0;
-	if (co->co_stash.ub_len > 0) {
-		k = co->co_stash.ub_len < (size_t)n ? co->co_stash.ub_len :
-		    (size_t)n;
-		memcpy(p, co->co_stash.ub_p + co->co_stash.ub_off, k);
-		up_buf_take(&co->co_stash, k);
-		return (int)k;
-	}
-	if (co->co_winlen > 0) {
-		k = co->co_winlen < (size_t)n ? co->co_winlen : (size_t)n;
-		memcpy(p, co->co_win, k);
-		co->co_win += k;
-		co->co_winlen -= k;
-		return (int)k;
-	}
-	if (co->co_eof)
-		return 0;
-	BIO_set_retry_read(b);
-	return -1;
-}
-
-static long
-up_bio_ctrl(BIO *b, int cmd, long num, void *ptr)
-{
-	struct up_conn	*co = BIO_get_data(b);
-
-	switch (cmd) {
-	case BIO_CTRL_FLUSH:
-		return 1;
-	case BIO_CTRL_PENDING:
-		return (long)(co->co_stash.ub_len + co->co_winlen);
-	case BIO_CTRL_WPENDING:
-		return (long)co->co_out.ub_len;
-	case BIO_CTRL_EOF:
-		return co->co_eof && co->co_stash.ub_len + co->co_winlen == 0;
-	default:
-		return 0;
-	}
-}
-
-static int
-up_bio_create(BIO *b)
-{
-	BIO_set_init(b, 1);
-	return 1;
-}
-
-/*
- * TLS contexts, one per CA file, and sessions to resume, one per pool key.
- */
-
-static int
-up_new_session(SSL *ssl, SSL_SESSION *sess)
-{
-	struct up_conn		*co = SSL_get_ex_data(ssl, up_ssl_index);
-	struct up_session	*se, *slot = NULL;
-	size_t			 i;
-
-	if (co == NULL || co->co_key == NULL)
-		return 0;
-	for (i = 0; i < UP_SESSIONS_MAX; i++) {
-		se = &co->co_up->up_sessions[i];
-		if (se->se_key != NULL && strcmp(se->se_key, co->co_key) == 0) {
-			slot = se;
-			break;
-		}
-		if (se->se_key == NULL && slot == NULL)
-			slot = se;
-	}
-	if (slot == NULL)
-		slot = &co->co_up->up_sessions[0];
-	if (slot->se_sess != NULL)
-		SSL_SESSION_free(slot->se_sess);
-	if (slot->se_key == NULL || strcmp(slot->se_key, co->co_key) != 0) {
-		free(slot->se_key);
-		slot->se_key = up_strdup(co->co_key);
-	}
-	slot->se_sess = sess;
-	return 1;
-}
-
-static SSL_SESSION *
-up_session_find(struct upstream *up, const char *key)
-{
-	size_t	 i;
-
-	for (i = 0; i < UP_SESSIONS_MAX; i++)
-		if (up->up_sessions[i].se_key != NULL &&
-		    strcmp(up->up_sessions[i].se_key, key) == 0)
-			return up->up_sessions[i].se_sess;
-	return NULL;
-}
-
-/* The last OpenSSL error, for the host log. */
-static const char *
-up_ssl_error(char *buf, size_t len)
-{
-	unsigned long	 e = ERR_peek_last_error();
-
-	if (e == 0)
-		snprintf(buf, len, "TLS failed");
-	else
-		ERR_error_string_n(e, buf, len);
-	ERR_clear_error();
-	return buf;
-}
-
-/*
- * The context for a CA file (NULL: the system's, by its hashed directory),
- * made on first use.  XXX a CA file changed on disk counts once egress
- * restarts.
- */
-static SSL_CTX *
-up_ssl_ctx(struct upstream *up, const char *ca, char *err, size_t errlen)
-{
-	static const unsigned char alpn[] = "\x08http/1.1";
-	struct up_ctx	*cx;
-	struct stat	 st;
-	SSL_CTX		*ctx;
-	int		 ok;
-
-	TAILQ_FOREACH(cx, &up->up_ctxs, cx_entry)
-		if ((cx->cx_ca == NULL && ca == NULL) || (cx->cx_ca != NULL &&
-		    ca != NULL && strcmp(cx->cx_ca, ca) == 0))
-			return cx->cx_ctx;
-	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL) {
-		up_ssl_error(err, errlen);
-		return NULL;
-	}
-	ok = SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) == 1 &&
-	    SSL_CTX_set_alpn_protos(ctx, alpn, sizeof(alpn) - 1) == 0;
-	if (ok && ca != NULL)
-		ok = SSL_CTX_load_verify_file(ctx, ca) == 1;
-	else if (ok && stat(X509_get_default_cert_dir(), &st) == 0 &&
-	    S_ISDIR(st.st_mode))
-		/* The system's CAs looked up by name as needed: the whole
-		 * bundle parsed would take a megabyte or two for good. */
-		ok = SSL_CTX_load_verify_dir(ctx,
-		    X509_get_default_cert_dir()) == 1;
-	else if (ok)
-		ok = SSL_CTX_set_default_verify_paths(ctx) == 1;
-	if (!ok) {
-		up_ssl_error(err, errlen);
-		SSL_CTX_free(ctx);
-		return NULL;
-	}
-	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-	/* Buffers of idle connections go back to the heap. */
-	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
-	/* An end without close_notify is an end: the framing says whether
-	 * the answer was whole. */
-	SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF |
-	    SSL_OP_NO_RENEGOTIATION);
-	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT |
-	    SSL_SESS_CACHE_NO_INTERNAL_STORE);
-	SSL_CTX_sess_set_new_cb(ctx, up_new_session);
-	if ((cx = calloc(1, sizeof(*cx))) == NULL)
-		fatal("%s", __func__);
-	cx->cx_ca = ca != NULL ? up_strdup(ca) : NULL;
-	cx->cx_ctx = ctx;
-	TAILQ_INSERT_TAIL(&up->up_ctxs, cx, cx_entry);
-	return ctx;
 }
 
 /*
@@ -717,7 +345,7 @@ up_conn_flush(struct up_conn *co)
 }
 
 /* A call's connection failed: errno-style err, or 0. */
-static void
+void
 up_call_fail_io(struct up_call *c, enum up_result r, int err,
     const char *what)
 {
@@ -1314,7 +942,7 @@ up_conn_new(struct up_call *c)
 }
 
 /* Try the addresses from uc_ai on. */
-static void
+void
 up_call_connect(struct up_call *c)
 {
 	char	 what[128];
@@ -1428,232 +1056,6 @@ up_conn_wevent(evutil_socket_t fd, short events, void *arg)
 }
 
 /*
- * Names.
- */
-
-static void
-up_resolve_free(struct up_resolve *rs)
-{
-	if (rs->rs_res != NULL)
-		freeaddrinfo(rs->rs_res);
-	pthread_mutex_destroy(&rs->rs_lock);
-	free(rs->rs_host);
-	free(rs);
-}
-
-/* getaddrinfo(3) off the loop; the answer goes back as a pointer written
- * to the pipe, unless the upstream was freed meanwhile. */
-static void *
-up_resolve_thread(void *arg)
-{
-	struct up_resolve	*rs = arg;
-	struct addrinfo		 hints;
-	ssize_t			 n;
-	int			 abandoned;
-
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_ADDRCONFIG;
-	rs->rs_gai = getaddrinfo(rs->rs_host, NULL, &hints, &rs->rs_res);
-	pthread_mutex_lock(&rs->rs_lock);
-	if (!(abandoned = rs->rs_abandoned)) {
-		do
-			n = write(rs->rs_wfd, &rs, sizeof(rs));
-		while (n == -1 && errno == EINTR);
-		/* XXX cannot fail while the read end is open: if it did, the
-		 * waiting calls would run out of time and this would leak. */
-		if (n == (ssize_t)sizeof(rs))
-			rs->rs_written = 1;
-		else
-			log_warn("%s: write", __func__);
-	}
-	pthread_mutex_unlock(&rs->rs_lock);
-	if (abandoned)
-		up_resolve_free(rs);
-	return NULL;
-}
-
-static int
-up_dns_find(struct upstream *up, struct up_call *c)
-{
-	struct up_dns	*dn;
-	uint64_t	 now = proc_now_ms();
-	size_t		 i;
-
-	for (i = 0; i < UP_DNS_CACHE; i++) {
-		dn = &up->up_dns[i];
-		if (dn->dn_host == NULL || strcmp(dn->dn_host, c->uc_host) != 0)
-			continue;
-		if (now >= dn->dn_until)
-			return 0;
-		memcpy(c->uc_addr, dn->dn_addr, sizeof(c->uc_addr));
-		memcpy(c->uc_addrlen, dn->dn_addrlen, sizeof(c->uc_addrlen));
-		c->uc_naddr = dn->dn_naddr;
-		return 1;
-	}
-	return 0;
-}
-
-static void
-up_dns_put(struct upstream *up, const struct up_call *c)
-{
-	struct up_dns	*dn, *slot = NULL;
-	size_t		 i;
-
-	for (i = 0; i < UP_DNS_CACHE; i++) {
-		dn = &up->up_dns[i];
-		if (dn->dn_host != NULL && strcmp(dn->dn_host, c->uc_host) == 0) {
-			slot = dn;
-			break;
-		}
-		if (slot == NULL || slot->dn_until > dn->dn_until)
-			slot = dn;
-	}
-	if (slot->dn_host == NULL || strcmp(slot->dn_host, c->uc_host) != 0) {
-		free(slot->dn_host);
-		slot->dn_host = up_strdup(c->uc_host);
-	}
-	memcpy(slot->dn_addr, c->uc_addr, sizeof(slot->dn_addr));
-	memcpy(slot->dn_addrlen, c->uc_addrlen, sizeof(slot->dn_addrlen));
-	slot->dn_naddr = c->uc_naddr;
-	slot->dn_until = proc_now_ms() + UP_DNS_TTL_MS;
-}
-
-/* The call's port into each address. */
-static void
-up_call_ports(struct up_call *c)
-{
-	size_t	 i;
-
-	for (i = 0; i < c->uc_naddr; i++)
-		if (c->uc_addr[i].ss_family == AF_INET)
-			((struct sockaddr_in *)(void *)&c->uc_addr[i])->sin_port =
-			    htons(c->uc_port);
-		else
-			((struct sockaddr_in6 *)(void *)
-			    &c->uc_addr[i])->sin6_port = htons(c->uc_port);
-}
-
-static void
-up_resolve_done(struct upstream *up, struct up_resolve *rs)
-{
-	struct up_call	*c, tmp;
-	struct addrinfo	*ai;
-	char		 what[256];
-
-	/* The thread wrote the pointer holding the lock: once it is ours
-	 * again, the thread is done with rs. */
-	pthread_mutex_lock(&rs->rs_lock);
-	pthread_mutex_unlock(&rs->rs_lock);
-	TAILQ_REMOVE(&up->up_resolving, rs, rs_entry);
-	memset(&tmp, 0, sizeof(tmp));
-	tmp.uc_host = rs->rs_host;
-	for (ai = rs->rs_gai == 0 ? rs->rs_res : NULL;
-	    ai != NULL && tmp.uc_naddr < UP_ADDRS_MAX; ai = ai->ai_next) {
-		if ((ai->ai_family != AF_INET && ai->ai_family != AF_INET6) ||
-		    ai->ai_addrlen > sizeof(tmp.uc_addr[0]))
-			continue;
-		memcpy(&tmp.uc_addr[tmp.uc_naddr], ai->ai_addr,
-		    ai->ai_addrlen);
-		tmp.uc_addrlen[tmp.uc_naddr++] = ai->ai_addrlen;
-	}
-	if (tmp.uc_naddr > 0)
-		up_dns_put(up, &tmp);
-	snprintf(what, sizeof(what), "cannot resolve %s: %s", rs->rs_host,
-	    rs->rs_gai != 0 ? gai_strerror(rs->rs_gai) : "no address");
-	/* Each waiting call leaves the list first: one that ends may cancel
-	 * another, which then must not start. */
-	while ((c = TAILQ_FIRST(&rs->rs_waiting)) != NULL) {
-		TAILQ_REMOVE(&rs->rs_waiting, c, uc_wait_entry);
-		c->uc_res = NULL;
-		if (c->uc_cancelled)
-			continue;
-		if (tmp.uc_naddr == 0) {
-			snprintf(c->uc_detail, sizeof(c->uc_detail), "%s", what);
-			up_call_end(c, UP_CONNECT_FAILED, c->uc_detail);
-			continue;
-		}
-		memcpy(c->uc_addr, tmp.uc_addr, sizeof(c->uc_addr));
-		memcpy(c->uc_addrlen, tmp.uc_addrlen, sizeof(c->uc_addrlen));
-		c->uc_naddr = tmp.uc_naddr;
-		up_call_ports(c);
-		up_call_connect(c);
-	}
-	up_resolve_free(rs);
-}
-
-static void
-up_resolve_event(evutil_socket_t fd, short events, void *arg)
-{
-	struct upstream		*up = arg;
-	struct up_resolve	*rs;
-	ssize_t			 n;
-
-	/* One answer per wake-up: the event stays ready while more wait. */
-	do
-		n = read(up->up_pipe[0], &rs, sizeof(rs));
-	while (n == -1 && errno == EINTR);
-	if (n == (ssize_t)sizeof(rs))
-		up_resolve_done(up, rs);
-	else if (n == -1 && errno != EAGAIN)
-		log_warn("%s: read", __func__);
-	if (TAILQ_EMPTY(&up->up_resolving) && event_del(up->up_pipe_ev) == -1)
-		log_warnx("%s: event_del", __func__);
-	up_settle(up);
-}
-
-static void
-up_resolve_start(struct up_call *c)
-{
-	struct upstream		*up = c->uc_up;
-	struct up_resolve	*rs;
-	pthread_attr_t		 attr;
-	pthread_t		 t;
-	int			 fl, rc;
-
-	TAILQ_FOREACH(rs, &up->up_resolving, rs_entry)
-		if (strcmp(rs->rs_host, c->uc_host) == 0)
-			goto wait;
-	if (up->up_pipe[0] == -1) {
-		if (pipe2(up->up_pipe, O_CLOEXEC) == -1 ||
-		    (fl = fcntl(up->up_pipe[0], F_GETFL)) == -1 ||
-		    fcntl(up->up_pipe[0], F_SETFL, fl | O_NONBLOCK) == -1) {
-			up_call_fail_io(c, UP_CONNECT_FAILED, errno,
-			    "resolver pipe");
-			return;
-		}
-		if ((up->up_pipe_ev = event_new(up->up_base, up->up_pipe[0],
-		    EV_READ | EV_PERSIST, up_resolve_event, up)) == NULL)
-			fatalx("%s: event_new", __func__);
-	}
-	if ((rs = calloc(1, sizeof(*rs))) == NULL)
-		fatal("%s", __func__);
-	if (pthread_mutex_init(&rs->rs_lock, NULL) != 0)
-		fatalx("%s: pthread_mutex_init", __func__);
-	rs->rs_host = up_strdup(c->uc_host);
-	rs->rs_wfd = up->up_pipe[1];
-	TAILQ_INIT(&rs->rs_waiting);
-	if ((rc = pthread_attr_init(&attr)) != 0 ||
-	    (rc = pthread_attr_setdetachstate(&attr,
-	    PTHREAD_CREATE_DETACHED)) != 0 ||
-	    (rc = pthread_attr_setstacksize(&attr, UP_RESOLVE_STACK)) != 0 ||
-	    (rc = pthread_create(&t, &attr, up_resolve_thread, rs)) != 0) {
-		up_resolve_free(rs);
-		up_call_fail_io(c, UP_CONNECT_FAILED, rc, "resolver thread");
-		return;
-	}
-	pthread_attr_destroy(&attr);
-	if (TAILQ_EMPTY(&up->up_resolving) &&
-	    event_add(up->up_pipe_ev, NULL) == -1)
-		fatalx("%s: event_add", __func__);
-	TAILQ_INSERT_TAIL(&up->up_resolving, rs, rs_entry);
- wait:
-	TAILQ_INSERT_TAIL(&rs->rs_waiting, c, uc_wait_entry);
-	c->uc_res = rs;
-}
-
-/*
  * Calls.
  */
 
@@ -1682,7 +1084,7 @@ up_call_free(struct up_call *c)
 
 /* The call is over: tell the caller, once, unless it cancelled, and
  * forget it. */
-static void
+void
 up_call_end(struct up_call *c, enum up_result r, const char *detail)
 {
 	struct upstream	*up = c->uc_up;
@@ -1754,7 +1156,7 @@ up_call_unpause(struct up_call *c)
 		up_ev_add(co->co_rev, &co->co_rev_on);
 }
 
-static void
+void
 up_settle(struct upstream *up)
 {
 	struct up_call	*c;
@@ -1774,281 +1176,6 @@ up_settle(struct upstream *up)
 			up_call_unpause(c);
 	}
 	up->up_settling = 0;
-}
-
-/*
- * Requests.
- */
-
-static int
-up_is_tchar(unsigned char ch)
-{
-	if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-	    (ch >= '0' && ch <= '9'))
-		return 1;
-	return ch != '\0' && strchr("!#$%&'*+-.^_`|~", ch) != NULL;
-}
-
-static int
-up_hdr_check(const struct up_hdr *h)
-{
-	const unsigned char	*p;
-	size_t			 i;
-
-	if (h->name == NULL || h->value == NULL || h->name[0] == '\0')
-		return -1;
-	for (p = (const unsigned char *)h->name; *p != '\0'; p++)
-		if (!up_is_tchar(*p))
-			return -1;
-	for (p = (const unsigned char *)h->value; *p != '\0'; p++)
-		if ((*p < 0x20 && *p != '\t') || *p == 0x7f)
-			return -1;
-	/* Names are tokens (checked above): their first letter, folded,
-	 * rules out most of the list. */
-	for (i = 0; i < sizeof(up_refused_hdrs) / sizeof(up_refused_hdrs[0]);
-	    i++)
-		if ((h->name[0] | 0x20) == up_refused_hdrs[i][0] &&
-		    strcasecmp(h->name, up_refused_hdrs[i]) == 0)
-			return -1;
-	return 0;
-}
-
-/* An AF_INET or AF_INET6 address with a port. */
-static int
-up_pin_check(const struct sockaddr *sa, size_t len)
-{
-	const struct sockaddr_in	*sin;
-	const struct sockaddr_in6	*sin6;
-
-	switch (sa->sa_family) {
-	case AF_INET:
-		sin = (const struct sockaddr_in *)(const void *)sa;
-		return len >= sizeof(*sin) && sin->sin_port != 0 ? 0 : -1;
-	case AF_INET6:
-		sin6 = (const struct sockaddr_in6 *)(const void *)sa;
-		return len >= sizeof(*sin6) && sin6->sin6_port != 0 ? 0 : -1;
-	default:
-		return -1;
-	}
-}
-
-static int
-up_request_check(const struct up_request *req, const struct up_callbacks *cb)
-{
-	size_t	 i;
-
-	if (req == NULL || req->url == NULL || req->url[0] == '\0') {
-		log_warnx("%s: no URL", __func__);
-		return -1;
-	}
-	if (cb == NULL || cb->on_end == NULL) {
-		log_warnx("%s: no on_end", __func__);
-		return -1;
-	}
-	if (req->body == NULL && req->body_len > 0) {
-		log_warnx("%s: body length without a body", __func__);
-		return -1;
-	}
-	if (req->nhdrs > 0 && req->hdrs == NULL) {
-		log_warnx("%s: header count without headers", __func__);
-		return -1;
-	}
-	if (req->connect_timeout_ms < 0) {
-		log_warnx("%s: negative connect timeout", __func__);
-		return -1;
-	}
-	if (req->connect_addr != NULL && up_pin_check(req->connect_addr,
-	    req->connect_addr_len) == -1) {
-		log_warnx("%s: bad connect address", __func__);
-		return -1;
-	}
-	/* Never the value: it may be a credential. */
-	for (i = 0; i < req->nhdrs; i++)
-		if (up_hdr_check(&req->hdrs[i]) == -1) {
-			log_warnx("%s: request header %zu refused", __func__,
-			    i);
-			return -1;
-		}
-	return 0;
-}
-
-static int
-up_host_char(char ch)
-{
-	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-	    (ch >= '0' && ch <= '9') || ch == '-' || ch == '.' || ch == '_';
-}
-
-/*
- * "http[s]://host[:port][/path][?query][#fragment]": the host (an IPv6
- * address without its brackets), the port and the request target; the
- * fragment is dropped.  NULL, or why the URL is refused.
- */
-static const char *
-up_url_parse(struct up_call *c, const char *url, char **target)
-{
-	const char	*p, *a, *e, *h, *t;
-	struct in6_addr	 a6;
-	struct in_addr	 a4;
-	size_t		 hlen, tlen;
-	unsigned long	 port;
-	char		*end, *d;
-
-	if (strncasecmp(url, "https://", 8) == 0) {
-		c->uc_tls = 1;
-		c->uc_port = 443;
-		a = url + 8;
-	} else if (strncasecmp(url, "http://", 7) == 0) {
-		c->uc_port = 80;
-		a = url + 7;
-	} else
-		return "not an http or https URL";
-	e = a + strcspn(a, "/?#");
-	if (memchr(a, '@', e - a) != NULL)
-		return "a user name in the URL";
-	if (*a == '[') {
-		h = a + 1;
-		if ((p = memchr(h, ']', e - h)) == NULL)
-			return "bad host in the URL";
-		hlen = p - h;
-		p++;
-	} else {
-		h = a;
-		p = memchr(a, ':', e - a);
-		hlen = (p != NULL ? p : e) - h;
-		if (p == NULL)
-			p = e;
-		for (t = h; t < h + hlen; t++)
-			if (!up_host_char(*t))
-				return "bad host in the URL";
-	}
-	if (hlen == 0 || hlen > 255)
-		return "bad host in the URL";
-	if (p < e) {
-		if (*p != ':' || p + 1 == e || e - p > 6)
-			return "bad port in the URL";
-		port = strtoul(p + 1, &end, 10);
-		if (end != e || port == 0 || port > 65535 ||
-		    p[1] < '0' || p[1] > '9')
-			return "bad port in the URL";
-		c->uc_port = port;
-	}
-	if ((c->uc_host = strndup(h, hlen)) == NULL)
-		fatal("%s", __func__);
-	if (*a == '[') {
-		if (inet_pton(AF_INET6, c->uc_host, &a6) != 1)
-			return "bad host in the URL";
-		c->uc_numeric = 1;
-	} else
-		c->uc_numeric = inet_pton(AF_INET, c->uc_host, &a4) == 1;
-	tlen = strcspn(e, "#");
-	for (t = e; t < e + tlen; t++)
-		if ((unsigned char)*t <= 0x20 || (unsigned char)*t >= 0x7f)
-			return "bad character in the URL";
-	if ((d = *target = malloc(tlen + 2)) == NULL)
-		fatal("%s", __func__);
-	if (*e != '/')
-		*d++ = '/';
-	memcpy(d, e, tlen);
-	d[tlen] = '\0';
-	return NULL;
-}
-
-/*
- * The request line and head: Host, the caller's headers in order, and with
- * a body Content-Length; a small body after them.
- */
-static void
-up_build_request(struct up_call *c, const struct up_request *req,
-    const char *target)
-{
-	struct up_buf	 b;
-	char		 line[64];
-	size_t		 i;
-	int		 n;
-
-	memset(&b, 0, sizeof(b));
-	n = snprintf(line, sizeof(line), "%s ", req->body != NULL ? "POST" :
-	    "GET");
-	up_buf_add(&b, line, n);
-	up_buf_add(&b, target, strlen(target));
-	up_buf_add(&b, " HTTP/1.1\r\nHost: ", 17);
-	if (c->uc_numeric && strchr(c->uc_host, ':') != NULL) {
-		up_buf_add(&b, "[", 1);
-		up_buf_add(&b, c->uc_host, strlen(c->uc_host));
-		up_buf_add(&b, "]", 1);
-	} else
-		up_buf_add(&b, c->uc_host, strlen(c->uc_host));
-	if (c->uc_port != (c->uc_tls ? 443u : 80u)) {
-		n = snprintf(line, sizeof(line), ":%u", c->uc_port);
-		up_buf_add(&b, line, n);
-	}
-	up_buf_add(&b, "\r\n", 2);
-	for (i = 0; i < req->nhdrs; i++) {
-		up_buf_add(&b, req->hdrs[i].name, strlen(req->hdrs[i].name));
-		up_buf_add(&b, ":", 1);
-		if (req->hdrs[i].value[0] != '\0') {
-			up_buf_add(&b, " ", 1);
-			up_buf_add(&b, req->hdrs[i].value,
-			    strlen(req->hdrs[i].value));
-		}
-		up_buf_add(&b, "\r\n", 2);
-	}
-	if (req->body != NULL) {
-		n = snprintf(line, sizeof(line), "Content-Length: %zu\r\n",
-		    req->body_len);
-		up_buf_add(&b, line, n);
-	}
-	up_buf_add(&b, "\r\n", 2);
-	if (req->body != NULL && req->body_len <= UP_SMALL_BODY)
-		up_buf_add(&b, req->body, req->body_len);
-	else if (req->body != NULL) {
-		c->uc_body = req->body;
-		c->uc_body_len = req->body_len;
-	}
-	c->uc_req = b.ub_p;
-	c->uc_req_len = b.ub_len;
-}
-
-/* Where the call goes: a pinned address, an address in the URL, or a
- * name to resolve.  A pinned call has a connection of its own. */
-static void
-up_call_target(struct up_call *c, const struct up_request *req)
-{
-	struct sockaddr_in	*sin;
-	struct sockaddr_in6	*sin6;
-
-	if (req->connect_addr != NULL) {
-		memcpy(&c->uc_addr[0], req->connect_addr,
-		    req->connect_addr->sa_family == AF_INET ? sizeof(*sin) :
-		    sizeof(*sin6));
-		c->uc_addrlen[0] = req->connect_addr->sa_family == AF_INET ?
-		    sizeof(*sin) : sizeof(*sin6);
-		c->uc_naddr = 1;
-		/* The pin's port, not the URL's. */
-		c->uc_port = ntohs(req->connect_addr->sa_family == AF_INET ?
-		    ((const struct sockaddr_in *)(const void *)
-		    req->connect_addr)->sin_port :
-		    ((const struct sockaddr_in6 *)(const void *)
-		    req->connect_addr)->sin6_port);
-		return;
-	}
-	if (c->uc_numeric) {
-		if (strchr(c->uc_host, ':') != NULL) {
-			sin6 = (struct sockaddr_in6 *)(void *)&c->uc_addr[0];
-			sin6->sin6_family = AF_INET6;
-			(void)inet_pton(AF_INET6, c->uc_host, &sin6->sin6_addr);
-			c->uc_addrlen[0] = sizeof(*sin6);
-		} else {
-			sin = (struct sockaddr_in *)(void *)&c->uc_addr[0];
-			sin->sin_family = AF_INET;
-			(void)inet_pton(AF_INET, c->uc_host, &sin->sin_addr);
-			c->uc_addrlen[0] = sizeof(*sin);
-		}
-		c->uc_naddr = 1;
-	}
-	c->uc_key = up_join(c->uc_tls ? "https://" : "http://", c->uc_host,
-	    up_port_str(c->uc_port), c->uc_ca != NULL ? c->uc_ca : "");
 }
 
 struct up_call *
@@ -2120,27 +1247,6 @@ upstream_cancel(struct up_call *c)
 	/* Nothing left for the work event to do. */
 	if (TAILQ_EMPTY(&up->up_work) && event_del(up->up_work_ev) == -1)
 		log_warnx("%s: event_del", __func__);
-}
-
-/* OpenSSL and its configuration are loaded before the sandbox. */
-void
-upstream_init(void)
-{
-	if (up_bio_method != NULL)
-		return;
-	if (OPENSSL_init_ssl(OPENSSL_INIT_LOAD_SSL_STRINGS |
-	    OPENSSL_INIT_LOAD_CONFIG, NULL) != 1)
-		fatalx("%s: OPENSSL_init_ssl", __func__);
-	if ((up_bio_method = BIO_meth_new(BIO_get_new_index() |
-	    BIO_TYPE_SOURCE_SINK, "rtsandbox upstream")) == NULL ||
-	    BIO_meth_set_write(up_bio_method, up_bio_write) != 1 ||
-	    BIO_meth_set_read(up_bio_method, up_bio_read) != 1 ||
-	    BIO_meth_set_ctrl(up_bio_method, up_bio_ctrl) != 1 ||
-	    BIO_meth_set_create(up_bio_method, up_bio_create) != 1)
-		fatalx("%s: BIO_meth_new", __func__);
-	if ((up_ssl_index = SSL_get_ex_new_index(0, NULL, NULL, NULL,
-	    NULL)) == -1)
-		fatalx("%s: SSL_get_ex_new_index", __func__);
 }
 
 struct upstream *
