@@ -311,7 +311,7 @@ add_uint(struct rebuild *rb, cJSON *out, const char *key, uint64_t v)
 {
 	char	 buf[24];
 
-	(void)snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
+	(void)str_append_uint(buf, sizeof(buf), 0, v);
 	return add(rb, out, key, cJSON_CreateRaw(buf));
 }
 

@@ -8,13 +8,13 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "log.h"
 #include "upstreamint.h"
+#include "validate.h"
 
 /* Headers that frame the message or the connection (up_request_check()). */
 static const char *const up_refused_hdrs[] = {
@@ -206,13 +206,13 @@ up_build_request(struct up_call *c, const struct up_request *req,
 {
 	struct up_buf	 b;
 	char		 line[64];
-	size_t		 i;
-	int		 n;
+	size_t		 i, n;
 
 	memset(&b, 0, sizeof(b));
-	n = snprintf(line, sizeof(line), "%s ", req->body != NULL ? "POST" :
-	    "GET");
-	up_buf_add(&b, line, n);
+	if (req->body != NULL)
+		up_buf_add(&b, "POST ", 5);
+	else
+		up_buf_add(&b, "GET ", 4);
 	up_buf_add(&b, target, strlen(target));
 	up_buf_add(&b, " HTTP/1.1\r\nHost: ", 17);
 	if (c->uc_numeric && strchr(c->uc_host, ':') != NULL) {
@@ -222,7 +222,8 @@ up_build_request(struct up_call *c, const struct up_request *req,
 	} else
 		up_buf_add(&b, c->uc_host, strlen(c->uc_host));
 	if (c->uc_port != (c->uc_tls ? 443u : 80u)) {
-		n = snprintf(line, sizeof(line), ":%u", c->uc_port);
+		n = str_append_uint(line, sizeof(line),
+		    str_append(line, sizeof(line), 0, ":", 1), c->uc_port);
 		up_buf_add(&b, line, n);
 	}
 	up_buf_add(&b, "\r\n", 2);
@@ -237,9 +238,10 @@ up_build_request(struct up_call *c, const struct up_request *req,
 		up_buf_add(&b, "\r\n", 2);
 	}
 	if (req->body != NULL) {
-		n = snprintf(line, sizeof(line), "Content-Length: %zu\r\n",
-		    req->body_len);
+		up_buf_add(&b, "Content-Length: ", 16);
+		n = str_append_uint(line, sizeof(line), 0, req->body_len);
 		up_buf_add(&b, line, n);
+		up_buf_add(&b, "\r\n", 2);
 	}
 	up_buf_add(&b, "\r\n", 2);
 	if (req->body != NULL && req->body_len <= UP_SMALL_BODY)
