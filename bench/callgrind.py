@@ -18,6 +18,12 @@ libraries included), and the functions that take the most of them, exclusive (se
 inclusive, with --top rows each.  --keep DIR keeps the four callgrind.out files for
 callgrind_annotate.
 
+--lines also counts the code each call runs: the 64-byte lines of code holding an
+instruction that ran at least once per call (callgrind --dump-instr=yes), by library and by
+function.  On a host where the processes of a call take turns on two cores, each call finds
+much of that code gone from the caches; fewer lines is less to bring back, whatever the
+instruction count.
+
 --stream MIB adds a third run, the --warm calls and then one stream of MIB MiB of
 server-sent events (bench/passthrough.py's body), and prints the instructions per MiB
 streamed, the difference from the first run divided by MIB.
@@ -183,8 +189,8 @@ def run(args, fu, tmp, calls, tag, stream=0):
     brk_egr, egr_brk = socket.socketpair()
     out = {r: os.path.join(tmp, "callgrind.out.%s.%s" % (r, tag)) for r in ("egress", "broker")}
     vg = ["valgrind", "--tool=callgrind", "--quiet"]
-    if args.cache:
-        vg.append("--cache-sim=yes")
+    if args.lines:
+        vg.append("--dump-instr=yes")
     if args.plain:
         vg = []
     log = open(os.path.join(tmp, "roles-%s.log" % tag), "wb")
@@ -324,6 +330,65 @@ def annotate(path, inclusive):
     return fns, total
 
 
+def instr_costs(path):
+    """{(object, function, address): Ir} of every instruction in a callgrind profile made
+    with --dump-instr=yes.  Positions are written relative to the one before ("+3", "-8",
+    "*"); a calls= line names its target, and the line after it holds the call's inclusive
+    cost at the call instruction, which is not that instruction's own."""
+    names, costs = {}, {}
+    ob = fn = None
+    last, skip = 0, False
+    kinds = {"ob": "ob", "cob": "ob", "fn": "fn", "cfn": "fn", "fl": "fl", "fi": "fl",
+             "fe": "fl", "cfi": "fl", "cfl": "fl"}
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line:
+                continue
+            m = re.match(r"^(ob|cob|fl|fi|fe|fn|cfn|cfi|cfl)=\((\d+)\)(?: (.*))?$", line)
+            if m:
+                key = (kinds[m.group(1)], m.group(2))
+                if m.group(3) is not None:
+                    names[key] = m.group(3)
+                if m.group(1) == "ob":
+                    ob = names.get(key)
+                elif m.group(1) == "fn":
+                    fn = names.get(key)
+                continue
+            if line.startswith(("calls=", "jump=", "jcnd=")):
+                skip = True
+                continue
+            if line[0] not in "0123456789+-*":
+                continue
+            parts = line.split()
+            t = parts[0]
+            if t == "*":
+                a = last
+            elif t[0] in "+-":
+                a = last + int(t)
+            else:
+                a = int(t, 16) if t.startswith("0x") else int(t)
+            last = a
+            if skip:
+                skip = False
+                continue
+            k = (os.path.basename(ob or "?"), fn, a)
+            costs[k] = costs.get(k, 0) + (int(parts[2]) if len(parts) > 2 else 0)
+    return costs
+
+
+def code_lines(path_a, path_b, calls):
+    """The lines of code run on every call: those holding an instruction whose count grew
+    by at least calls from profile a to profile b.  ({object: lines}, {function: lines})."""
+    a, b = instr_costs(path_a), instr_costs(path_b)
+    by_ob, by_fn = {}, {}
+    for (ob, fn, addr), n in b.items():
+        if n - a.get((ob, fn, addr), 0) >= calls:
+            by_ob.setdefault(ob, set()).add(addr // 64)
+            by_fn.setdefault("%s (%s)" % (fn, ob), set()).add(addr // 64)
+    return ({k: len(v) for k, v in by_ob.items()}, {k: len(v) for k, v in by_fn.items()})
+
+
 def short(name):
     """file:function -> function (file's base name)."""
     f, _, fn = name.rpartition(":")
@@ -371,7 +436,8 @@ def main():
     ap.add_argument("--warm", type=int, default=20, help="calls before them, in both runs")
     ap.add_argument("--top", type=int, default=25, help="functions listed per process")
     ap.add_argument("--keep", metavar="DIR", help="keep the callgrind.out files here")
-    ap.add_argument("--cache", action="store_true", help="also simulate the caches")
+    ap.add_argument("--lines", action="store_true", help="also count the lines of code each "
+                    "call runs, by library and by function")
     ap.add_argument("--json", action="store_true", help="print one JSON object at the end")
     ap.add_argument("--stream", type=int, default=0, metavar="MIB",
                     help="also a third run with a stream of MIB MiB after the --warm calls: "
@@ -422,6 +488,15 @@ def main():
                     if v < per / 1000:
                         break
                     B.say("    %9.0f  %5.1f%%  %s" % (v, 100 * v / per, short(k)))
+            if args.lines:
+                obs, fns = code_lines(a[role], b[role], args.calls)
+                total = sum(obs.values())
+                res[role]["code_lines"] = total
+                B.say("  code run on every call: %d lines of 64 bytes (%.1f KiB): %s" % (
+                    total, total * 64 / 1024, ", ".join(
+                        "%s %d" % kv for kv in sorted(obs.items(), key=lambda kv: -kv[1]))))
+                for k, v in sorted(fns.items(), key=lambda kv: -kv[1])[:args.top]:
+                    B.say("    %5d  %s" % (v, k))
         if args.stream > 0:
             st = run(args, fu, tmp, args.warm, "s", args.stream)
             res["stream"] = {}
@@ -437,6 +512,10 @@ def main():
         B.say("sum: %.0f instructions per call (broker %.0f, egress %.0f)" % (
             res["broker"]["ir_call"] + res["egress"]["ir_call"], res["broker"]["ir_call"],
             res["egress"]["ir_call"]))
+        if args.lines:
+            B.say("code run on every call: %d lines (broker %d, egress %d)" % (
+                res["broker"]["code_lines"] + res["egress"]["code_lines"],
+                res["broker"]["code_lines"], res["egress"]["code_lines"]))
         if args.keep:
             os.makedirs(args.keep, exist_ok=True)
             for r in ("broker", "egress"):
