@@ -108,6 +108,7 @@ call_use(struct http_conn *c, const char *body, size_t len, void *arg)
 	const struct http_head	*h = http_conn_head(c);
 	struct mcp_server	*ms;
 	struct rebuild_params	 rp;
+	struct rebuild_trees	 rt = { NULL, NULL };
 	struct msgb		 mb;
 	cJSON			*input;
 	const char		*why;
@@ -129,6 +130,8 @@ call_use(struct http_conn *c, const char *body, size_t len, void *arg)
 			body = owned;
 			rp.free_body = 1;
 		}
+		/* the trees are freed once the call went out */
+		rp.keep = &rt;
 		rc = rebuild_model_request(body, len, &rp, &out, &outlen, err,
 		    sizeof(err));
 		if (rc == REBUILD_NOMEM) {
@@ -144,6 +147,7 @@ call_use(struct http_conn *c, const char *body, size_t len, void *arg)
 		rc = egress_send_call(cl, h, "model", h->h_path +
 		    strlen("/anthropic"), NULL, out, outlen);
 		free(out);
+		rebuild_trees_free(&rt);
 		if (rc != 0) {
 			call_refuse(cl, rc, "Request body is too large once "
 			    "rebuilt");

@@ -1332,9 +1332,22 @@ rebuild_model_request(const char *body, size_t len,
 		goto done;
 	r = emit(&rb, o, out, outlen);
  done:
+	if (r == 0 && p->keep != NULL) {
+		p->keep->rt_in = root;
+		p->keep->rt_out = o;
+		return 0;
+	}
 	cJSON_Delete(o);
 	cJSON_Delete(root);
 	return r == -1 && rb.rb_nomem ? REBUILD_NOMEM : r;
+}
+
+void
+rebuild_trees_free(struct rebuild_trees *rt)
+{
+	cJSON_Delete(rt->rt_in);
+	cJSON_Delete(rt->rt_out);
+	rt->rt_in = rt->rt_out = NULL;
 }
 
 char *

@@ -28,7 +28,19 @@ struct rebuild_params {
 	/* the body is the caller's malloc(3)ed buffer, freed once parsed:
 	 * the rebuild of a large one does not hold it and its tree at once */
 	int			 free_body;
+	/* when set, a rebuild that succeeds leaves the trees it read and
+	 * built here for the caller to free (rebuild_trees_free()) once the
+	 * text went out, rather than before */
+	struct rebuild_trees	*keep;
 };
+
+struct rebuild_trees {
+	struct cJSON		*rt_in;
+	struct cJSON		*rt_out;
+};
+
+/* Free what a rebuild left in rt; rt is empty after. */
+void	rebuild_trees_free(struct rebuild_trees *);
 
 /* Out of memory: the request was not judged (503, not a refusal). */
 #define REBUILD_NOMEM		(-2)

@@ -130,10 +130,10 @@ params(enum rebuild_level level, uint64_t max_output, int count_tokens)
 }
 
 static const struct rebuild_params	P_HIGH = {
-	MODEL, LEVEL_HIGH, 0, 0, 0
+	MODEL, LEVEL_HIGH, 0, 0, 0, NULL
 };
 static const struct rebuild_params	P_COUNT = {
-	MODEL, LEVEL_HIGH, 0, 1, 0
+	MODEL, LEVEL_HIGH, 0, 1, 0, NULL
 };
 
 /* What the rebuild writes, egress admits. */
@@ -155,16 +155,46 @@ admitted(const char *out, size_t len, const struct rebuild_params *p)
 	    "(%s: %s): %.300s", violation_name(v), why, out);
 }
 
+/*
+ * Every rebuild of a body up to 64 KiB runs twice, first with its trees
+ * handed back (rebuild_params.keep): the same answer, and the two trees
+ * exactly when it rebuilt.  The larger ones, at the bounds, run once, as
+ * the suite's time is theirs.
+ */
 static int
 run_len(const char *body, size_t len, const struct rebuild_params *p,
     char **out)
 {
-	size_t	 outlen = 0;
-	int	 r;
+	struct rebuild_params	 q = *p;
+	struct rebuild_trees	 rt = { NULL, NULL };
+	char			*kept = NULL;
+	size_t			 outlen = 0, keptlen = 0;
+	int			 r, rk = 0;
 
+	if (len <= 65536 && !p->free_body && p->keep == NULL) {
+		q.keep = &rt;
+		rk = rebuild_model_request(body, len, &q, &kept, &keptlen, err,
+		    sizeof(err));
+		if (rk == 0) {
+			ck_assert(cJSON_IsObject(rt.rt_in));
+			ck_assert(cJSON_IsObject(rt.rt_out));
+			rebuild_trees_free(&rt);
+			ck_assert_ptr_null(rt.rt_in);
+			ck_assert_ptr_null(rt.rt_out);
+		} else
+			ck_assert(rt.rt_in == NULL && rt.rt_out == NULL);
+	}
 	memset(err, 'x', sizeof(err));
 	r = rebuild_model_request(body, len, p, out, &outlen, err,
 	    sizeof(err));
+	if (len <= 65536 && !p->free_body && p->keep == NULL) {
+		ck_assert_int_eq(rk, r);
+		if (r == 0) {
+			ck_assert_uint_eq(keptlen, outlen);
+			ck_assert_str_eq(kept, *out);
+		}
+		free(kept);
+	}
 	if (r == 0) {
 		ck_assert_ptr_nonnull(*out);
 		ck_assert_uint_eq(strlen(*out), outlen);
