@@ -7,6 +7,7 @@
  * to the value before it with one space.  Body bytes are moved down over
  * the framing in front of them, so the caller hands them on as one piece.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -33,7 +34,7 @@ enum {
 void
 resp_init(struct resp *rs)
 {
-	memset(rs, 0, sizeof(*rs));
+	memset(rs, 0, offsetof(struct resp, rs_hoff));
 	rs->rs_state = S_STATUS;
 }
 

@@ -51,7 +51,6 @@ struct resp {
 	char			*rs_hbuf;
 	size_t			 rs_hlen;
 	size_t			 rs_hcap;
-	size_t			 rs_hoff[RESP_HDRS_MAX][2];
 	size_t			 rs_nhdrs;
 	/* A line cut by the end of a buffer, kept until its end comes. */
 	char			*rs_line;
@@ -59,6 +58,10 @@ struct resp {
 	size_t			 rs_lcap;
 	size_t			 rs_trailer;	/* trailer bytes so far */
 	const char		*rs_err;
+	/* Where each header's name and value start in rs_hbuf: 2 KiB that
+	 * resp_init() leaves as they are, as only the first rs_nhdrs rows
+	 * are ever read. */
+	size_t			 rs_hoff[RESP_HDRS_MAX][2];
 };
 
 void		 resp_init(struct resp *);

@@ -1188,8 +1188,10 @@ upstream_call(struct upstream *up, const struct up_request *req,
 
 	if (up_request_check(req, cb) == -1)
 		return NULL;
-	if ((c = calloc(1, sizeof(*c))) == NULL)
+	if ((c = malloc(sizeof(*c))) == NULL)
 		fatal("%s", __func__);
+	memset(c, 0, offsetof(struct up_call, uc_resp));
+	c->uc_detail[0] = '\0';
 	c->uc_up = up;
 	c->uc_cb = *cb;
 	c->uc_arg = arg;

@@ -107,8 +107,6 @@ struct up_call {
 	int			 uc_numeric;
 	char			*uc_key;	/* NULL: never pooled */
 	char			*uc_ca;
-	struct sockaddr_storage	 uc_addr[UP_ADDRS_MAX];
-	socklen_t		 uc_addrlen[UP_ADDRS_MAX];
 	size_t			 uc_naddr;
 	size_t			 uc_ai;
 	/* the request: its head and a small body, then a large body */
@@ -120,7 +118,6 @@ struct up_call {
 	size_t			 uc_body_off;
 	int			 uc_sent;
 	/* the answer */
-	struct resp		 uc_resp;
 	size_t			 uc_max_body;
 	size_t			 uc_received;
 	int			 uc_head_done;
@@ -129,7 +126,6 @@ struct up_call {
 	/* the end */
 	enum up_result		 uc_fail;	/* UP_OK: not failed */
 	const char		*uc_fail_detail;
-	char			 uc_detail[256];
 	int			 uc_os_errno;
 	int			 uc_queued;
 	int			 uc_started;
@@ -137,6 +133,16 @@ struct up_call {
 	int			 uc_resume;
 	int			 uc_cancelled;
 	int			 uc_ending;
+	/*
+	 * From here on upstream_call() clears nothing: 4 KiB of which a
+	 * call reads only what it wrote first, the first uc_naddr
+	 * addresses, the text in uc_detail, the answer as resp_init() and
+	 * the reader leave it.
+	 */
+	struct resp		 uc_resp;
+	char			 uc_detail[256];
+	struct sockaddr_storage	 uc_addr[UP_ADDRS_MAX];
+	socklen_t		 uc_addrlen[UP_ADDRS_MAX];
 };
 
 /* A name being resolved by a thread, which frees it when the upstream is
