@@ -106,24 +106,15 @@ jt_number(struct jt *t)
 {
 	char		 small[64], *buf = small, *after;
 	const uint8_t	*s = t->s + t->i;
-	size_t		 k = 0, p, used = 0;
-	uint64_t	 w = 0;
+	size_t		 k = 0, used = 0;
 	double		 d = 0;
 	cJSON		*n = NULL;
 
 	while (t->i + k < t->len && jt_number_byte(s[k]))
 		k++;
-	p = k > 0 && s[0] == '-';
-	if (k > p && k - p <= 15) {
-		for (used = p; used < k && s[used] >= '0' && s[used] <= '9';
-		    used++)
-			w = w * 10 + (s[used] - '0');
-		if (used == k)
-			d = p ? -(double)w : (double)w;
-		else
-			used = 0;
-	}
-	if (used == 0) {
+	if (json_short_int(s, k, &d) == 0)
+		used = k;
+	else {
 		if (k >= sizeof(small) && (buf = malloc(k + 1)) == NULL) {
 			t->nomem = 1;
 			return NULL;

@@ -239,13 +239,12 @@ static int
 msg_lex_number(const uint8_t *s, size_t len, size_t *i, double *v)
 {
 	char		 buf[MSG_LEX_NUM];
-	size_t		 p = *i, n, k, neg = 0;
+	size_t		 p = *i, n;
 	int		 integer = 1;
-	uint64_t	 w = 0;
 	char		*end;
 
 	if (p < len && s[p] == '-')
-		p++, neg = 1;
+		p++;
 	if (p < len && s[p] == '0')
 		p++;
 	else if (p < len && s[p] >= '1' && s[p] <= '9')
@@ -272,10 +271,7 @@ msg_lex_number(const uint8_t *s, size_t len, size_t *i, double *v)
 	n = p - *i;
 	/* An integer of up to 15 digits, as every number a frame carries, is
 	 * exact as a double: no strtod(). */
-	if (integer && n - neg <= 15) {
-		for (k = *i + neg; k < p; k++)
-			w = w * 10 + (s[k] - '0');
-		*v = neg ? -(double)w : (double)w;
+	if (integer && json_short_int(s + *i, n, v) == 0) {
 		*i = p;
 		return 0;
 	}

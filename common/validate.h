@@ -29,6 +29,29 @@ int	utf8_next(const uint8_t *s, size_t len, size_t *i, uint32_t *cp);
 #define JSON_ONES	UINT64_C(0x0101010101010101)
 #define JSON_HIGHS	UINT64_C(0x8080808080808080)
 
+/*
+ * The n bytes at s as a JSON integer of at most 15 digits after an
+ * optional '-': exact as a double, so *v is what strtod(3) would read.
+ * -1 when they are anything else.
+ */
+static inline int
+json_short_int(const uint8_t *s, size_t n, double *v)
+{
+	size_t		 k = n > 0 && s[0] == '-';
+	size_t		 neg = k;
+	uint64_t	 w = 0;
+
+	if (n <= neg || n - neg > 15)
+		return -1;
+	for (; k < n; k++) {
+		if (s[k] < '0' || s[k] > '9')
+			return -1;
+		w = w * 10 + (uint64_t)(s[k] - '0');
+	}
+	*v = neg ? -(double)w : (double)w;
+	return 0;
+}
+
 /* The high bit of each byte of w that is zero, and perhaps of bytes after
  * the first (a borrow runs on): the lowest bit set is exact. */
 static inline uint64_t
