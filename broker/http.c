@@ -1,18 +1,22 @@
 /*
- * HTTP/1.1 over the broker's listening socket, on libevent bufferevents.
+ * HTTP/1.1 over the broker's listening socket, on libevent events.
  *
- * A connection carries one request: the head is collected (bounded by the
- * read high-water mark) and parsed once its empty line is seen, the body is
- * read only when the router asks and into one flat buffer, and the answer is
- * queued on the output evbuffer and followed by a close.
+ * A connection carries one request: the head is collected in one flat
+ * buffer (at most HTTP_HEAD_MAX + 1 bytes) and parsed once its empty line is
+ * seen, the body is read only when the router asks and into one flat buffer
+ * (a body of known length straight from the socket), and the answer is
+ * queued on an output evbuffer and followed by a close.
  *
- * Writes go out at once, in one writev(2) of whatever is queued (or, while
- * the server is corked, once it is uncorked): the bufferevent's write event
- * is enabled only when the socket did not take everything, so a connection
- * whose client keeps up costs no epoll_ctl(2) for its writes.  The timers of
- * PROTOCOL.md 3.5 are one event per connection (the 10 s head limit, later
- * the router's timer) and the bufferevent's own read and write timeouts,
- * which libevent re-arms on every byte: they are the silence limits.
+ * Reads are one read(2) per wake-up.  The first is tried as soon as the
+ * connection is taken, and a request read whole there is answered without
+ * the loop ever watching its descriptor.  Writes go out at once, in one
+ * writev(2) of whatever is queued (or, while the server is corked, once it
+ * is uncorked): the write event is added only when the socket did not take
+ * everything, so a connection whose client keeps up costs no epoll_ctl(2)
+ * for its writes.  The timers of PROTOCOL.md 3.5 are one event per
+ * connection (the 10 s head limit, later the router's timer) and the
+ * timeouts of the read and write events, which libevent re-arms each time
+ * the event runs: they are the silence limits.
  *
  * A closed connection stays allocated until on_close has run from the
  * loop, so that no callback ever re-enters the router.
@@ -34,7 +38,6 @@
 #include <unistd.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 
 #include "http.h"
@@ -45,6 +48,7 @@
 
 static void	conn_input(struct http_conn *);
 static void	conn_body_begin(struct http_conn *);
+static void	conn_body_fail(struct http_conn *, enum http_body_err);
 static void	conn_close(struct http_conn *);
 static void	conn_kick(struct http_conn *);
 static void	conn_flush_done(struct http_conn *);
@@ -89,24 +93,122 @@ ms_to_tv(int ms, struct timeval *tv)
 static struct evbuffer *
 conn_out(struct http_conn *c)
 {
-	return bufferevent_get_output(c->c_bev);
+	return c->c_out;
 }
 
 /*
  * The silence limits: on writes whenever something is queued, on reads
- * while the body is read; never for GET.
+ * while the body is read; never for GET.  NULL: none.
  */
+static const struct timeval *
+conn_silence(const struct http_conn *c, int reading, struct timeval *tv)
+{
+	if (c->c_get || c->c_state == C_HEAD || (reading &&
+	    (c->c_state != C_BODY || c->c_body_held)))
+		return NULL;
+	return ms_to_tv(c->c_srv->s_lim.hl_silence_ms, tv);
+}
+
+/* Add ev, with the limit tv or, when NULL, with none (event_add(3) would
+ * keep the one it had). */
+static int
+conn_event_add(struct event *ev, const struct timeval *tv)
+{
+	if (event_add(ev, tv) == -1 ||
+	    (tv == NULL && event_remove_timer(ev) == -1)) {
+		log_warnx("%s: event_add", __func__);
+		return -1;
+	}
+	return 0;
+}
+
+static void	conn_readcb(evutil_socket_t, short, void *);
+static void	conn_writecb(evutil_socket_t, short, void *);
+
+/* Watch the reads (again), with the silence limit of the state. */
+static int
+conn_read_on(struct http_conn *c)
+{
+	struct timeval	 tv;
+
+	if (c->c_rev == NULL && (c->c_rev = event_new(c->c_srv->s_base,
+	    c->c_fd, EV_READ | EV_PERSIST, conn_readcb, c)) == NULL) {
+		log_warnx("%s: event_new", __func__);
+		return -1;
+	}
+	if (conn_event_add(c->c_rev, conn_silence(c, 1, &tv)) == -1)
+		return -1;
+	c->c_rev_on = 1;
+	return 0;
+}
+
+static void
+conn_read_off(struct http_conn *c)
+{
+	if (c->c_rev_on) {
+		(void)event_del(c->c_rev);
+		c->c_rev_on = 0;
+	}
+}
+
+/* Watch the writes until the output is empty. */
+static int
+conn_write_on(struct http_conn *c)
+{
+	struct timeval	 tv;
+
+	if (c->c_wev == NULL && (c->c_wev = event_new(c->c_srv->s_base,
+	    c->c_fd, EV_WRITE | EV_PERSIST, conn_writecb, c)) == NULL) {
+		log_warnx("%s: event_new", __func__);
+		return -1;
+	}
+	if (conn_event_add(c->c_wev, conn_silence(c, 0, &tv)) == -1)
+		return -1;
+	c->c_wev_on = 1;
+	return 0;
+}
+
+static void
+conn_write_off(struct http_conn *c)
+{
+	if (c->c_wev_on) {
+		(void)event_del(c->c_wev);
+		c->c_wev_on = 0;
+	}
+}
+
+/* The state changed: the events that are on take its limits. */
 static void
 conn_set_timeouts(struct http_conn *c)
 {
-	struct timeval	 tv, *rtv = NULL, *wtv = NULL;
+	struct timeval	 tv;
 
-	if (!c->c_get && c->c_state != C_HEAD) {
-		wtv = ms_to_tv(c->c_srv->s_lim.hl_silence_ms, &tv);
-		if (c->c_state == C_BODY && !c->c_body_held)
-			rtv = wtv;
-	}
-	bufferevent_set_timeouts(c->c_bev, rtv, wtv);
+	if (c->c_rev_on)
+		(void)conn_event_add(c->c_rev, conn_silence(c, 1, &tv));
+	if (c->c_wev_on)
+		(void)conn_event_add(c->c_wev, conn_silence(c, 0, &tv));
+}
+
+/* Let go of the descriptor and what moves bytes through it. */
+static void
+conn_shut(struct http_conn *c)
+{
+	if (c->c_rev != NULL)
+		event_free(c->c_rev);
+	if (c->c_wev != NULL)
+		event_free(c->c_wev);
+	c->c_rev = c->c_wev = NULL;
+	c->c_rev_on = c->c_wev_on = 0;
+	if (c->c_out != NULL)
+		evbuffer_free(c->c_out);
+	c->c_out = NULL;
+	free(c->c_in);
+	c->c_in = NULL;
+	c->c_inlen = c->c_incap = 0;
+	if (close(c->c_fd) == -1)
+		log_debug("%s: close: %s", __func__, strerror(errno));
+	c->c_fd = -1;
+	c->c_srv->s_nconn--;
 }
 
 /* -1 when libevent cannot (out of memory): the caller closes. */
@@ -131,10 +233,8 @@ conn_free(struct http_conn *c, int notify)
 	http_watch_cancel(c);
 	if (notify && c->c_routed && srv->s_cbs.on_close != NULL)
 		srv->s_cbs.on_close(c, srv->s_arg);
-	if (c->c_bev != NULL) {
-		bufferevent_free(c->c_bev);
-		srv->s_nconn--;
-	}
+	if (c->c_fd != -1)
+		conn_shut(c);
 	event_free(c->c_timer);
 	http_head_free(&c->c_head);
 	free(c->c_body);
@@ -161,9 +261,7 @@ conn_close(struct http_conn *c)
 	c->c_state = C_CLOSED;
 	if (c->c_status == 0 || c->c_status >= 400)
 		http_refused(c->c_srv, 1 + c->c_body_in / HTTP_REFUSAL_BYTES);
-	bufferevent_free(c->c_bev);
-	c->c_bev = NULL;
-	c->c_srv->s_nconn--;
+	conn_shut(c);
 	free(c->c_body);
 	c->c_body = NULL;
 	evtimer_del(c->c_timer);
@@ -241,7 +339,7 @@ conn_write_refs(struct http_conn *c)
 	}
 	memcpy(iov + nev, c->c_piov, c->c_npiov * sizeof(iov[0]));
 	do
-		n = writev(bufferevent_getfd(c->c_bev), iov, nev + c->c_npiov);
+		n = writev(c->c_fd, iov, nev + c->c_npiov);
 	while (n == -1 && errno == EINTR);
 	if (n == -1 && errno != EAGAIN && errno != EWOULDBLOCK) {
 		log_debug("%s: writev: %s", __func__, strerror(errno));
@@ -253,18 +351,15 @@ conn_write_refs(struct http_conn *c)
 	else
 		c->c_sent = 1;
 	k = (size_t)n < evlen ? (size_t)n : evlen;
-	if (k > 0) {
-		evbuffer_unfreeze(out, 1);
+	if (k > 0)
 		(void)evbuffer_drain(out, k);
-		evbuffer_freeze(out, 1);
-	}
 	return conn_take_refs(c, (size_t)n - k);
 }
 
 /*
  * Write what is queued, in one writev(2); what the socket does not take is
- * left to the bufferevent, whose write event (and silence limit) runs until
- * it is all written.
+ * left to the write event (and its silence limit), which runs until it is
+ * all written.
  */
 void
 conn_flush(struct http_conn *c)
@@ -283,11 +378,7 @@ conn_flush(struct http_conn *c)
 	if (c->c_npiov > 0 && (rc = conn_write_refs(c)) == -1)
 		return;
 	if (rc == 1 && evbuffer_get_length(out) > 0) {
-		/* The bufferevent keeps its output's front frozen, and
-		 * thaws it the same way to write. */
-		evbuffer_unfreeze(out, 1);
-		n = evbuffer_write(out, bufferevent_getfd(c->c_bev));
-		evbuffer_freeze(out, 1);
+		n = evbuffer_write_atmost(out, c->c_fd, HTTP_WRITE_MAX);
 		if (n > 0)
 			c->c_sent = 1;
 		if (n == -1 && errno != EAGAIN && errno != EWOULDBLOCK &&
@@ -301,13 +392,11 @@ conn_flush(struct http_conn *c)
 		conn_written(c);
 		return;
 	}
-	if (bufferevent_enable(c->c_bev, EV_WRITE) == -1) {
-		log_warnx("%s: bufferevent_enable", __func__);
+	if (conn_write_on(c) == -1) {
 		conn_close(c);
 		return;
 	}
-	c->c_wev_on = 1;
-	c->c_sent = 1;	/* from now on the bufferevent may write any time */
+	c->c_sent = 1;	/* from now on the write event may write any time */
 	/* The drain callback counts from what the socket did not take. */
 	conn_arm_drain(c);
 }
@@ -336,7 +425,7 @@ conn_flush_done(struct http_conn *c)
 		conn_close(c);
 		return;
 	}
-	if (shutdown(bufferevent_getfd(c->c_bev), SHUT_WR) == -1) {
+	if (shutdown(c->c_fd, SHUT_WR) == -1) {
 		log_debug("%s: shutdown: %s", __func__, strerror(errno));
 		conn_close(c);
 		return;
@@ -352,11 +441,12 @@ conn_enter_flush(struct http_conn *c)
 	c->c_state = C_FLUSH;
 	c->c_on_timer = NULL;
 	evtimer_del(c->c_timer);
-	bufferevent_setwatermark(c->c_bev, EV_WRITE, 0, 0);
 	conn_set_timeouts(c);
 	/* What the client still sends is dropped, even if it was paused. */
-	if (c->c_paused && !c->c_eof)
-		bufferevent_enable(c->c_bev, EV_READ);
+	if (c->c_paused && !c->c_eof && conn_read_on(c) == -1) {
+		conn_close(c);
+		return;
+	}
 	c->c_paused = 0;
 	conn_kick(c);
 }
@@ -516,7 +606,6 @@ http_respond_text(struct http_conn *c, int status, const char *text)
 static void
 conn_bad_request(struct http_conn *c)
 {
-	bufferevent_setwatermark(c->c_bev, EV_READ, 0, 0);
 	if (conn_answer(c, 400, "text/plain; charset=utf-8", NULL, 0,
 	    "bad request", 11) == 0 && c->c_state == C_FLUSH &&
 	    /* The head phase has no silence limit: bound the flush. */
@@ -551,7 +640,6 @@ http_stream_start(struct http_conn *c, int status, const struct http_hdr *hdrs,
 	}
 	c->c_state = C_STREAM;
 	conn_set_timeouts(c);
-	bufferevent_setwatermark(c->c_bev, EV_WRITE, c->c_lowat, 0);
 	conn_kick(c);
 	return 0;
 }
@@ -692,9 +780,7 @@ http_stream_fail(struct http_conn *c, int status, const char *text)
 		return -1;
 	/* Nothing left: the head and what followed are dropped. */
 	out = conn_out(c);
-	evbuffer_unfreeze(out, 1);
 	(void)evbuffer_drain(out, evbuffer_get_length(out));
-	evbuffer_freeze(out, 1);
 	c->c_npiov = c->c_npsize = 0;
 	c->c_chunked_out = 0;
 	c->c_nobody = strcmp(c->c_head.h_method, "HEAD") == 0;
@@ -718,9 +804,9 @@ http_conn_alive(const struct http_conn *c)
 	char	 b;
 	ssize_t	 n;
 
-	if (c->c_bev == NULL || c->c_eof)
+	if (c->c_fd == -1 || c->c_eof)
 		return 0;
-	n = recv(bufferevent_getfd(c->c_bev), &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	n = recv(c->c_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
 	return n != 0 && (n > 0 || errno == EAGAIN || errno == EWOULDBLOCK ||
 	    errno == EINTR);
 }
@@ -728,9 +814,9 @@ http_conn_alive(const struct http_conn *c)
 size_t
 http_conn_pending(const struct http_conn *c)
 {
-	if (c->c_bev == NULL)
+	if (c->c_out == NULL)
 		return 0;
-	return evbuffer_get_length(bufferevent_get_output(c->c_bev));
+	return evbuffer_get_length(c->c_out);
 }
 
 void
@@ -739,10 +825,8 @@ http_conn_set_drain(struct http_conn *c, size_t lowat, http_conn_cb cb)
 	c->c_lowat = lowat;
 	c->c_on_drain = cb;
 	c->c_drain_armed = 0;
-	if (c->c_state == C_STREAM) {
-		bufferevent_setwatermark(c->c_bev, EV_WRITE, lowat, 0);
+	if (c->c_state == C_STREAM)
 		conn_arm_drain(c);
-	}
 }
 
 void
@@ -751,7 +835,7 @@ http_conn_pause_read(struct http_conn *c)
 	if (c->c_state == C_CLOSED || c->c_paused)
 		return;
 	c->c_paused = 1;
-	bufferevent_disable(c->c_bev, EV_READ);
+	conn_read_off(c);
 }
 
 void
@@ -761,8 +845,8 @@ http_conn_resume_read(struct http_conn *c)
 		return;
 	c->c_paused = 0;
 	/* After an end of file there is nothing more to read. */
-	if (!c->c_eof && !c->c_body_held)
-		bufferevent_enable(c->c_bev, EV_READ);
+	if (!c->c_eof && !c->c_body_held && conn_read_on(c) == -1)
+		conn_close(c);
 }
 
 void
@@ -772,7 +856,7 @@ http_conn_hold_body(struct http_conn *c)
 	    c->c_body_in > 0)
 		return;
 	c->c_body_held = 1;
-	bufferevent_disable(c->c_bev, EV_READ);
+	conn_read_off(c);
 	conn_set_timeouts(c);
 }
 
@@ -783,8 +867,10 @@ http_conn_release_body(struct http_conn *c)
 		return;
 	c->c_body_held = 0;
 	conn_set_timeouts(c);
-	if (!c->c_paused && !c->c_eof)
-		bufferevent_enable(c->c_bev, EV_READ);
+	if (!c->c_paused && !c->c_eof && conn_read_on(c) == -1) {
+		conn_body_fail(c, HTTP_BODY_NOMEM);
+		return;
+	}
 	conn_body_begin(c);
 	/* what came with the head, or before the hold */
 	if (c->c_state == C_BODY)
@@ -931,8 +1017,7 @@ conn_body_begin(struct http_conn *c)
 	}
 	expect = http_head_get(h, "expect");
 	if (expect != NULL && strcasecmp(expect, "100-continue") == 0 &&
-	    h->h_minor == 1 &&
-	    evbuffer_get_length(bufferevent_get_input(c->c_bev)) == 0 &&
+	    h->h_minor == 1 && c->c_inlen == 0 &&
 	    put_str(conn_out(c), "HTTP/1.1 100 Continue\r\n\r\n") == 0)
 		conn_kick(c);
 }
@@ -966,24 +1051,27 @@ conn_body_append(void *arg, const char *data, size_t len)
 	return 0;
 }
 
+/* The first n bytes of the input are used. */
+static void
+conn_consume(struct http_conn *c, size_t n)
+{
+	memmove(c->c_in, c->c_in + n, c->c_inlen - n);
+	c->c_inlen -= n;
+	c->c_scan = 0;
+}
+
 static void
 conn_read_body(struct http_conn *c)
 {
-	struct evbuffer	*in = bufferevent_get_input(c->c_bev);
 	enum hp_status	 st;
-	const char	*p;
 	size_t		 n, used;
 
 	if (c->c_head.h_framing == HTTP_BODY_LENGTH) {
 		n = c->c_head.h_content_length - c->c_body_len;
-		if (n > evbuffer_get_length(in))
-			n = evbuffer_get_length(in);
-		if (n > 0 && evbuffer_remove(in, c->c_body + c->c_body_len,
-		    n) != (int)n) {
-			log_warnx("%s: evbuffer_remove", __func__);
-			conn_body_fail(c, HTTP_BODY_ABORTED);
-			return;
-		}
+		if (n > c->c_inlen)
+			n = c->c_inlen;
+		memcpy(c->c_body + c->c_body_len, c->c_in, n);
+		conn_consume(c, n);
 		c->c_body_len += n;
 		c->c_body_in += n;
 		c->c_srv->s_moved += n;
@@ -991,17 +1079,11 @@ conn_read_body(struct http_conn *c)
 			conn_body_done(c);
 		return;
 	}
-	while (c->c_state == C_BODY && evbuffer_get_length(in) > 0) {
-		if ((n = evbuffer_get_contiguous_space(in)) == 0)
-			n = evbuffer_get_length(in);
-		if ((p = (const char *)evbuffer_pullup(in, n)) == NULL) {
-			log_warnx("%s: evbuffer_pullup", __func__);
-			conn_body_fail(c, HTTP_BODY_NOMEM);
-			return;
-		}
-		st = http_chunked_feed(&c->c_chunked, p, n, &used,
-		    conn_body_append, c);
-		evbuffer_drain(in, used);
+	/* The decoder uses all it is given until the body ends or fails. */
+	while (c->c_state == C_BODY && c->c_inlen > 0) {
+		st = http_chunked_feed(&c->c_chunked, c->c_in, c->c_inlen,
+		    &used, conn_body_append, c);
+		conn_consume(c, used);
 		if (st == HP_DONE)
 			conn_body_done(c);
 		else if (st == HP_ERROR) {
@@ -1014,7 +1096,8 @@ conn_read_body(struct http_conn *c)
 				conn_body_fail(c, HTTP_BODY_NOMEM);
 			else
 				conn_body_fail(c, HTTP_BODY_INVALID);
-		}
+		} else if (used == 0)
+			break;
 	}
 }
 
@@ -1041,48 +1124,34 @@ conn_route(struct http_conn *c)
 static void
 conn_read_head(struct http_conn *c)
 {
-	struct evbuffer		*in = bufferevent_get_input(c->c_bev);
-	struct evbuffer_ptr	 pos, end;
-	size_t			 len = evbuffer_get_length(in), n;
-	const char		*p;
+	const char	*end;
+	size_t		 n;
 
-	if (len == 0)
+	if (c->c_inlen == 0)
 		return;
-	if (evbuffer_ptr_set(in, &pos, c->c_scan, EVBUFFER_PTR_SET) == -1) {
-		log_warnx("%s: evbuffer_ptr_set", __func__);
-		conn_close(c);
-		return;
-	}
-	end = evbuffer_search(in, "\r\n\r\n", 4, &pos);
-	if (end.pos == -1 && len <= HTTP_HEAD_MAX) {
-		c->c_scan = len > 3 ? len - 3 : 0;
+	end = memmem(c->c_in + c->c_scan, c->c_inlen - c->c_scan, "\r\n\r\n",
+	    4);
+	if (end == NULL && c->c_inlen <= HTTP_HEAD_MAX) {
+		c->c_scan = c->c_inlen > 3 ? c->c_inlen - 3 : 0;
 		return;
 	}
-	n = end.pos == -1 ? len : (size_t)end.pos + 4;
+	n = end == NULL ? c->c_inlen : (size_t)(end - c->c_in) + 4;
 	if (n > HTTP_HEAD_MAX + 1)
 		n = HTTP_HEAD_MAX + 1;
-	/* Out of memory before the head: no answer would fit either. */
-	if ((p = (const char *)evbuffer_pullup(in, n)) == NULL) {
-		log_warnx("%s: evbuffer_pullup", __func__);
-		conn_close(c);
-		return;
-	}
-	if (http_parse_head(p, n, &c->c_head) != HP_DONE) {
+	if (http_parse_head(c->c_in, n, &c->c_head) != HP_DONE) {
 		log_debug("%s: %s", __func__,
 		    hp_err_to_string(c->c_head.h_err));
 		conn_bad_request(c);
 		return;
 	}
-	evbuffer_drain(in, c->c_head.h_len);
+	conn_consume(c, c->c_head.h_len);
 	evtimer_del(c->c_timer);
-	bufferevent_setwatermark(c->c_bev, EV_READ, 0, 0);
 	conn_route(c);
 }
 
 static void
 conn_input(struct http_conn *c)
 {
-	struct evbuffer	*in;
 	enum conn_state	 prev;
 
 	do {
@@ -1105,102 +1174,57 @@ conn_input(struct http_conn *c)
 		case C_FLUSH:
 		case C_LINGER:
 			/* One request per connection: the rest is dropped. */
-			in = bufferevent_get_input(c->c_bev);
-			evbuffer_drain(in, evbuffer_get_length(in));
-			return;
+			c->c_inlen = 0;
+			break;
 		}
 	} while (c->c_state != prev);
+	/* The head's buffer is not kept for a call that waits or streams. */
+	if (c->c_inlen == 0 && c->c_in != NULL && c->c_state != C_HEAD &&
+	    c->c_state != C_BODY) {
+		free(c->c_in);
+		c->c_in = NULL;
+		c->c_incap = 0;
+	}
 }
 
 /*
- * A worker connects and writes its request at once, so by the time the
- * connection is taken the request is usually there: read it now, rather
- * than after a round of the loop and the FIONREAD that the bufferevent's
- * own read asks first.  Nothing there, an end or an error: left to the
- * bufferevent, whose reads conn_new() enables next.
+ * Room in the input for the next read: up to HTTP_HEAD_MAX + 1 bytes for
+ * the head (the parser's answer for more is the same), HTTP_READ_MAX for a
+ * chunked body, HTTP_READ_FIRST otherwise.  -1: no memory.
  */
-static void
-conn_read_first(struct http_conn *c)
+static int
+conn_in_room(struct http_conn *c)
 {
-	struct evbuffer		*in = bufferevent_get_input(c->c_bev);
-	struct evbuffer_iovec	 v;
-	ssize_t			 n;
+	size_t	 want, cap;
+	char	*p;
 
-	/* The bufferevent keeps its input's end frozen, and thaws it the
-	 * same way to read. */
-	evbuffer_unfreeze(in, 0);
-	if (evbuffer_reserve_space(in, HTTP_READ_FIRST, &v, 1) != 1) {
-		evbuffer_freeze(in, 0);
-		return;
+	if (c->c_state == C_HEAD)
+		want = c->c_inlen < HTTP_READ_FIRST ? HTTP_READ_FIRST :
+		    HTTP_HEAD_MAX + 1;
+	else if (c->c_state == C_BODY)
+		want = HTTP_READ_MAX;
+	else
+		want = HTTP_READ_FIRST;
+	if (c->c_incap >= want && c->c_inlen < c->c_incap)
+		return 0;
+	cap = want > c->c_incap ? want : c->c_incap;
+	if ((p = realloc(c->c_in, cap)) == NULL) {
+		log_warn("%s: realloc", __func__);
+		return -1;
 	}
-	do
-		n = read(bufferevent_getfd(c->c_bev), v.iov_base, v.iov_len);
-	while (n == -1 && errno == EINTR);
-	if (n > 0) {
-		v.iov_len = (size_t)n;
-		if (evbuffer_commit_space(in, &v, 1) == -1)
-			n = -1;
-	}
-	evbuffer_freeze(in, 0);
-	if (n > 0)
-		conn_input(c);
+	c->c_in = p;
+	c->c_incap = cap;
+	return 0;
 }
 
+/* The client ended its side. */
 static void
-conn_readcb(struct bufferevent *bev, void *arg)
+conn_eof(struct http_conn *c)
 {
-	conn_input(arg);
-}
-
-static void
-conn_writecb(struct bufferevent *bev, void *arg)
-{
-	struct http_conn	*c = arg;
-	size_t			 len = evbuffer_get_length(conn_out(c));
-
-	/* All out: the next writes go straight to the socket again. */
-	if (len == 0 && c->c_wev_on) {
-		if (bufferevent_disable(c->c_bev, EV_WRITE) == -1)
-			log_warnx("%s: bufferevent_disable", __func__);
-		c->c_wev_on = 0;
-	}
-	if (c->c_state == C_FLUSH && len == 0)
-		conn_flush_done(c);
-	else if (c->c_state == C_STREAM && c->c_drain_armed &&
-	    len <= c->c_lowat) {
-		c->c_drain_armed = 0;
-		c->c_on_drain(c, c->c_srv->s_arg);
-	}
-}
-
-static void
-conn_eventcb(struct bufferevent *bev, short what, void *arg)
-{
-	struct http_conn	*c = arg;
-
-	if (what & BEV_EVENT_TIMEOUT) {
-		if ((what & BEV_EVENT_READING) && c->c_state == C_BODY)
-			conn_body_fail(c, HTTP_BODY_SILENCE);
-		else {
-			log_debug("%s: write silence", __func__);
-			conn_close(c);
-		}
-		return;
-	}
-	if (what & BEV_EVENT_ERROR) {
-		log_debug("%s: %s", __func__, strerror(errno));
-		if (c->c_state == C_BODY)
-			conn_body_fail(c, HTTP_BODY_ABORTED);
-		else
-			conn_close(c);
-		return;
-	}
-	if (!(what & BEV_EVENT_EOF))
-		return;
 	c->c_eof = 1;
 	switch (c->c_state) {
 	case C_HEAD:
-		if (evbuffer_get_length(bufferevent_get_input(bev)) > 0)
+		if (c->c_inlen > 0)
 			conn_bad_request(c);
 		else
 			conn_close(c);
@@ -1219,6 +1243,128 @@ conn_eventcb(struct bufferevent *bev, short what, void *arg)
 		break;
 	case C_CLOSED:
 		break;
+	}
+}
+
+/* A read or a write failed: a body read ends, anything else closes. */
+static void
+conn_failed(struct http_conn *c, const char *what)
+{
+	log_debug("%s: %s: %s", __func__, what, strerror(errno));
+	if (c->c_state == C_BODY)
+		conn_body_fail(c, HTTP_BODY_ABORTED);
+	else
+		conn_close(c);
+}
+
+/*
+ * One read(2): straight into the body while a body of known length is read
+ * and nothing else is waiting in the input, else into the input; then what
+ * it brought is used, or the end or the error acted on.
+ */
+static void
+conn_read(struct http_conn *c)
+{
+	char	*dst;
+	size_t	 room;
+	ssize_t	 n;
+	int	 direct;
+
+	direct = c->c_state == C_BODY && !c->c_body_held &&
+	    c->c_inlen == 0 && c->c_head.h_framing == HTTP_BODY_LENGTH &&
+	    c->c_body != NULL;
+	if (direct) {
+		dst = c->c_body + c->c_body_len;
+		room = c->c_head.h_content_length - c->c_body_len;
+		if (room > HTTP_READ_MAX)
+			room = HTTP_READ_MAX;
+	} else {
+		if (conn_in_room(c) == -1) {
+			if (c->c_state == C_BODY)
+				conn_body_fail(c, HTTP_BODY_NOMEM);
+			else
+				conn_close(c);
+			return;
+		}
+		dst = c->c_in + c->c_inlen;
+		room = c->c_incap - c->c_inlen;
+	}
+	if (room == 0)
+		return;
+	do
+		n = read(c->c_fd, dst, room);
+	while (n == -1 && errno == EINTR);
+	if (n > 0 && direct) {
+		c->c_body_len += (size_t)n;
+		c->c_body_in += (size_t)n;
+		c->c_srv->s_moved += (size_t)n;
+		if (c->c_body_len == c->c_head.h_content_length)
+			conn_body_done(c);
+		return;
+	}
+	if (n > 0) {
+		c->c_inlen += (size_t)n;
+		conn_input(c);
+		return;
+	}
+	if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return;
+	/* Nothing more will come. */
+	conn_read_off(c);
+	if (n == 0)
+		conn_eof(c);
+	else
+		conn_failed(c, "read");
+}
+
+static void
+conn_readcb(evutil_socket_t fd, short what, void *arg)
+{
+	struct http_conn	*c = arg;
+
+	/* The read limit is set only while a body is read. */
+	if (what & EV_TIMEOUT) {
+		if (c->c_state == C_BODY)
+			conn_body_fail(c, HTTP_BODY_SILENCE);
+		else
+			conn_close(c);
+		return;
+	}
+	conn_read(c);
+}
+
+static void
+conn_writecb(evutil_socket_t fd, short what, void *arg)
+{
+	struct http_conn	*c = arg;
+	size_t			 len;
+	int			 n;
+
+	if (what & EV_TIMEOUT) {
+		log_debug("%s: write silence", __func__);
+		conn_close(c);
+		return;
+	}
+	if (evbuffer_get_length(c->c_out) > 0) {
+		n = evbuffer_write_atmost(c->c_out, c->c_fd, HTTP_WRITE_MAX);
+		if (n == 0 || (n == -1 && errno != EAGAIN &&
+		    errno != EWOULDBLOCK && errno != EINTR)) {
+			if (n == 0)
+				errno = EPIPE;
+			conn_failed(c, "writev");
+			return;
+		}
+	}
+	len = evbuffer_get_length(c->c_out);
+	/* All out: the next writes go straight to the socket again. */
+	if (len == 0)
+		conn_write_off(c);
+	if (c->c_state == C_FLUSH && len == 0)
+		conn_flush_done(c);
+	else if (c->c_state == C_STREAM && c->c_drain_armed &&
+	    len <= c->c_lowat) {
+		c->c_drain_armed = 0;
+		c->c_on_drain(c, c->c_srv->s_arg);
 	}
 }
 
@@ -1257,7 +1403,7 @@ conn_watch(struct http_conn *c)
 {
 	if (c->c_state == C_CLOSED || c->c_paused || c->c_body_held)
 		return;
-	if (bufferevent_enable(c->c_bev, EV_READ) == -1) {
+	if (conn_read_on(c) == -1) {
 		log_warnx("%s: cannot watch the connection", __func__);
 		conn_close(c);
 	}
@@ -1277,51 +1423,45 @@ conn_new(struct http_server *srv, int fd)
 		log_warnx("%s: evtimer_new", __func__);
 		goto fail;
 	}
-	if ((c->c_bev = bufferevent_socket_new(srv->s_base, fd,
-	    BEV_OPT_CLOSE_ON_FREE)) == NULL) {
-		log_warnx("%s: bufferevent_socket_new", __func__);
+	if ((c->c_out = evbuffer_new()) == NULL) {
+		log_warnx("%s: evbuffer_new", __func__);
 		goto fail;
 	}
 	c->c_srv = srv;
+	c->c_fd = fd;
 	c->c_state = C_HEAD;
-	bufferevent_setcb(c->c_bev, conn_readcb, conn_writecb, conn_eventcb,
-	    c);
-	if (bufferevent_set_max_single_read(c->c_bev, HTTP_READ_MAX) == -1 ||
-	    bufferevent_set_max_single_write(c->c_bev, HTTP_WRITE_MAX) == -1)
-		log_warnx("%s: bufferevent_set_max_single", __func__);
-	bufferevent_setwatermark(c->c_bev, EV_READ, 0, HTTP_HEAD_MAX + 1);
-	/* Writes go out from conn_flush(); the bufferevent writes only what
-	 * the socket did not take at once.  Its reads are enabled after the
-	 * first read: a request answered and closed there never has the
-	 * loop watch its connection (an epoll_ctl(2) to add, one to delete). */
-	if (bufferevent_disable(c->c_bev, EV_WRITE) == -1 ||
-	    conn_timer_add(c, srv->s_lim.hl_head_ms) == -1) {
-		log_warnx("%s: cannot watch the connection", __func__);
-		bufferevent_free(c->c_bev);	/* closes fd */
-		event_free(c->c_timer);
-		free(c);
-		return;
-	}
+	if (conn_timer_add(c, srv->s_lim.hl_head_ms) == -1)
+		goto fail;
 	TAILQ_INSERT_TAIL(&srv->s_conns, c, c_entry);
 	srv->s_nconn++;
-	conn_read_first(c);
+	/*
+	 * A worker connects and writes its request at once, so by the time
+	 * the connection is taken the request is usually there: read it now,
+	 * rather than after a round of the loop.  Its reads are watched only
+	 * after that: a request answered and closed there never has the loop
+	 * watch its descriptor (an epoll_ctl(2) to add, one to delete).
+	 */
+	conn_read(c);
 	/* Closed: freed from its timer.  Paused or its body held: its
 	 * owner resumes it.  Read whole and waiting for its answer: watched
 	 * a little later, if still there. */
-	if (c->c_state == C_CLOSED || c->c_paused || c->c_body_held)
+	if (c->c_state == C_CLOSED || c->c_paused || c->c_body_held ||
+	    c->c_eof)
 		return;
 	if (c->c_state == C_WAIT && c->c_consumed) {
 		if (http_watch_later(c) == -1)
 			conn_close(c);
 		return;
 	}
-	if (bufferevent_enable(c->c_bev, EV_READ) == -1) {
+	if (conn_read_on(c) == -1) {
 		log_warnx("%s: cannot watch the connection", __func__);
 		conn_close(c);
 	}
 	return;
  fail:
 	if (c != NULL) {
+		if (c->c_out != NULL)
+			evbuffer_free(c->c_out);
 		if (c->c_timer != NULL)
 			event_free(c->c_timer);
 		free(c);
@@ -1329,4 +1469,3 @@ conn_new(struct http_server *srv, int fd)
 	if (close(fd) == -1)
 		log_warn("%s: close", __func__);
 }
-

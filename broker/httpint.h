@@ -59,7 +59,16 @@ enum conn_state {
 struct http_conn {
 	TAILQ_ENTRY(http_conn)	 c_entry;
 	struct http_server	*c_srv;
-	struct bufferevent	*c_bev;
+	int			 c_fd;		/* -1 once closed */
+	struct event		*c_rev;		/* reads, made when first watched */
+	struct event		*c_wev;		/* what the socket did not take */
+	struct evbuffer		*c_out;		/* the answer, queued */
+	/* Read and not used yet: the head, a chunked body, or bytes with no
+	 * use that are dropped.  A body of known length is read into c_body
+	 * directly. */
+	char			*c_in;
+	size_t			 c_inlen;
+	size_t			 c_incap;
 	struct event		*c_timer;
 	enum conn_state		 c_state;
 	struct http_head	 c_head;
@@ -75,7 +84,8 @@ struct http_conn {
 	char			*c_body_out;	/* what on_body got, or NULL */
 	int			 c_chunked_out;
 	int			 c_nobody;	/* answer without body bytes */
-	int			 c_wev_on;	/* the bufferevent writes */
+	int			 c_rev_on;	/* c_rev is pending */
+	int			 c_wev_on;	/* c_wev is pending */
 	int			 c_sent;	/* some of the answer left */
 	int			 c_dirty;	/* on s_dirty */
 	int			 c_watch_later;	/* on s_later */

@@ -17,7 +17,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 
 #include "http.h"

@@ -605,6 +605,73 @@ START_TEST(test_post_length)
 }
 END_TEST
 
+/*
+ * A head of n bytes (the empty line included) with a 5-byte body behind it,
+ * sent in one write or split at cut (0: not split).
+ */
+static void
+cl_post_head_of(struct t *t, size_t n, size_t cut, struct resp *r)
+{
+	static const char	 start[] = "POST /x HTTP/1.1\r\nHost: b\r\n"
+	    "Content-Length: 5\r\nX: ";
+	char			*req;
+	int			 fd;
+
+	ck_assert_ptr_nonnull(req = malloc(n + 5));
+	memset(req, 'a', n);
+	memcpy(req, start, sizeof(start) - 1);
+	memcpy(req + n - 4, "\r\n\r\nhello", 9);
+	fd = cl_connect(t);
+	if (cut > 0) {
+		cl_send(fd, req, cut);
+		msleep(20);
+	}
+	cl_send(fd, req + cut, n + 5 - cut);
+	cl_read(fd, r);
+	close(fd);
+	free(req);
+}
+
+/* The head's bound (HTTP_HEAD_MAX), the first read's size and the body
+ * that came with the head. */
+static void
+client_head_bound(struct t *t)
+{
+	struct resp	 r;
+
+	cl_post_head_of(t, HTTP_HEAD_MAX, 0, &r);
+	assert_text(&r, 200, "got 5");
+	resp_free(&r);
+	/* the first read takes part, the rest grows the buffer */
+	cl_post_head_of(t, HTTP_HEAD_MAX, 16000, &r);
+	assert_text(&r, 200, "got 5");
+	resp_free(&r);
+	cl_post_head_of(t, 20000, 19998, &r);
+	assert_text(&r, 200, "got 5");
+	resp_free(&r);
+	cl_post_head_of(t, HTTP_HEAD_MAX + 1, 0, &r);
+	assert_text(&r, 400, "bad request");
+	resp_free(&r);
+	cl_post_head_of(t, HTTP_HEAD_MAX + 1, 30000, &r);
+	assert_text(&r, 400, "bad request");
+	resp_free(&r);
+}
+
+START_TEST(test_head_bound)
+{
+	struct t	 t;
+
+	t_init(&t, router_body, client_head_bound);
+	t.want_closes = 3;
+	t_run(&t);
+	ck_assert_int_eq(t.nbody, 3);
+	ck_assert_int_eq(t.nerr, 0);
+	ck_assert_str_eq(t.body, "hello");
+	ck_assert_uint_eq(http_server_nconn(t.srv), 0);
+	t_free(&t);
+}
+END_TEST
+
 static void
 client_post_chunked(struct t *t)
 {
@@ -2358,6 +2425,7 @@ http_suite(void)
 	tcase_add_test(tc, test_refusals_rest);
 	tcase_add_test(tc, test_slowloris);
 	tcase_add_test(tc, test_bad_heads);
+	tcase_add_test(tc, test_head_bound);
 	tcase_add_test(tc, test_body_silence);
 	tcase_add_test(tc, test_get_held);
 	tcase_add_test(tc, test_held_disconnect);
