@@ -1121,6 +1121,24 @@ conn_route(struct http_conn *c)
 		conn_body_begin(c);
 }
 
+/*
+ * The end of the head in the input: the first "\r\n\r\n" whose last byte is
+ * at c_scan or after, by the line ends (a head's few dozen, where a search
+ * for the four bytes compares at every one).  NULL when there is none yet.
+ */
+static const char *
+conn_head_end(const struct http_conn *c)
+{
+	const char	*in = c->c_in, *end = in + c->c_inlen, *p;
+
+	for (p = in + c->c_scan; p < end &&
+	    (p = memchr(p, '\n', (size_t)(end - p))) != NULL; p++)
+		if (p - in >= 3 && p[-1] == '\r' && p[-2] == '\n' &&
+		    p[-3] == '\r')
+			return p - 3;
+	return NULL;
+}
+
 static void
 conn_read_head(struct http_conn *c)
 {
@@ -1129,8 +1147,7 @@ conn_read_head(struct http_conn *c)
 
 	if (c->c_inlen == 0)
 		return;
-	end = memmem(c->c_in + c->c_scan, c->c_inlen - c->c_scan, "\r\n\r\n",
-	    4);
+	end = conn_head_end(c);
 	if (end == NULL && c->c_inlen <= HTTP_HEAD_MAX) {
 		c->c_scan = c->c_inlen > 3 ? c->c_inlen - 3 : 0;
 		return;
