@@ -31,12 +31,14 @@ struct hp_scan {
 	int		 has_query;
 	int		 has_fragment;
 	int		 minor;
-	struct hp_field	 fields[HTTP_FIELDS_MAX];
 	size_t		 nfields;
 	int		 ncl;
 	uint64_t	 cl;
 	int		 nte;
 	int		 nhost;
+	/* Last, and not cleared (3.2 KiB): only the first nfields are
+	 * read, each after it was written whole. */
+	struct hp_field	 fields[HTTP_FIELDS_MAX];
 };
 
 const char *
@@ -305,7 +307,7 @@ http_parse_head(const char *buf, size_t len, struct http_head *h)
 	enum hp_err	 err;
 
 	memset(h, 0, sizeof(*h));
-	memset(&sc, 0, sizeof(sc));
+	memset(&sc, 0, offsetof(struct hp_scan, fields));
 	lim = len < HTTP_HEAD_MAX ? len : HTTP_HEAD_MAX;
 	for (pos = 0;; pos = nl + 1) {
 		if ((nlp = memchr(buf + pos, '\n', lim - pos)) == NULL)
