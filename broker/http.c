@@ -189,6 +189,18 @@ conn_set_timeouts(struct http_conn *c)
 		(void)conn_event_add(c->c_wev, conn_silence(c, 0, &tv));
 }
 
+/* The input's buffer goes, to the server's spare when it is its size. */
+static void
+conn_in_free(struct http_conn *c)
+{
+	if (c->c_incap == HTTP_READ_FIRST && c->c_srv->s_spare == NULL)
+		c->c_srv->s_spare = c->c_in;
+	else
+		free(c->c_in);
+	c->c_in = NULL;
+	c->c_inlen = c->c_incap = 0;
+}
+
 /* Let go of the descriptor and what moves bytes through it. */
 static void
 conn_shut(struct http_conn *c)
@@ -202,9 +214,7 @@ conn_shut(struct http_conn *c)
 	if (c->c_out != NULL)
 		evbuffer_free(c->c_out);
 	c->c_out = NULL;
-	free(c->c_in);
-	c->c_in = NULL;
-	c->c_inlen = c->c_incap = 0;
+	conn_in_free(c);
 	if (close(c->c_fd) == -1)
 		log_debug("%s: close: %s", __func__, strerror(errno));
 	c->c_fd = -1;
@@ -242,6 +252,8 @@ conn_free(struct http_conn *c, int notify)
 	if (notify && TAILQ_EMPTY(&srv->s_conns) &&
 	    srv->s_moved >= HTTP_TRIM_AFTER) {
 		srv->s_moved = 0;
+		free(srv->s_spare);
+		srv->s_spare = NULL;
 		(void)malloc_trim(0);
 	}
 }
@@ -1197,11 +1209,8 @@ conn_input(struct http_conn *c)
 	} while (c->c_state != prev);
 	/* The head's buffer is not kept for a call that waits or streams. */
 	if (c->c_inlen == 0 && c->c_in != NULL && c->c_state != C_HEAD &&
-	    c->c_state != C_BODY) {
-		free(c->c_in);
-		c->c_in = NULL;
-		c->c_incap = 0;
-	}
+	    c->c_state != C_BODY)
+		conn_in_free(c);
 }
 
 /*
@@ -1224,6 +1233,13 @@ conn_in_room(struct http_conn *c)
 		want = HTTP_READ_FIRST;
 	if (c->c_incap >= want && c->c_inlen < c->c_incap)
 		return 0;
+	if (c->c_in == NULL && want == HTTP_READ_FIRST &&
+	    c->c_srv->s_spare != NULL) {
+		c->c_in = c->c_srv->s_spare;
+		c->c_srv->s_spare = NULL;
+		c->c_incap = HTTP_READ_FIRST;
+		return 0;
+	}
 	cap = want > c->c_incap ? want : c->c_incap;
 	if ((p = realloc(c->c_in, cap)) == NULL) {
 		log_warn("%s: realloc", __func__);

@@ -134,6 +134,9 @@ struct http_server {
 	TAILQ_HEAD(, http_conn)	 s_dirty;	/* to write when uncorked */
 	TAILQ_HEAD(, http_conn)	 s_later;	/* to watch from s_later_ev */
 	struct event		*s_later_ev;
+	/* A first read's buffer (HTTP_READ_FIRST) kept for the next
+	 * connection: no allocation of 16 KiB per call. */
+	char			*s_spare;
 	int			 s_resting;	/* the listener waits for s_pause */
 	unsigned		 s_refused;	/* refusals in the window */
 	int64_t			 s_refused_since; /* the window's start, ms */

@@ -270,6 +270,7 @@ http_server_free(struct http_server *srv)
 	event_free(srv->s_ev);
 	event_free(srv->s_pause);
 	event_free(srv->s_later_ev);
+	free(srv->s_spare);
 	free(srv);
 }
 
