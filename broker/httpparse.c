@@ -105,15 +105,6 @@ hc_err_to_string(enum hc_err err)
 	return "unknown chunked error";
 }
 
-static int
-is_tchar(unsigned char c)
-{
-	if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
-	    (c >= 'A' && c <= 'Z'))
-		return 1;
-	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
-
 /* field-vchar, obs-text, SP and HTAB: no other control character. */
 static int
 is_vchar(unsigned char c)
@@ -140,7 +131,7 @@ parse_request_line(const char *buf, size_t off, size_t len,
 	const unsigned char	*s = (const unsigned char *)buf + off;
 	size_t			 i, t, end;
 
-	for (i = 0; i < len && is_tchar(s[i]); i++)
+	for (i = 0; i < len && http_tchar(s[i]); i++)
 		;
 	if (len == 0)
 		return HP_ERR_LINE;
@@ -210,7 +201,7 @@ parse_field(const char *buf, size_t off, size_t len, struct hp_scan *sc)
 
 	if (is_ows(s[0]))
 		return HP_ERR_OBS_FOLD;
-	for (i = 0; i < len && is_tchar(s[i]); i++)
+	for (i = 0; i < len && http_tchar(s[i]); i++)
 		;
 	if (i == 0 || i == len || s[i] != ':')
 		return HP_ERR_FIELD_NAME;
@@ -371,7 +362,7 @@ http_field_valid(const char *name, const char *value)
 	if (*name == '\0')
 		return 0;
 	for (p = (const unsigned char *)name; *p != '\0'; p++)
-		if (!is_tchar(*p))
+		if (!http_tchar(*p))
 			return 0;
 	for (p = (const unsigned char *)value; *p != '\0'; p++)
 		if (!is_vchar(*p))
@@ -528,7 +519,7 @@ http_chunked_feed(struct http_chunked *st, const char *in, size_t len,
 				st->hc_state = HC_S_END_LF;
 				continue;
 			}
-			if (!is_tchar(c))
+			if (!http_tchar(c))
 				return chunked_fail(st, HC_ERR_TRAILER,
 				    consumed, i);
 			st->hc_state = HC_S_TRAILER_NAME;
@@ -536,7 +527,7 @@ http_chunked_feed(struct http_chunked *st, const char *in, size_t len,
 		case HC_S_TRAILER_NAME:
 			if (c == ':')
 				st->hc_state = HC_S_TRAILER_VALUE;
-			else if (!is_tchar(c))
+			else if (!http_tchar(c))
 				return chunked_fail(st, HC_ERR_TRAILER,
 				    consumed, i);
 			break;

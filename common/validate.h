@@ -25,6 +25,22 @@ int	utf8_utf16_len(const char *s, size_t len, size_t *units);
  */
 int	utf8_next(const uint8_t *s, size_t len, size_t *i, uint32_t *cp);
 
+/*
+ * RFC 9110 tchar, the bytes of a field name or a method: letters, digits
+ * and !#$%&'*+-.^_`|~.  One bit per byte.
+ */
+static inline int
+http_tchar(unsigned char c)
+{
+	static const uint64_t	 tchar[4] = {
+		UINT64_C(0x03ff6cfa00000000),	/* 0-9 ! # $ % & ' * + - . */
+		UINT64_C(0x57ffffffc7fffffe),	/* A-Z a-z ^ _ ` | ~ */
+		0, 0,
+	};
+
+	return (tchar[c >> 6] >> (c & 63)) & 1;
+}
+
 /* The JSON string runs below, eight bytes at a time. */
 #define JSON_ONES	UINT64_C(0x0101010101010101)
 #define JSON_HIGHS	UINT64_C(0x8080808080808080)

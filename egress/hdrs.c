@@ -168,22 +168,6 @@ hdrs_req_free(struct hdrs_req *hr)
 	memset(hr, 0, sizeof(*hr));
 }
 
-/* RFC 9110 tchar. */
-static int
-hdrs_tchar(unsigned char c)
-{
-	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	    (c >= '0' && c <= '9'))
-		return 1;
-	switch (c) {
-	case '!': case '#': case '$': case '%': case '&': case '\'':
-	case '*': case '+': case '-': case '.': case '^': case '_':
-	case '`': case '|': case '~':
-		return 1;
-	}
-	return 0;
-}
-
 int
 hdrs_response_allowed(const char *name, const char *value,
     struct reflect *rf, int mcp)
@@ -215,7 +199,7 @@ hdrs_response_allowed(const char *name, const char *value,
 	if (!ok)
 		return 0;
 	for (i = 0; i < len; i++)
-		if (!hdrs_tchar(name[i]))
+		if (!http_tchar((unsigned char)name[i]))
 			return 0;
 	if (!hdrs_value_ok(value, max, &len))
 		return 0;

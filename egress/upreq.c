@@ -23,15 +23,6 @@ static const char *const up_refused_hdrs[] = {
 };
 
 static int
-up_is_tchar(unsigned char ch)
-{
-	if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-	    (ch >= '0' && ch <= '9'))
-		return 1;
-	return ch != '\0' && strchr("!#$%&'*+-.^_`|~", ch) != NULL;
-}
-
-static int
 up_hdr_check(const struct up_hdr *h)
 {
 	const unsigned char	*p;
@@ -40,7 +31,7 @@ up_hdr_check(const struct up_hdr *h)
 	if (h->name == NULL || h->value == NULL || h->name[0] == '\0')
 		return -1;
 	for (p = (const unsigned char *)h->name; *p != '\0'; p++)
-		if (!up_is_tchar(*p))
+		if (!http_tchar(*p))
 			return -1;
 	for (p = (const unsigned char *)h->value; *p != '\0'; p++)
 		if ((*p < 0x20 && *p != '\t') || *p == 0x7f)

@@ -1004,6 +1004,21 @@ START_TEST(json_runs_stops)
 }
 END_TEST
 
+/* http_tchar(): RFC 9110's tchar, every byte. */
+START_TEST(tchar_every_byte)
+{
+	int	 c, want;
+
+	for (c = 0; c < 256; c++) {
+		want = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+		    (c >= 'A' && c <= 'Z') ||
+		    (c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+		ck_assert_msg(http_tchar((unsigned char)c) == want,
+		    "byte 0x%02x", c);
+	}
+}
+END_TEST
+
 START_TEST(thinking_levels)
 {
 	ck_assert_int_eq(valid_thinking(S("low")), 1);
@@ -1076,6 +1091,7 @@ validate_suite(void)
 	tcase_add_test(tc, name_image);
 	tcase_add_test(tc, name_runtime);
 	tcase_add_test(tc, thinking_levels);
+	tcase_add_test(tc, tchar_every_byte);
 	tcase_add_test(tc, append_cut);
 	suite_add_tcase(s, tc);
 
