@@ -1133,6 +1133,8 @@ probe_call(const char *call)
 		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (strcmp(call, "ioctl-tiocsti") == 0)
 		return syscall(SYS_ioctl, STDERR_FILENO, TIOCSTI, "x");
+	if (strcmp(call, "ioctl-fionread") == 0)
+		return syscall(SYS_ioctl, STDERR_FILENO, FIONREAD, &st.st_size);
 	if (strcmp(call, "mkdirat") == 0)
 		return syscall(SYS_mkdirat, AT_FDCWD, "/tmp/rtsandbox-probe",
 		    0700);
