@@ -39,6 +39,8 @@ broker_idle(evutil_socket_t fd, short what, void *arg)
 		return;
 	frame_conn_shrink(role_parent_conn(br->br_parent));
 	frame_conn_shrink(br->br_egress);
+	if (br->br_http != NULL)
+		http_server_shrink(br->br_http);
 	(void)malloc_trim(0);
 	(void)proc_drop_stack();
 }

@@ -252,8 +252,7 @@ conn_free(struct http_conn *c, int notify)
 	if (notify && TAILQ_EMPTY(&srv->s_conns) &&
 	    srv->s_moved >= HTTP_TRIM_AFTER) {
 		srv->s_moved = 0;
-		free(srv->s_spare);
-		srv->s_spare = NULL;
+		http_server_shrink(srv);
 		(void)malloc_trim(0);
 	}
 }

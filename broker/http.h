@@ -90,6 +90,9 @@ void		 http_server_free(struct http_server *);
 unsigned	 http_server_nconn(const struct http_server *);
 /* Times the listener rested after too many refusals (hl_refusals). */
 unsigned	 http_server_rests(const struct http_server *);
+/* Let go of the buffer kept for the next connection's first read (16 KiB),
+ * for an idle process to give back to the kernel. */
+void		 http_server_shrink(struct http_server *);
 /*
  * While corked, what is queued on any connection waits, and uncorking
  * writes it, one writev(2) per connection: a router that answers several

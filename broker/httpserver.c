@@ -274,6 +274,13 @@ http_server_free(struct http_server *srv)
 	free(srv);
 }
 
+void
+http_server_shrink(struct http_server *srv)
+{
+	free(srv->s_spare);
+	srv->s_spare = NULL;
+}
+
 unsigned
 http_server_nconn(const struct http_server *srv)
 {
