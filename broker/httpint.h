@@ -162,6 +162,32 @@ struct timeval	*ms_to_tv(int ms, struct timeval *);
 /* The connection's reads are watched from now on. */
 void		 conn_watch(struct http_conn *);
 
+/* http.c, for httpread.c */
+/* Close the descriptor now; on_close and the free come from the loop. */
+void		 conn_close(struct http_conn *);
+/* Write what is queued now, or when the server is uncorked. */
+void		 conn_kick(struct http_conn *);
+/* Watch the reads (again), with the silence limit of the state: 0 or -1. */
+int		 conn_read_on(struct http_conn *);
+void		 conn_read_off(struct http_conn *);
+/* The state changed: the events that are on take its limits. */
+void		 conn_set_timeouts(struct http_conn *);
+/* PROTOCOL.md 3.5's 400 for a failure before the head is whole. */
+void		 conn_bad_request(struct http_conn *);
+/* An answer ends a body read in progress; the rest is dropped. */
+void		 conn_drop_body(struct http_conn *);
+/* A read or a write failed (errno): a body read ends, else a close. */
+void		 conn_failed(struct http_conn *, const char *what);
+
+/* httpread.c */
+/* One read(2) of the request, and what it brought used. */
+void		 conn_read(struct http_conn *);
+void		 conn_readcb(evutil_socket_t, short, void *);
+/* The input's buffer goes, to the server's spare when it is its size. */
+void		 conn_in_free(struct http_conn *);
+/* The body read fails: the router hears it, or the connection closes. */
+void		 conn_body_fail(struct http_conn *, enum http_body_err);
+
 /* httpserver.c */
 /* n more refusals: past the allowance the listener rests. */
 void		 http_refused(struct http_server *, unsigned n);
