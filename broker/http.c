@@ -120,56 +120,47 @@ conn_event_add(struct event *ev, const struct timeval *tv)
 
 static void	conn_writecb(evutil_socket_t, short, void *);
 
-/* Watch the reads (again), with the silence limit of the state. */
-int
-conn_read_on(struct http_conn *c)
+/*
+ * Watch the reads (again) or the writes, with the silence limit of the
+ * state; the event is made the first time.
+ */
+static int
+conn_io_on(struct http_conn *c, int reading)
 {
+	struct event	**ev = reading ? &c->c_rev : &c->c_wev;
 	struct timeval	 tv;
 
-	if (c->c_rev == NULL && (c->c_rev = event_new(c->c_srv->s_base,
-	    c->c_fd, EV_READ | EV_PERSIST, conn_readcb, c)) == NULL) {
+	if (*ev == NULL && (*ev = event_new(c->c_srv->s_base, c->c_fd,
+	    (reading ? EV_READ : EV_WRITE) | EV_PERSIST,
+	    reading ? conn_readcb : conn_writecb, c)) == NULL) {
 		log_warnx("%s: event_new", __func__);
 		return -1;
 	}
-	if (conn_event_add(c->c_rev, conn_silence(c, 1, &tv)) == -1)
+	if (conn_event_add(*ev, conn_silence(c, reading, &tv)) == -1)
 		return -1;
-	c->c_rev_on = 1;
+	*(reading ? &c->c_rev_on : &c->c_wev_on) = 1;
 	return 0;
+}
+
+static void
+conn_io_off(struct event *ev, int *on)
+{
+	if (*on) {
+		(void)event_del(ev);
+		*on = 0;
+	}
+}
+
+int
+conn_read_on(struct http_conn *c)
+{
+	return conn_io_on(c, 1);
 }
 
 void
 conn_read_off(struct http_conn *c)
 {
-	if (c->c_rev_on) {
-		(void)event_del(c->c_rev);
-		c->c_rev_on = 0;
-	}
-}
-
-/* Watch the writes until the output is empty. */
-static int
-conn_write_on(struct http_conn *c)
-{
-	struct timeval	 tv;
-
-	if (c->c_wev == NULL && (c->c_wev = event_new(c->c_srv->s_base,
-	    c->c_fd, EV_WRITE | EV_PERSIST, conn_writecb, c)) == NULL) {
-		log_warnx("%s: event_new", __func__);
-		return -1;
-	}
-	if (conn_event_add(c->c_wev, conn_silence(c, 0, &tv)) == -1)
-		return -1;
-	c->c_wev_on = 1;
-	return 0;
-}
-
-static void
-conn_write_off(struct http_conn *c)
-{
-	if (c->c_wev_on) {
-		(void)event_del(c->c_wev);
-		c->c_wev_on = 0;
-	}
+	conn_io_off(c->c_rev, &c->c_rev_on);
 }
 
 /* The state changed: the events that are on take its limits. */
@@ -386,7 +377,7 @@ conn_flush(struct http_conn *c)
 		conn_written(c);
 		return;
 	}
-	if (conn_write_on(c) == -1) {
+	if (conn_io_on(c, 0) == -1) {
 		conn_close(c);
 		return;
 	}
@@ -886,7 +877,7 @@ conn_writecb(evutil_socket_t fd, short what, void *arg)
 	len = evbuffer_get_length(c->c_out);
 	/* All out: the next writes go straight to the socket again. */
 	if (len == 0)
-		conn_write_off(c);
+		conn_io_off(c->c_wev, &c->c_wev_on);
 	if (c->c_state == C_FLUSH && len == 0)
 		conn_flush_done(c);
 	else if (c->c_state == C_STREAM && c->c_drain_armed &&
