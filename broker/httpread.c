@@ -473,8 +473,12 @@ conn_read(struct http_conn *c)
 		dst = c->c_in + c->c_inlen;
 		room = c->c_incap - c->c_inlen;
 	}
-	if (room == 0)
+	/* Each state's reads leave room or stop; none should be here. */
+	if (room == 0) {
+		log_warnx("%s: no room to read", __func__);
+		conn_read_off(c);
 		return;
+	}
 	do
 		n = read(c->c_fd, dst, room);
 	while (n == -1 && errno == EINTR);
